@@ -1,0 +1,7 @@
+"""OpenTelemetry instrumentation for the OpenAI Responses API that names the ways context gets lost."""
+
+from .config import ConfigError
+from .instrumentor import ResponsesInstrumentor
+from .version import __version__
+
+__all__ = ["ConfigError", "ResponsesInstrumentor", "__version__"]

@@ -1,0 +1,76 @@
+"""Attribute and metric names: the telemetry contract of DESIGN.md section 3, in one place.
+
+GenAI names come from ``opentelemetry-semantic-conventions`` where it still has them; the few it lacks
+(moved to the GenAI conventions repository) are literals here so no other module spells a name.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv._incubating.attributes import openai_attributes as _openai
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import server_attributes as _server
+
+# GenAI semantic conventions.
+GEN_AI_OPERATION_NAME: Final = _gen_ai.GEN_AI_OPERATION_NAME
+GEN_AI_PROVIDER_NAME: Final = _gen_ai.GEN_AI_PROVIDER_NAME
+GEN_AI_REQUEST_MODEL: Final = _gen_ai.GEN_AI_REQUEST_MODEL
+GEN_AI_RESPONSE_MODEL: Final = _gen_ai.GEN_AI_RESPONSE_MODEL
+GEN_AI_RESPONSE_ID: Final = _gen_ai.GEN_AI_RESPONSE_ID
+GEN_AI_RESPONSE_FINISH_REASONS: Final = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+GEN_AI_CONVERSATION_ID: Final = _gen_ai.GEN_AI_CONVERSATION_ID
+GEN_AI_USAGE_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = _gen_ai.GEN_AI_TOKEN_TYPE
+GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID: Final = "gen_ai.request.previous_response.id"
+GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
+OPENAI_API_TYPE: Final = _openai.OPENAI_API_TYPE
+OPENAI_REQUEST_SERVICE_TIER: Final = _openai.OPENAI_REQUEST_SERVICE_TIER
+OPENAI_RESPONSE_SERVICE_TIER: Final = _openai.OPENAI_RESPONSE_SERVICE_TIER
+SERVER_ADDRESS: Final = _server.SERVER_ADDRESS
+SERVER_PORT: Final = _server.SERVER_PORT
+ERROR_TYPE: Final = _error.ERROR_TYPE
+
+PROVIDER_OPENAI: Final = "openai"
+API_TYPE_RESPONSES: Final = "responses"
+OPERATION_CHAT: Final = "chat"
+TOKEN_TYPE_INPUT: Final = "input"
+TOKEN_TYPE_OUTPUT: Final = "output"
+
+# Project attributes.
+REQUEST_ID: Final = "openai_responses.request_id"
+STATE_MODE: Final = "openai_responses.state.mode"
+STORE: Final = "openai_responses.store"
+ZDR: Final = "openai_responses.zdr"
+INSTRUCTIONS_HASH: Final = "openai_responses.instructions.hash"
+INSTRUCTIONS_VERSION: Final = "openai_responses.instructions.version"
+INPUT_ITEM_TYPES: Final = "openai_responses.input.item_types"
+INPUT_ITEM_COUNT: Final = "openai_responses.input.item_count"
+OUTPUT_ITEM_TYPES: Final = "openai_responses.output.item_types"
+OUTPUT_ITEM_COUNT: Final = "openai_responses.output.item_count"
+INCLUDE: Final = "openai_responses.include"
+REASONING_ENCRYPTED_REQUESTED: Final = "openai_responses.reasoning.encrypted_requested"
+REASONING_ENCRYPTED_INPUT_COUNT: Final = "openai_responses.reasoning.encrypted_input_count"
+REASONING_ENCRYPTED_OUTPUT_COUNT: Final = "openai_responses.reasoning.encrypted_output_count"
+TOOL_CALLS_CHECK: Final = "openai_responses.tool_calls.check"
+COMPACTION: Final = "openai_responses.compaction"
+SIGNALS: Final = "openai_responses.signals"
+CONTEXT_LOSS: Final = "openai_responses.context_loss"
+
+# Metrics.
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_CALLS: Final = "openai_responses.calls"
+METRIC_SIGNALS: Final = "openai_responses.signals"
+
+# Advised bucket boundaries of the GenAI conventions.
+TOKEN_USAGE_BUCKETS: Final = tuple(float(4**i) for i in range(14))
+DURATION_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))
+
+# Error metadata (never the message, which may echo payload).
+HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
+ERROR_CODE: Final = "openai_responses.error.code"

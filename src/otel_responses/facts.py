@@ -1,0 +1,183 @@
+"""Facts about one call, built from the call's keyword arguments and its result. Pure: no telemetry here.
+
+Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads stay in the app's objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .config import Settings, resolve_version
+from .items import ItemMeta, is_sequence, item_meta
+
+SERVER_CHAIN = "server_chain"
+CONVERSATION = "conversation"
+CLIENT_REPLAY = "client_replay"
+SINGLE_TURN = "single_turn"
+CONFLICT = "conflict"
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+@dataclass(slots=True)
+class RequestFacts:
+    """What the request says about state, storage, instructions and the items it carries."""
+
+    operation: str
+    model: str | None
+    state_mode: str
+    store: bool
+    previous_response_id: str | None
+    conversation_id: str | None
+    instructions_hash: str | None
+    instructions_version: str | None
+    input_items: tuple[ItemMeta, ...]
+    include: tuple[str, ...]
+    encrypted_requested: bool
+    encrypted_input_count: int
+    compaction: bool
+    service_tier: str | None
+    stream: bool
+
+
+@dataclass(slots=True)
+class ResponseFacts:
+    """What the response says: identity, status, usage and the items it returned."""
+
+    response_id: str | None
+    model: str | None
+    status: str | None
+    finish_reason: str | None
+    output_items: tuple[ItemMeta, ...]
+    encrypted_output_count: int
+    compaction: bool
+    input_tokens: int | None
+    output_tokens: int | None
+    cached_tokens: int | None
+    reasoning_tokens: int | None
+    service_tier: str | None
+    conversation_id: str | None
+    request_id: str | None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _conversation_id(value: object) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping):
+        return _str(value.get("id"))
+    return _str(getattr(value, "id", None))
+
+
+def _state_mode(previous: str | None, conversation: str | None, items: tuple[ItemMeta, ...]) -> str:
+    if previous and conversation:
+        return CONFLICT
+    if previous:
+        return SERVER_CHAIN
+    if conversation:
+        return CONVERSATION
+    user_messages = 0
+    for meta in items:
+        if not meta.from_app:
+            return CLIENT_REPLAY
+        if meta.role == "user":
+            user_messages += 1
+    return CLIENT_REPLAY if user_messages > 1 else SINGLE_TURN
+
+
+def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+    """Facts of a create/parse request. Unset parameters may be ``omit`` sentinels: only real types count."""
+    raw_input = kwargs.get("input")
+    if isinstance(raw_input, str):
+        items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False),)
+    elif is_sequence(raw_input):
+        items = tuple(map(item_meta, raw_input))
+    else:
+        items = ()
+    encrypted_in = 0
+    compaction = False
+    for meta in items:
+        if meta.encrypted and meta.type == "reasoning":
+            encrypted_in += 1
+        elif meta.type == "compaction":
+            compaction = True
+
+    raw_include = kwargs.get("include")
+    include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
+    instructions = _str(kwargs.get("instructions"))
+    previous = _str(kwargs.get("previous_response_id")) or None
+    conversation = _conversation_id(kwargs.get("conversation")) or None
+    return RequestFacts(
+        operation=operation,
+        model=_str(kwargs.get("model")),
+        state_mode=_state_mode(previous, conversation, items),
+        store=kwargs.get("store") is not False,  # the API stores when `store` is omitted
+        previous_response_id=previous,
+        conversation_id=conversation,
+        instructions_hash=settings.fingerprinter.text(instructions) if instructions is not None else None,
+        instructions_version=resolve_version(settings.instructions_version, instructions),
+        input_items=items,
+        include=include,
+        encrypted_requested=ENCRYPTED_REASONING in include,
+        encrypted_input_count=encrypted_in,
+        compaction=compaction,
+        service_tier=_str(kwargs.get("service_tier")),
+        stream=kwargs.get("stream") is True,
+    )
+
+
+def response_facts(response: object, request_id: str | None = None) -> ResponseFacts:
+    """Facts of a ``Response`` (or anything shaped like one); missing fields become ``None``."""
+    raw_output = getattr(response, "output", None)
+    output = tuple(map(item_meta, raw_output)) if is_sequence(raw_output) else ()
+    encrypted_out = 0
+    compaction = False
+    for meta in output:
+        if meta.encrypted and meta.type == "reasoning":
+            encrypted_out += 1
+        elif meta.type == "compaction":
+            compaction = True
+
+    status = _str(getattr(response, "status", None))
+    details = getattr(response, "incomplete_details", None)
+    finish = _str(getattr(details, "reason", None)) or status
+    usage = getattr(response, "usage", None)
+    input_details = getattr(usage, "input_tokens_details", None)
+    output_details = getattr(usage, "output_tokens_details", None)
+    return ResponseFacts(
+        response_id=_str(getattr(response, "id", None)),
+        model=_str(getattr(response, "model", None)),
+        status=status,
+        finish_reason=finish,
+        output_items=output,
+        encrypted_output_count=encrypted_out,
+        compaction=compaction,
+        input_tokens=_int(getattr(usage, "input_tokens", None)),
+        output_tokens=_int(getattr(usage, "output_tokens", None)),
+        cached_tokens=_int(getattr(input_details, "cached_tokens", None)),
+        reasoning_tokens=_int(getattr(output_details, "reasoning_tokens", None)),
+        service_tier=_str(getattr(response, "service_tier", None)),
+        conversation_id=_conversation_id(getattr(response, "conversation", None)),
+        request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
+    )
+
+
+def bounded_types(items: tuple[ItemMeta, ...], limit: int) -> list[str]:
+    """Item types in order; past ``limit``, the head and the tail with a ``...(+N)`` marker between.
+
+    The head shows how a history starts (system prompt, compaction item), the tail the latest turns.
+    """
+    if len(items) <= limit:
+        return [meta.type for meta in items]
+    head = max(1, limit // 4)
+    tail = max(1, limit - head - 1)
+    omitted = len(items) - head - tail
+    return [m.type for m in items[:head]] + [f"...(+{omitted})"] + [m.type for m in items[-tail:]]

@@ -1,0 +1,37 @@
+"""Keyed short hashes: comparable inside the process (or a fleet sharing a key), useless to anyone else.
+
+A plain digest of short instructions or a marker could be reversed by guessing; a keyed BLAKE2b cannot
+without the key, and the default key is random per process and never leaves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+KEY_BYTES = 32
+
+
+class Fingerprinter:
+    """Keyed BLAKE2b over text, truncated to 8 bytes (16 hex characters)."""
+
+    __slots__ = ("_key", "_last")
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key if key else secrets.token_bytes(KEY_BYTES)
+        # Apps pass the same instructions object turn after turn: remember the last one by identity.
+        self._last: tuple[str, str] | None = None
+
+    def text(self, value: str) -> str:
+        """Short hex fingerprint of ``value``."""
+        last = self._last
+        if last is not None and last[0] is value:
+            return last[1]
+        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8).hexdigest()
+        self._last = (value, digest)
+        return digest
+
+
+def key_from_text(text: str) -> bytes:
+    """Derive a BLAKE2b key from a configured secret of any length."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()

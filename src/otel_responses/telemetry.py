@@ -1,0 +1,169 @@
+"""Spans and metrics from facts: the only module that writes telemetry.
+
+Attribute dictionaries are built once per call and handed to the SDK whole; no payload reaches here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from opentelemetry.metrics import Meter
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from . import attributes as a
+from .config import Settings
+from .facts import RequestFacts, ResponseFacts, bounded_types
+
+Attributes = dict[str, AttributeValue]
+Server = tuple[str | None, int | None]
+
+
+class Telemetry:
+    """Tracer, instruments and settings of one ``instrument()``."""
+
+    def __init__(self, tracer: Tracer, meter: Meter, settings: Settings) -> None:
+        self.tracer = tracer
+        self.settings = settings
+        self.duration = meter.create_histogram(
+            a.METRIC_OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+        )
+        self.token_usage = meter.create_histogram(
+            a.METRIC_TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=list(a.TOKEN_USAGE_BUCKETS),
+        )
+        self.calls = meter.create_counter(
+            a.METRIC_CALLS,
+            unit="{call}",
+            description="Responses API calls by state mode, store flag and operation.",
+        )
+
+    def start(self, req: RequestFacts, server: Server) -> Span:
+        """Open the CLIENT span with every request-side attribute, so samplers see them."""
+        attrs: Attributes = {
+            a.GEN_AI_OPERATION_NAME: req.operation,
+            a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
+            a.OPENAI_API_TYPE: a.API_TYPE_RESPONSES,
+            a.STATE_MODE: req.state_mode,
+            a.STORE: req.store,
+            a.ZDR: self.settings.zdr,
+            a.INPUT_ITEM_TYPES: bounded_types(req.input_items, self.settings.max_item_types),
+            a.INPUT_ITEM_COUNT: len(req.input_items),
+            a.REASONING_ENCRYPTED_REQUESTED: req.encrypted_requested,
+            a.REASONING_ENCRYPTED_INPUT_COUNT: req.encrypted_input_count,
+        }
+        if req.model is not None:
+            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+        if server[0] is not None:
+            attrs[a.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attrs[a.SERVER_PORT] = server[1]
+        if req.previous_response_id is not None:
+            attrs[a.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID] = req.previous_response_id
+        if req.conversation_id is not None:
+            attrs[a.GEN_AI_CONVERSATION_ID] = req.conversation_id
+        if req.service_tier is not None:
+            attrs[a.OPENAI_REQUEST_SERVICE_TIER] = req.service_tier
+        if req.instructions_hash is not None:
+            attrs[a.INSTRUCTIONS_HASH] = req.instructions_hash
+        if req.instructions_version is not None:
+            attrs[a.INSTRUCTIONS_VERSION] = req.instructions_version
+        if req.include:
+            attrs[a.INCLUDE] = list(req.include)
+        name = f"{req.operation} {req.model}" if req.model else req.operation
+        return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+
+    def _metric_attrs(self, req: RequestFacts, server: Server, response_model: str | None) -> Attributes:
+        attrs: Attributes = {
+            a.GEN_AI_OPERATION_NAME: req.operation,
+            a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
+        }
+        if req.model is not None:
+            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+        if response_model is not None:
+            attrs[a.GEN_AI_RESPONSE_MODEL] = response_model
+        if server[0] is not None:
+            attrs[a.SERVER_ADDRESS] = server[0]
+        if server[1] is not None:
+            attrs[a.SERVER_PORT] = server[1]
+        return attrs
+
+    def _count_call(self, req: RequestFacts) -> None:
+        attrs: Attributes = {
+            a.STATE_MODE: req.state_mode,
+            a.STORE: req.store,
+            a.GEN_AI_OPERATION_NAME: req.operation,
+        }
+        if req.model is not None:
+            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+        self.calls.add(1, attrs)
+
+    def succeed(
+        self, span: Span, req: RequestFacts, resp: ResponseFacts | None, seconds: float, server: Server
+    ) -> None:
+        """Record the response side, then end the span. ``resp`` is None when the body was not read."""
+        self._count_call(req)
+        metric_attrs = self._metric_attrs(req, server, resp.model if resp else None)
+        self.duration.record(seconds, metric_attrs)
+        if resp is None:
+            span.end()
+            return
+        attrs: Attributes = {
+            a.OUTPUT_ITEM_TYPES: bounded_types(resp.output_items, self.settings.max_item_types),
+            a.OUTPUT_ITEM_COUNT: len(resp.output_items),
+            a.REASONING_ENCRYPTED_OUTPUT_COUNT: resp.encrypted_output_count,
+            a.COMPACTION: req.compaction or resp.compaction,
+        }
+        _put(attrs, a.GEN_AI_RESPONSE_ID, resp.response_id)
+        _put(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
+        _put(attrs, a.REQUEST_ID, resp.request_id)
+        _put(attrs, a.OPENAI_RESPONSE_SERVICE_TIER, resp.service_tier)
+        _put(attrs, a.GEN_AI_USAGE_INPUT_TOKENS, resp.input_tokens)
+        _put(attrs, a.GEN_AI_USAGE_OUTPUT_TOKENS, resp.output_tokens)
+        _put(attrs, a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, resp.cached_tokens)
+        _put(attrs, a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, resp.reasoning_tokens)
+        if resp.finish_reason is not None:
+            attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [resp.finish_reason]
+        if resp.conversation_id is not None and req.conversation_id is None:
+            attrs[a.GEN_AI_CONVERSATION_ID] = resp.conversation_id
+        if req.compaction or resp.compaction:
+            attrs[a.GEN_AI_CONVERSATION_COMPACTED] = True
+        span.set_attributes(attrs)
+        if resp.input_tokens is not None:
+            self.token_usage.record(resp.input_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_INPUT})
+        if resp.output_tokens is not None:
+            self.token_usage.record(resp.output_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_OUTPUT})
+        span.end()
+
+    def fail(self, span: Span, req: RequestFacts, exc: BaseException, seconds: float, server: Server) -> None:
+        """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
+        error_type = type(exc).__qualname__
+        self._count_call(req)
+        self.duration.record(seconds, {**self._metric_attrs(req, server, None), a.ERROR_TYPE: error_type})
+        attrs: Attributes = {a.ERROR_TYPE: error_type}
+        _put(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
+        _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
+        _put(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
+        span.set_attributes(attrs)
+        span.set_status(Status(StatusCode.ERROR, error_type))
+        span.end()
+
+
+def _put(attrs: Attributes, key: str, value: str | int | None) -> None:
+    if value is not None:
+        attrs[key] = value
+
+
+def _str_attr(obj: Any, name: str) -> str | None:
+    value = getattr(obj, name, None)
+    return value if isinstance(value, str) else None
+
+
+def _int_attr(obj: Any, name: str) -> int | None:
+    value = getattr(obj, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
