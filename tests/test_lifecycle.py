@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 from openai.resources.responses.responses import AsyncResponses, Responses
 
@@ -82,14 +81,18 @@ def test_with_raw_response_returns_what_it_returns_bare(emulator: Emulator, capt
     assert span.attributes["openai_responses.request_id"] == raw.request_id
     ResponsesInstrumentor().uninstrument()
     try:
-        bare = emulator.client().responses.with_raw_response.create(model=MODEL, input="Remember this: the marker is R-1.")
+        bare = emulator.client().responses.with_raw_response.create(
+            model=MODEL, input="Remember this: the marker is R-1."
+        )
         assert type(bare) is instrumented_type
         bare_parsed = bare.parse()
         assert type(bare_parsed) is type(parsed)
         assert bare_parsed.output_text == parsed.output_text
         assert bare.status_code == raw.status_code == 200
     finally:
-        ResponsesInstrumentor().instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider)
+        ResponsesInstrumentor().instrument(
+            tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider
+        )
 
 
 def test_with_streaming_response_body_left_for_the_app(emulator: Emulator, captured: Captured) -> None:
@@ -119,7 +122,9 @@ def test_streaming_call_still_works_and_yields_the_same_events(emulator: Emulato
     try:
         bare = event_types()
     finally:
-        ResponsesInstrumentor().instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider)
+        ResponsesInstrumentor().instrument(
+            tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider
+        )
     assert instrumented == bare
     assert instrumented[-1] == "response.completed"
     with emulator.client().responses.stream(model=MODEL, input="hi") as stream:

@@ -26,7 +26,7 @@ def test_readme_starts_with_the_two_commands_and_ci_runs_the_test_command_verbat
 def test_readme_emulator_example_runs() -> None:
     example = next(code for lang, code in BLOCKS if lang == "python" and "Emulator()" in code)
     namespace: dict[str, object] = {}
-    exec(compile(example, "README.md", "exec"), namespace)  # noqa: S102 - the README's own example
+    exec(compile(example, "README.md", "exec"), namespace)
     assert namespace["again"].output_text == "marker=M-1"  # type: ignore[attr-defined]
 
 

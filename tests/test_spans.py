@@ -77,7 +77,9 @@ def test_single_turn_span_has_every_genai_and_project_attribute(emulator: Emulat
 
 
 @pytest.mark.parametrize(("store", "expected"), [(True, True), (False, False), (None, True)])
-def test_store_flag_is_the_effective_one(emulator: Emulator, captured: Captured, store: bool | None, expected: bool) -> None:
+def test_store_flag_is_the_effective_one(
+    emulator: Emulator, captured: Captured, store: bool | None, expected: bool
+) -> None:
     kwargs: dict[str, Any] = {} if store is None else {"store": store}
     emulator.client().responses.create(model=MODEL, input="hello", **kwargs)
     assert attrs(captured.only_span())["openai_responses.store"] is expected
@@ -100,8 +102,9 @@ def test_instructions_hash_is_keyed_short_hex_and_tracks_changes(emulator: Emula
 
 
 def test_instructions_version_from_configuration(emulator: Emulator) -> None:
-    from .conftest import new_captured
     from otel_responses import ResponsesInstrumentor
+
+    from .conftest import new_captured
 
     cap = new_captured()
     instrumentor = ResponsesInstrumentor()
@@ -226,7 +229,8 @@ def test_encrypted_reasoning_requested_returned_and_replayed(emulator: Emulator,
     assert two["openai_responses.input.item_types"] == ("message", "reasoning", "message", "message")
     assert "code_word=CW-" in second.output_text
     encrypted = first.output[0].encrypted_content
-    assert encrypted and all(encrypted not in str(v) for s in captured.spans() for v in attrs(s).values())
+    assert encrypted
+    assert all(encrypted not in str(v) for s in captured.spans() for v in attrs(s).values())
 
 
 def test_reasoning_without_include_has_no_encrypted_payload(emulator: Emulator, captured: Captured) -> None:
@@ -250,7 +254,9 @@ def test_tool_call_round_trip(emulator: Emulator, captured: Captured) -> None:
     assert two["openai_responses.input.item_types"] == ("message", "function_call", "function_call_output")
     assert two["openai_responses.state.mode"] == "client_replay"
     assert "shipped" in second.output_text
-    assert all("shipped" not in str(v) and "order 42" not in str(v) for s in captured.spans() for v in attrs(s).values())
+    assert all(
+        "shipped" not in str(v) and "order 42" not in str(v) for s in captured.spans() for v in attrs(s).values()
+    )
 
 
 # -- three turns in each state mode, sync --------------------------------------------------------------
@@ -281,7 +287,8 @@ def test_async_create_and_parse(emulator: Emulator, captured: Captured) -> None:
         client = emulator.async_client()
         first = await client.responses.create(model=MODEL, input="Remember this: the marker is A-1.", store=False)
         second = await client.responses.parse(
-            model=MODEL, input=[{"role": "user", "content": "hi"}, *first.output, {"role": "user", "content": "marker?"}],
+            model=MODEL,
+            input=[{"role": "user", "content": "hi"}, *first.output, {"role": "user", "content": "marker?"}],
             store=False,
         )
         with pytest.raises(openai.BadRequestError) as info:
@@ -367,7 +374,8 @@ def test_metrics_duration_tokens_and_calls(emulator: Emulator, captured: Capture
     by_error = {p.attributes.get("error.type"): p for p in durations}
     assert set(by_error) == {None, "BadRequestError"}
     ok = by_error[None]
-    assert ok.count == 1 and ok.sum > 0
+    assert ok.count == 1
+    assert ok.sum > 0
     assert ok.attributes["gen_ai.operation.name"] == "chat"
     assert ok.attributes["gen_ai.provider.name"] == "openai"
     assert ok.attributes["gen_ai.request.model"] == MODEL

@@ -1,0 +1,130 @@
+"""A local, deterministic OpenAI Responses API emulator (standard library only).
+
+The real `openai` client talks to it over loopback HTTP. It keeps the API's state semantics
+(`store`, `previous_response_id`, `conversation`, item references, reasoning items with opaque
+`encrypted_content`, function-call pairing) and its "model" answers only from the context it
+actually received, so an application that loses context gets a visibly wrong answer.
+
+Model rules (case-insensitive; "current text" = last user message of this request's input):
+- facts: `marker is <M>` in any user message of the context, the latest wins;
+- the last input item is a `function_call_output` -> `Tool <name> returned <output>.`;
+- else an offered function tool whose name is in the current text -> a `function_call` item;
+- else `choose a code word` -> `I have chosen a code word.` (the code word lives only in reasoning);
+- else a `?` -> `marker=..; tool=..; constraints=..; code_word=..` for the keywords asked, or `I don't know.`;
+- else `Noted marker <M>.` / `Noted.`; instructions containing `uppercase` upper-case the reply.
+
+Usage::
+
+    with Emulator() as emu:
+        client = emu.client()
+        client.responses.create(model="gpt-4.1", input="The marker is X.")
+"""
+
+from __future__ import annotations
+
+import threading
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .config import EmulatorConfig
+from .recording import RecordedRequest, RequestLog
+from .server import EmulatorHTTPServer
+from .service import Service
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = ["Emulator", "EmulatorConfig", "RecordedRequest", "RequestLog"]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
+
+
+class Emulator:
+    """Serves the emulated API on 127.0.0.1 from a daemon thread; use as a context manager."""
+
+    def __init__(
+        self, config: EmulatorConfig | None = None, *, port: int = 0, host: str = "127.0.0.1", verbose: bool = False
+    ) -> None:
+        if host not in LOOPBACK_HOSTS:
+            raise ValueError(f"the emulator only binds to loopback, not {host!r}")
+        self.config = config if config is not None else EmulatorConfig()
+        self._host = "127.0.0.1"
+        self._requested_port = port
+        self._verbose = verbose
+        self._service = Service(self.config)
+        self._server: EmulatorHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._log = RequestLog()
+
+    def start(self) -> Emulator:
+        """Bind the socket and serve in a background daemon thread; returns self."""
+        if self._server is not None:
+            return self
+        server = EmulatorHTTPServer((self._host, self._requested_port), self._service, self._log, verbose=self._verbose)
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="otel-responses-emulator", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving, end open keep-alive connections and close the listening socket."""
+        server, thread = self._server, self._thread
+        if server is None:
+            return
+        self._server, self._thread = None, None
+        server.shutdown()
+        server.close_connections()
+        server.server_close()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> Emulator:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _running(self) -> EmulatorHTTPServer:
+        if self._server is None:
+            raise RuntimeError("the emulator is not running; call start() or use it as a context manager")
+        return self._server
+
+    @property
+    def port(self) -> int:
+        """The bound TCP port (the free port chosen when constructed with port=0)."""
+        return int(self._running().server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """What to pass as `openai.OpenAI(base_url=...)`, e.g. `http://127.0.0.1:PORT/v1`."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    @property
+    def requests(self) -> RequestLog:
+        """Every request received so far (method, path, parsed JSON body, query, headers)."""
+        return self._log
+
+    def reset(self) -> None:
+        """Forget responses, conversations and logged requests; ids start over."""
+        self._service.reset()
+        self._log.clear()
+
+    def client(self, **kwargs: Any) -> openai.OpenAI:
+        """An `openai.OpenAI` pointed at this emulator (no retries, a dummy key)."""
+        import openai
+
+        options: dict[str, Any] = {"base_url": self.base_url, "api_key": "emulator-key", "max_retries": 0}
+        options.update(kwargs)
+        return openai.OpenAI(**options)
+
+    def async_client(self, **kwargs: Any) -> openai.AsyncOpenAI:
+        """An `openai.AsyncOpenAI` pointed at this emulator (no retries, a dummy key)."""
+        import openai
+
+        options: dict[str, Any] = {"base_url": self.base_url, "api_key": "emulator-key", "max_retries": 0}
+        options.update(kwargs)
+        return openai.AsyncOpenAI(**options)

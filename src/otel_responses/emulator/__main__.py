@@ -1,0 +1,52 @@
+"""`python -m otel_responses.emulator`: serve the emulator in the foreground until Ctrl-C."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from types import FrameType
+
+from . import LOOPBACK_HOSTS, Emulator, EmulatorConfig
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m otel_responses.emulator",
+        description="Serve a local, deterministic OpenAI Responses API emulator.",
+    )
+    parser.add_argument("--port", type=int, default=0, help="TCP port (default: a free port)")
+    parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS, help="loopback only")
+    parser.add_argument("--seed", default=EmulatorConfig.seed, help="seed for ids and code words")
+    parser.add_argument(
+        "--drop-context", action="store_true", help="broken endpoint: the model sees only the current input"
+    )
+    parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first."""
+    args = _parser().parse_args(argv)
+    config = EmulatorConfig(seed=args.seed, drop_context=args.drop_context)
+    stop = threading.Event()
+
+    def _on_signal(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _on_signal)
+    signal.signal(signal.SIGINT, _on_signal)  # also when started in the background, where SIGINT is ignored
+    with Emulator(config, port=args.port, host=args.host, verbose=args.verbose) as emulator:
+        print(emulator.base_url, flush=True)
+        print("otel-responses emulator running; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        try:
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

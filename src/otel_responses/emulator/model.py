@@ -1,0 +1,233 @@
+"""The deterministic "model": context in, output items out.
+
+It answers only from the context it actually received, so an application that loses
+context (a broken chain, a dropped reasoning item) gets a visibly wrong answer. The rules
+are summarised in the package docstring (`otel_responses.emulator`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import tokens
+from .context import Context
+from .errors import bad_request
+from .items import Item, kind, parts_text, text_of
+from .state import Entry
+
+_MARKER = re.compile(r"\bmarker is ([A-Za-z0-9_-]+)", re.IGNORECASE)
+_CODE_WORD = re.compile(r"CW-[0-9a-f]{6}")
+
+
+@dataclass(frozen=True)
+class Request:
+    """The request parameters the model cares about."""
+
+    model: str
+    instructions: str | None
+    tools: list[Any]
+    reasoning: bool
+    reasoning_summary: bool
+    max_output_tokens: int | None
+
+
+@dataclass
+class Turn:
+    """What the model produced: output entries (reasoning carries its notes), status and usage."""
+
+    output: list[Entry]
+    status: str
+    usage: dict[str, Any]
+    incomplete_reason: str | None = None
+
+
+def code_word(seed: str, response_id: str) -> str:
+    """The code word a reasoning turn chooses: reproducible from the seed and the response id."""
+    return "CW-" + hashlib.sha256(f"{seed}|code-word|{response_id}".encode()).hexdigest()[:6]
+
+
+def check_tool_pairs(entries: list[Entry]) -> None:
+    """Enforce the API's pairing of function calls and outputs (400, param `input`), in linear time."""
+    items = [e.item for e in entries]
+    calls_seen: set[Any] = set()
+    for item in items:
+        if kind(item) == "function_call":
+            calls_seen.add(item.get("call_id"))
+        elif kind(item) == "function_call_output" and item.get("call_id") not in calls_seen:
+            call_id = item.get("call_id")
+            raise bad_request(f"No tool call found for function call output with call_id {call_id}.", param="input")
+    outputs_after: set[Any] = set()
+    unanswered = None
+    for item in reversed(items):
+        if kind(item) == "function_call_output":
+            outputs_after.add(item.get("call_id"))
+        elif kind(item) == "function_call" and item.get("call_id") not in outputs_after:
+            unanswered = item.get("call_id")  # keep the earliest one, as a forward scan would report
+    if unanswered is not None:
+        raise bad_request(f"No tool output found for function call {unanswered}.", param="input")
+
+
+def _latest_marker(entries: list[Entry]) -> str | None:
+    marker = None
+    for entry in entries:
+        if kind(entry.item) == "message" and entry.item.get("role") == "user":
+            found = _MARKER.findall(text_of(entry.item))
+            if found:
+                marker = found[-1]
+    return marker
+
+
+def _latest_tool_output(entries: list[Entry]) -> str | None:
+    output = None
+    for entry in entries:
+        if kind(entry.item) == "function_call_output":
+            output = parts_text(entry.item.get("output"))
+    return output
+
+
+def _latest_code_word(entries: list[Entry]) -> str | None:
+    word = None
+    for entry in entries:
+        if kind(entry.item) == "reasoning" and entry.notes:
+            found = _CODE_WORD.findall(entry.notes)
+            if found:
+                word = found[-1]
+    return word
+
+
+def _current_text(current: list[Entry]) -> str:
+    for entry in reversed(current):
+        if kind(entry.item) == "message" and entry.item.get("role") == "user":
+            return text_of(entry.item)
+    return ""
+
+
+def _offered_tool(tools: list[Any], text: str) -> str | None:
+    lowered = text.lower()
+    for tool in tools:
+        if isinstance(tool, dict) and tool.get("type") == "function":
+            name = tool.get("name")
+            if isinstance(name, str) and name and name.lower() in lowered:
+                return name
+    return None
+
+
+def _answer(text: str, entries: list[Entry], instructions: str | None) -> str:
+    lowered = text.lower()
+    parts: list[str] = []
+    if "marker" in lowered:
+        parts.append(f"marker={_latest_marker(entries) or 'unknown'}")
+    if "tool" in lowered:
+        tool_output = _latest_tool_output(entries)
+        parts.append(f"tool={tool_output if tool_output is not None else 'unknown'}")
+    if "constraint" in lowered:
+        parts.append(f"constraints={instructions or 'none'}")
+    if "code word" in lowered:
+        parts.append(f"code_word={_latest_code_word(entries) or 'unknown'}")
+    return "; ".join(parts) if parts else "I don't know."
+
+
+def respond(context: Context, request: Request, *, response_id: str, seed: str, new_id: Callable[[str], str]) -> Turn:
+    """Run the rules over the context and produce this turn's output items and usage."""
+    entries = context.entries
+    check_tool_pairs(entries)
+    current = _current_text(context.current)
+    lowered = current.lower()
+    last = context.current[-1].item if context.current else None
+
+    reply: str | None = None
+    call: Item | None = None
+    notes = f"Considered {len(entries)} context items."
+    if last is not None and kind(last) == "function_call_output":
+        call_id = last.get("call_id")
+        calls = [e.item for e in entries if kind(e.item) == "function_call" and e.item.get("call_id") == call_id]
+        name = calls[-1].get("name") if calls else None
+        reply = f"Tool {name} returned {parts_text(last.get('output'))}."
+        notes = f"Read the output of {name}."
+    elif (tool := _offered_tool(request.tools, current)) is not None:
+        call = {
+            "type": "function_call",
+            "id": new_id("fc"),
+            "call_id": new_id("call"),
+            "name": tool,
+            "arguments": json.dumps({"query": current}),
+            "status": "completed",
+        }
+        notes = f"Decided to call {tool}."
+    elif "choose a code word" in lowered:
+        notes = f"The code word is {code_word(seed, response_id)}."
+        reply = "I have chosen a code word."
+    elif "?" in current:
+        reply = _answer(current, entries, request.instructions)
+    else:
+        marker = _MARKER.findall(current)
+        reply = f"Noted marker {marker[-1]}." if marker else "Noted."
+    if reply is not None and request.instructions and "uppercase" in request.instructions.lower():
+        reply = reply.upper()
+
+    return _finish(context, request, reply, call, notes if request.reasoning else None, new_id)
+
+
+def _finish(
+    context: Context,
+    request: Request,
+    reply: str | None,
+    call: Item | None,
+    notes: str | None,
+    new_id: Callable[[str], str],
+) -> Turn:
+    """Apply `max_output_tokens`, build the output items and count usage."""
+    budget = request.max_output_tokens
+    status = "completed"
+    output: list[Entry] = []
+    reasoning = 0
+    if notes is not None:
+        reasoning = tokens.reasoning_tokens(notes)
+        if budget is not None and reasoning > budget:
+            reasoning, status = budget, "incomplete"
+        summary = [{"type": "summary_text", "text": "Considered the request."}] if request.reasoning_summary else []
+        output.append(Entry({"type": "reasoning", "id": new_id("rs"), "summary": summary}, notes))
+    remaining = None if budget is None else budget - reasoning
+    visible = 0
+    if call is not None:
+        cost = tokens.count(text_of(call))
+        if remaining is not None and cost > remaining:
+            status = "incomplete"
+        else:
+            output.append(Entry(call))
+            visible += cost
+    if reply is not None:
+        message_status = "completed"
+        if remaining is not None and tokens.count(reply) > remaining:
+            reply = reply[: max(0, remaining) * 4]
+            status = message_status = "incomplete"
+        if reply:
+            output.append(Entry(_assistant_message(new_id("msg"), reply, message_status)))
+            visible += tokens.count(reply)
+
+    input_tokens = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.entries)
+    if request.instructions:
+        input_tokens += tokens.item_tokens(request.instructions)
+    cached = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.history)
+    return Turn(
+        output=output,
+        status=status,
+        usage=tokens.usage(input_tokens, cached, visible + reasoning, reasoning),
+        incomplete_reason="max_output_tokens" if status == "incomplete" else None,
+    )
+
+
+def _assistant_message(message_id: str, text: str, status: str) -> Item:
+    return {
+        "type": "message",
+        "id": message_id,
+        "role": "assistant",
+        "status": status,
+        "phase": "final_answer",
+        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+    }

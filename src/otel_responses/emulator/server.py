@@ -1,0 +1,228 @@
+"""HTTP transport: routing, JSON and error bodies, Server-Sent Events, request ids.
+
+Standard library only. HTTP/1.1 with exact Content-Length (and chunked encoding for streams)
+so the openai client's connection pool can keep connections alive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import socket
+import socketserver
+import sys
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import sse
+from .errors import ApiError, bad_request, not_found
+from .recording import RecordedRequest, RequestLog
+from .service import Service
+
+Query = dict[str, list[str]]
+Handler = Callable[[Service, "re.Match[str]", Query, Any], dict[str, Any]]
+
+
+def _flat(query: Query) -> dict[str, str]:
+    """Single-valued view of a query (last value wins)."""
+    return {key: values[-1] for key, values in query.items() if values}
+
+
+def _include(query: Query) -> list[str]:
+    """`include` values, in either the `include[]=` (SDK) or the `include=` form."""
+    return [*query.get("include[]", []), *query.get("include", [])]
+
+
+def _redact(name: str, value: str) -> str:
+    """Keep only the scheme of credentials, so the request log never holds an API key."""
+    if name.lower() in ("authorization", "api-key", "openai-api-key"):
+        return value.split(" ", 1)[0] + " <redacted>" if " " in value else "<redacted>"
+    return value
+
+
+def _body(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise bad_request("Expected a JSON object as the request body.")
+    return body
+
+
+ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
+    ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
+    ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),
+    ("GET", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.retrieve_response(m[1], _include(q))),
+    ("DELETE", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.delete_response(m[1])),
+    ("GET", re.compile(r"/v1/responses/([^/]+)/input_items"), lambda s, m, q, b: s.list_input_items(m[1], _flat(q))),
+    ("POST", re.compile(r"/v1/conversations"), lambda s, m, q, b: s.create_conversation(_body(b or {}))),
+    ("GET", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.retrieve_conversation(m[1])),
+    ("DELETE", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.delete_conversation(m[1])),
+    (
+        "GET",
+        re.compile(r"/v1/conversations/([^/]+)/items"),
+        lambda s, m, q, b: s.list_conversation_items(m[1], _flat(q)),
+    ),
+]
+
+
+class EmulatorHTTPServer(ThreadingHTTPServer):
+    """A threaded loopback server that owns the service, the request log and the request-id sequence."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], service: Service, log: RequestLog, *, verbose: bool = False) -> None:
+        self.service = service
+        self.log = log
+        self.verbose = verbose
+        self._connections_lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        """Bind without `HTTPServer`'s reverse-DNS lookup of the host, which can stall for seconds."""
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name = str(host)
+        self.server_port = int(port)
+
+    def next_request_id(self) -> str:
+        """`req_<hex>`, deterministic in the order requests arrive (restarted by `reset`)."""
+        return self.service.ids.new("req")
+
+    def track(self, connection: socket.socket, open_: bool) -> None:
+        """Remember open client connections so `close_connections` can end idle keep-alives."""
+        with self._connections_lock:
+            if open_:
+                self._connections.add(connection)
+            else:
+                self._connections.discard(connection)
+
+    def close_connections(self) -> None:
+        """Shut down every open connection, unblocking handler threads waiting on keep-alive."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Routes one request to the service and writes JSON, SSE or an API error."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "otel-responses-emulator"
+    timeout = 120.0
+    disable_nagle_algorithm = True  # headers and body are separate writes; avoid 40 ms delayed-ACK stalls
+
+    def setup(self) -> None:
+        super().setup()
+        self._emulator().track(self.connection, True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self._emulator().track(self.connection, False)
+
+    def _emulator(self) -> EmulatorHTTPServer:
+        assert isinstance(self.server, EmulatorHTTPServer)
+        return self.server
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    def do_POST(self) -> None:
+        self._dispatch()
+
+    def do_DELETE(self) -> None:
+        self._dispatch()
+
+    def do_PUT(self) -> None:
+        self._dispatch()
+
+    def do_PATCH(self) -> None:
+        self._dispatch()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        if self._emulator().verbose:
+            sys.stderr.write(f"emulator: {format % args}\n")
+
+    def _read_raw_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length > 0 else b""
+
+    def _dispatch(self) -> None:
+        server = self._emulator()
+        request_id = server.next_request_id()
+        split = urlsplit(self.path)
+        path = unquote(split.path).rstrip("/") or "/"
+        query = parse_qs(split.query)
+        raw = self._read_raw_body()
+        body: Any = None
+        invalid_json = False
+        if raw.strip():
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                invalid_json = True
+        headers = {key.lower(): _redact(key, value) for key, value in self.headers.items()}
+        server.log.append(RecordedRequest(self.command, path, body, query, headers))
+        try:
+            if invalid_json:
+                raise bad_request("We could not parse the JSON body of your request.")
+            result = self._route(server.service, path, query, body)
+            streaming = isinstance(body, dict) and body.get("stream") is True
+            if self.command == "POST" and path == "/v1/responses" and streaming:
+                self._send_stream(request_id, result)
+            else:
+                self._send_json(200, result, request_id)
+        except ApiError as error:
+            self._send_json(error.status, error.body(), request_id)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client went away mid-answer (e.g. closed a stream early)
+        except Exception as error:  # an emulator bug must still answer in the API's shape
+            failure = ApiError(500, f"The emulator failed: {error!r}", type_="server_error")
+            self._send_json(500, failure.body(), request_id)
+
+    def _route(self, service: Service, path: str, query: Query, body: Any) -> dict[str, Any]:
+        for method, pattern, handler in ROUTES:
+            match = pattern.fullmatch(path)
+            if match and method == self.command:
+                return handler(service, match, query, body)
+        raise not_found(f"Invalid URL ({self.command} {path})")
+
+    def _send_json(self, status: int, payload: dict[str, Any], request_id: str) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("x-request-id", request_id)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _send_stream(self, request_id: str, response: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("x-request-id", request_id)
+        self.end_headers()
+        for name, data in sse.events(response):
+            frame = sse.encode(name, data)
+            self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()

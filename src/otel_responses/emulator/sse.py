@@ -1,0 +1,74 @@
+"""Server-Sent Events for `stream: true`: the event sequence the real API emits for a response.
+
+The events are derived from the finished response so a streamed turn and a non-streamed turn
+of the same script produce the same output and the same stored state.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+Event = tuple[str, dict[str, Any]]
+
+
+def _chunks(text: str, pieces: int = 3) -> list[str]:
+    """Split text into a few deltas on word boundaries (at least one, possibly empty)."""
+    words = text.split(" ")
+    if len(words) <= 1:
+        return [text]
+    size = max(1, -(-len(words) // pieces))
+    groups = [words[i : i + size] for i in range(0, len(words), size)]
+    return [" ".join(group) + (" " if index < len(groups) - 1 else "") for index, group in enumerate(groups)]
+
+
+def events(response: dict[str, Any]) -> list[Event]:
+    """The full event sequence for `response`, with `sequence_number` set on each event."""
+    pending = copy.deepcopy(response)
+    pending.update(status="in_progress", output=[], usage=None, incomplete_details=None, completed_at=None)
+    out: list[Event] = [
+        ("response.created", {"response": pending}),
+        ("response.in_progress", {"response": pending}),
+    ]
+    for index, item in enumerate(response["output"]):
+        out.extend(_item_events(index, item))
+    final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+    out.append((final, {"response": response}))
+    return [(name, {"type": name, "sequence_number": seq, **data}) for seq, (name, data) in enumerate(out)]
+
+
+def _item_events(index: int, item: dict[str, Any]) -> list[Event]:
+    item_id = item.get("id")
+    base = {"output_index": index, "item_id": item_id}
+    kind = item.get("type")
+    result: list[Event] = []
+    if kind == "message":
+        pending = {**item, "status": "in_progress", "content": []}
+        result.append(("response.output_item.added", {"output_index": index, "item": pending}))
+        for part_index, part in enumerate(item.get("content") or []):
+            text = part.get("text", "")
+            empty = {**part, "text": ""}
+            where = {**base, "content_index": part_index}
+            result.append(("response.content_part.added", {**where, "part": empty}))
+            for delta in _chunks(text):
+                result.append(("response.output_text.delta", {**where, "delta": delta, "logprobs": []}))
+            result.append(("response.output_text.done", {**where, "text": text, "logprobs": []}))
+            result.append(("response.content_part.done", {**where, "part": part}))
+    elif kind == "function_call":
+        pending = {**item, "arguments": "", "status": "in_progress"}
+        result.append(("response.output_item.added", {"output_index": index, "item": pending}))
+        arguments = item.get("arguments", "")
+        done = {**base, "arguments": arguments, "name": item.get("name")}
+        result.append(("response.function_call_arguments.delta", {**base, "delta": arguments}))
+        result.append(("response.function_call_arguments.done", done))
+    else:
+        added = {k: v for k, v in item.items() if k != "encrypted_content"}
+        result.append(("response.output_item.added", {"output_index": index, "item": added}))
+    result.append(("response.output_item.done", {"output_index": index, "item": item}))
+    return result
+
+
+def encode(name: str, data: dict[str, Any]) -> bytes:
+    """One SSE frame: `event: <type>` and a single-line `data: <json>`."""
+    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()

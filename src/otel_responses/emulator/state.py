@@ -1,0 +1,153 @@
+"""Server-side state: stored responses, their items, conversations, and deterministic ids.
+
+Everything the real API would persist lives here, behind one re-entrant lock, because the
+HTTP server handles requests on several threads and a create must read and write atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from .items import Item
+
+
+@dataclass
+class Entry:
+    """One item of a context; `notes` holds a reasoning item's private notes, never sent as-is."""
+
+    item: Item
+    notes: str | None = None
+
+
+@dataclass
+class StoredResponse:
+    """A `store=true` response: what it was sent, what it produced, and its public body."""
+
+    id: str
+    body: dict[str, Any]
+    input: list[Entry]
+    output: list[Entry]
+    previous_response_id: str | None
+
+
+@dataclass
+class Conversation:
+    """A durable conversation: items accumulate across the responses created in it."""
+
+    id: str
+    created_at: int
+    metadata: dict[str, Any]
+    items: list[Entry] = field(default_factory=list)
+
+    def body(self) -> dict[str, Any]:
+        """The public `conversation` object."""
+        return {
+            "id": self.id,
+            "object": "conversation",
+            "created_at": self.created_at,
+            "metadata": self.metadata,
+        }
+
+
+class IdFactory:
+    """Ids like `resp_<hex>` derived from the seed and a per-prefix counter, so runs are reproducible."""
+
+    def __init__(self, seed: str) -> None:
+        self._seed = seed
+        self._counters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def new(self, prefix: str) -> str:
+        """The next id for `prefix`."""
+        with self._lock:
+            counter = self._counters.get(prefix, 0) + 1
+            self._counters[prefix] = counter
+        digest = hashlib.sha256(f"{self._seed}|{prefix}|{counter}".encode()).hexdigest()
+        return f"{prefix}_{digest[:32]}"
+
+    def reset(self) -> None:
+        """Start every counter again, so a reset emulator replays the same ids."""
+        with self._lock:
+            self._counters.clear()
+
+
+class Store:
+    """Thread-safe store; callers hold `lock` around multi-step operations."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self._responses: dict[str, StoredResponse] = {}
+        self._items: dict[str, tuple[Entry, str]] = {}
+        self._conversations: dict[str, Conversation] = {}
+
+    def put_response(self, response: StoredResponse) -> None:
+        """Persist a response and make its input and output items resolvable by id."""
+        with self.lock:
+            self._responses[response.id] = response
+            for entry in [*response.input, *response.output]:
+                self._register(entry, response.id)
+
+    def get_response(self, response_id: str) -> StoredResponse | None:
+        """The stored response, or None (never stored, `store=false`, or deleted)."""
+        with self.lock:
+            return self._responses.get(response_id)
+
+    def delete_response(self, response_id: str) -> bool:
+        """Forget a response and the items only it owned; False when it did not exist."""
+        with self.lock:
+            if self._responses.pop(response_id, None) is None:
+                return False
+            for item_id in [k for k, (_, owner) in self._items.items() if owner == response_id]:
+                del self._items[item_id]
+            return True
+
+    def get_item(self, item_id: str) -> Entry | None:
+        """A persisted item (from a stored response or a conversation) by id."""
+        with self.lock:
+            found = self._items.get(item_id)
+            return found[0] if found else None
+
+    def put_conversation(self, conversation: Conversation) -> None:
+        """Persist a new conversation with its seed items."""
+        with self.lock:
+            self._conversations[conversation.id] = conversation
+            for entry in conversation.items:
+                self._register(entry, conversation.id)
+
+    def get_conversation(self, conversation_id: str) -> Conversation | None:
+        """The conversation, or None."""
+        with self.lock:
+            return self._conversations.get(conversation_id)
+
+    def delete_conversation(self, conversation_id: str) -> bool:
+        """Forget a conversation; False when it did not exist."""
+        with self.lock:
+            if self._conversations.pop(conversation_id, None) is None:
+                return False
+            for item_id in [k for k, (_, owner) in self._items.items() if owner == conversation_id]:
+                del self._items[item_id]
+            return True
+
+    def append_to_conversation(self, conversation_id: str, entries: list[Entry], *, persist: bool) -> None:
+        """Add a turn's items to a conversation; `persist` also makes them resolvable by id."""
+        with self.lock:
+            conversation = self._conversations[conversation_id]
+            conversation.items.extend(entries)
+            if persist:
+                for entry in entries:
+                    self._register(entry, conversation_id)
+
+    def clear(self) -> None:
+        """Drop everything (used by `Emulator.reset`)."""
+        with self.lock:
+            self._responses.clear()
+            self._items.clear()
+            self._conversations.clear()
+
+    def _register(self, entry: Entry, owner: str) -> None:
+        item_id = entry.item.get("id")
+        if isinstance(item_id, str) and item_id:
+            self._items[item_id] = (entry, owner)
