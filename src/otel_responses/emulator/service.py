@@ -46,6 +46,18 @@ def _instructions_text(raw: Any) -> str | None:
     return None
 
 
+def _compact_threshold(raw: Any) -> int | None:
+    """`context_management: [{"type": "compaction", "compact_threshold": N}]` -> N."""
+    if not isinstance(raw, list):
+        return None
+    for entry in raw:
+        if isinstance(entry, Mapping) and entry.get("type") == "compaction":
+            threshold = entry.get("compact_threshold")
+            if isinstance(threshold, int) and not isinstance(threshold, bool):
+                return threshold
+    return None
+
+
 def _paginate(items: list[Item], query: Mapping[str, str], default_order: str) -> dict[str, Any]:
     """A list page (`object: "list"`) honouring `order`, `limit` and `after` like the API."""
     order = query.get("order", default_order)
@@ -136,6 +148,9 @@ class Service:
             response_id = self.ids.new("resp")
             context = Context(history=[] if self.config.drop_context else history, current=current)
             turn = model.respond(context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new)
+            threshold = _compact_threshold(body.get("context_management"))
+            if threshold is not None and turn.usage["input_tokens"] > threshold:
+                turn.output.insert(0, self._compaction_entry(context.entries))
             now = int(time.time())
             public = self._response_body(body, request, response_id, conversation_id, store, turn, now)
             if store:
@@ -143,6 +158,13 @@ class Service:
             if conversation is not None:
                 self.store.append_to_conversation(conversation.id, [*current, *turn.output], persist=store)
         return self._render(public, turn.output, include)
+
+    def _compaction_entry(self, entries: list[Entry]) -> Entry:
+        """Server-side compaction: one item standing for the whole context so far; what came before it
+        may then be dropped from a replay."""
+        compaction_id = self.ids.new("cmp")
+        sealed = seal_compaction(entries, self.sealer, compaction_id)
+        return Entry({"type": "compaction", "id": compaction_id, "encrypted_content": sealed})
 
     def compact_response(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """POST /v1/responses/compact: user messages kept, everything else sealed into one compaction item.
