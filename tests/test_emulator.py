@@ -471,7 +471,7 @@ def test_streaming_reasoning_tool_call_and_incomplete(client: openai.OpenAI) -> 
     ) as stream:
         events = list(stream)
     added = [e.item.type for e in events if e.type == "response.output_item.added"]
-    assert added == ["reasoning", "function_call"]
+    assert added == ["reasoning", "message", "function_call"]  # the progress update comes first
     assert "response.function_call_arguments.done" in [e.type for e in events]
     with client.responses.create(model=MODEL, input="marker and code word?", max_output_tokens=2, stream=True) as s:
         last = list(s)[-1]

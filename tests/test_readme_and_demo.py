@@ -33,14 +33,33 @@ def test_readme_emulator_example_runs() -> None:
 def test_demo_command_as_the_readme_writes_it() -> None:
     script = Path(sys.executable).parent / "otel-responses"
     result = subprocess.run([str(script), "demo"], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split()[0]: line for line in result.stdout.splitlines()[2:] if line.strip() and "  " in line}
+    for scenario in scenarios.SCENARIOS:
+        row = rows[scenario.name]
+        assert row.rstrip().endswith("ok"), row
+        assert scenario.mode in row
+        for signal in scenario.raises:
+            assert signal in row, (signal, row)
+        if scenario.mistake is None:
+            assert " all kept " in row, row
+        else:
+            assert "all kept" not in row, row
+    assert scenarios.INSTRUCTIONS not in result.stdout
+    assert "every healthy session kept its context" in result.stdout
+
+
+def test_demo_spans_option_prints_project_attributes() -> None:
+    script = Path(sys.executable).parent / "otel-responses"
+    result = subprocess.run([str(script), "demo", "--spans"], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
-    out = result.stdout
-    for mode in scenarios.STATE_MODES:
-        assert f"== {mode}: marker kept, tool kept, constraints kept" in out
-    rows = [line.split() for line in out.splitlines() if re.match(r"^  \d ", line)]
-    assert len(rows) == 12
-    assert [row[1] for row in rows] == ["single_turn"] + ["server_chain"] * 3 + ["conversation"] * 4 + [
-        "single_turn"
-    ] + ["client_replay"] * 3
-    assert scenarios.INSTRUCTIONS not in out
-    assert "all facts kept in every state mode" in out
+    assert "== chain_unstored_parent: turn 1 with store=false, then chained to it" in result.stdout
+    assert re.search(r"openai_responses\.signals\s+reasoning_not_replayable", result.stdout)
+    assert re.search(r"openai_responses\.state\.mode\s+conflict", result.stdout)
+
+
+def test_demo_rejects_unknown_arguments() -> None:
+    script = Path(sys.executable).parent / "otel-responses"
+    result = subprocess.run([str(script), "demo", "--nope"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "unrecognized arguments: --nope" in result.stderr

@@ -264,8 +264,9 @@ def test_tool_call_round_trip(emulator: Emulator, captured: Captured) -> None:
 
 @pytest.mark.parametrize("mode", scenarios.STATE_MODES)
 def test_three_turns_each_mode(emulator: Emulator, captured: Captured, mode: str) -> None:
-    transcript = scenarios.SESSIONS[mode](emulator.client(), "MK-77")
-    assert transcript.remembered == {"marker": True, "tool": True, "constraints": True}
+    transcript = scenarios.run(emulator.client(), scenarios.BY_NAME[mode], "MK-77")
+    assert transcript.error is None
+    assert transcript.remembered == {"marker": True, "tool": True, "constraints": True, "code word": True}
     spans = captured.spans()
     assert len(spans) == 4
     expected = {
@@ -310,7 +311,7 @@ def test_async_create_and_parse(emulator: Emulator, captured: Captured) -> None:
 @pytest.mark.parametrize("mode", scenarios.STATE_MODES)
 def test_three_turns_each_mode_async_matches_sync(emulator: Emulator, captured: Captured, mode: str) -> None:
     """The same session through AsyncOpenAI gives the same project attributes as through OpenAI."""
-    scenarios.SESSIONS[mode](emulator.client(), "S-1")
+    scenarios.run(emulator.client(), scenarios.BY_NAME[mode], "S-1")
     sync_attrs = [project_attrs(s) for s in captured.spans()]
     captured.exporter.clear()
 
@@ -333,13 +334,14 @@ def test_three_turns_each_mode_async_matches_sync(emulator: Emulator, captured: 
 
     bridge = AsyncBridge()
     try:
-        scenarios.SESSIONS[mode](bridge, "S-1")  # type: ignore[arg-type]
+        transcript = scenarios.run(bridge, scenarios.BY_NAME[mode], "S-1")  # type: ignore[arg-type]
     finally:
         bridge.loop.run_until_complete(bridge.client.close())
         bridge.loop.close()
     async_attrs = [project_attrs(s) for s in captured.spans()]
     volatile = ("openai_responses.request_id",)
     strip = lambda d: {k: v for k, v in d.items() if k not in volatile}  # noqa: E731
+    assert transcript.error is None
     assert [strip(d) for d in async_attrs] == [strip(d) for d in sync_attrs]
     assert len(async_attrs) == 4
 

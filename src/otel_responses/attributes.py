@@ -38,6 +38,8 @@ ERROR_TYPE: Final = _error.ERROR_TYPE
 PROVIDER_OPENAI: Final = "openai"
 API_TYPE_RESPONSES: Final = "responses"
 OPERATION_CHAT: Final = "chat"
+OPERATION_FETCH: Final = "fetch_response"
+OPERATION_INPUT_ITEMS: Final = "list_input_items"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 
@@ -60,6 +62,11 @@ TOOL_CALLS_CHECK: Final = "openai_responses.tool_calls.check"
 COMPACTION: Final = "openai_responses.compaction"
 SIGNALS: Final = "openai_responses.signals"
 CONTEXT_LOSS: Final = "openai_responses.context_loss"
+
+# Signal events.
+SIGNAL_EVENT: Final = "openai_responses.signal"
+SIGNAL_NAME: Final = "openai_responses.signal.name"
+SIGNAL_SEVERITY: Final = "openai_responses.signal.severity"
 
 # Metrics.
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fingerprint import Fingerprinter, key_from_text
+from .ledger import DEFAULT_CAPACITY, InMemoryLedger, Ledger
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
@@ -31,6 +32,8 @@ class Settings:
     instructions_version: InstructionsVersion
     max_item_types: int
     fingerprinter: Fingerprinter
+    strict: bool
+    ledger: Ledger
 
 
 def _env(name: str, environ: Mapping[str, str]) -> str | None:
@@ -59,7 +62,7 @@ def _as_positive_int(name: str, value: object) -> int:
 def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
     """Keywords win over environment variables; unknown keywords are an error, not silently ignored."""
     env = os.environ if environ is None else environ
-    known = {"zdr", "instructions_version", "max_item_types", "hash_key"}
+    known = {"zdr", "instructions_version", "max_item_types", "hash_key", "strict", "ledger", "ledger_capacity"}
     unknown = set(config) - known
     if unknown:
         raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
@@ -75,7 +78,16 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     if raw_key is not None and not isinstance(raw_key, (str, bytes)):
         raise ConfigError("hash_key must be str or bytes")
     key = key_from_text(raw_key) if isinstance(raw_key, str) else raw_key
-    return Settings(zdr, version, max_types, Fingerprinter(key))
+    strict = _as_bool("strict", config.get("strict", _env("STRICT", env) or False))
+    ledger = config.get("ledger")
+    if ledger is None:
+        capacity = _as_positive_int(
+            "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
+        )
+        ledger = InMemoryLedger(capacity)
+    elif not all(callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave")):
+        raise ConfigError("ledger must implement otel_responses.ledger.Ledger")
+    return Settings(zdr, version, max_types, Fingerprinter(key), strict, ledger)
 
 
 def resolve_version(version: InstructionsVersion, instructions: str | None) -> str | None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import Settings, resolve_version
-from .items import ItemMeta, is_sequence, item_meta
+from .items import USER_TEXT, ItemMeta, is_sequence, item_meta
 
 SERVER_CHAIN = "server_chain"
 CONVERSATION = "conversation"
@@ -26,7 +26,7 @@ class RequestFacts:
 
     operation: str
     model: str | None
-    state_mode: str
+    state_mode: str | None
     store: bool
     previous_response_id: str | None
     conversation_id: str | None
@@ -39,6 +39,8 @@ class RequestFacts:
     compaction: bool
     service_tier: str | None
     stream: bool
+    app_messages: int = 0
+    target_response_id: str | None = None  # the response a retrieve or input-items call reads
 
 
 @dataclass(slots=True)
@@ -97,18 +99,22 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
     """Facts of a create/parse request. Unset parameters may be ``omit`` sentinels: only real types count."""
     raw_input = kwargs.get("input")
     if isinstance(raw_input, str):
-        items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False),)
+        items: tuple[ItemMeta, ...] = (USER_TEXT,)
     elif is_sequence(raw_input):
-        items = tuple(map(item_meta, raw_input))
+        fingerprints = settings.fingerprinter
+        items = tuple(item_meta(item, fingerprints) for item in raw_input)
     else:
         items = ()
     encrypted_in = 0
-    compaction = False
+    compactions = 0
+    app_messages = 0
     for meta in items:
-        if meta.encrypted and meta.type == "reasoning":
-            encrypted_in += 1
+        if meta.from_app:
+            app_messages += 1
+        elif meta.type == "reasoning":
+            encrypted_in += meta.encrypted
         elif meta.type == "compaction":
-            compaction = True
+            compactions += 1
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
@@ -128,16 +134,40 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         include=include,
         encrypted_requested=ENCRYPTED_REASONING in include,
         encrypted_input_count=encrypted_in,
-        compaction=compaction,
+        compaction=compactions > 0,
         service_tier=_str(kwargs.get("service_tier")),
         stream=kwargs.get("stream") is True,
+        app_messages=app_messages,
     )
 
 
-def response_facts(response: object, request_id: str | None = None) -> ResponseFacts:
+def target_facts(operation: str, response_id: object, kwargs: Mapping[str, Any]) -> RequestFacts:
+    """Facts of a call that reads one stored response (retrieve, input items)."""
+    return RequestFacts(
+        operation=operation,
+        model=None,
+        state_mode=None,
+        store=True,
+        previous_response_id=None,
+        conversation_id=None,
+        instructions_hash=None,
+        instructions_version=None,
+        input_items=(),
+        include=(),
+        encrypted_requested=False,
+        encrypted_input_count=0,
+        compaction=False,
+        service_tier=None,
+        stream=kwargs.get("stream") is True,
+        target_response_id=_str(response_id),
+    )
+
+
+def response_facts(response: object, settings: Settings, request_id: str | None = None) -> ResponseFacts:
     """Facts of a ``Response`` (or anything shaped like one); missing fields become ``None``."""
     raw_output = getattr(response, "output", None)
-    output = tuple(map(item_meta, raw_output)) if is_sequence(raw_output) else ()
+    fingerprints = settings.fingerprinter
+    output = tuple(item_meta(item, fingerprints) for item in raw_output) if is_sequence(raw_output) else ()
     encrypted_out = 0
     compaction = False
     for meta in output:

@@ -1,7 +1,8 @@
 """Keyed short hashes: comparable inside the process (or a fleet sharing a key), useless to anyone else.
 
 A plain digest of short instructions or a marker could be reversed by guessing; a keyed BLAKE2b cannot
-without the key, and the default key is random per process and never leaves it.
+without the key, and the default key is random per process and never leaves it. Each use has its own
+personalisation, so an internal fingerprint never equals an exported hash of the same text.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import hashlib
 import secrets
 
 KEY_BYTES = 32
+_EXPORTED = b"otelr-instr"
+_INTERNAL = b"otelr-item"
 
 
 class Fingerprinter:
-    """Keyed BLAKE2b over text, truncated to 8 bytes (16 hex characters)."""
+    """Keyed BLAKE2b: 16 hex characters for the exported instructions hash, 64-bit ints for internal use."""
 
     __slots__ = ("_key", "_last")
 
@@ -23,13 +26,20 @@ class Fingerprinter:
         self._last: tuple[str, str] | None = None
 
     def text(self, value: str) -> str:
-        """Short hex fingerprint of ``value``."""
+        """Short hex fingerprint of ``value``; the only fingerprint that is ever exported."""
         last = self._last
         if last is not None and last[0] is value:
             return last[1]
-        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8).hexdigest()
+        digest = hashlib.blake2b(
+            value.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8, person=_EXPORTED
+        ).hexdigest()
         self._last = (value, digest)
         return digest
+
+    def number(self, value: str) -> int:
+        """Internal 64-bit fingerprint of a payload (assistant text, encrypted content); never exported."""
+        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8, person=_INTERNAL)
+        return int.from_bytes(digest.digest(), "big")
 
 
 def key_from_text(text: str) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
@@ -13,36 +13,58 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from .attributes import OPERATION_CHAT
-from .config import settings_from
+from .attributes import OPERATION_CHAT, OPERATION_FETCH, OPERATION_INPUT_ITEMS
+from .config import Settings, settings_from
+from .facts import RequestFacts, request_facts, target_facts
 from .package import _instruments
 from .telemetry import Telemetry
 from .version import __version__
-from .wrappers import Switch, async_wrapper, sync_wrapper
+from .wrappers import Operation, Switch, async_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
 _RESPONSES = "openai.resources.responses.responses"
+_INPUT_ITEMS = "openai.resources.responses.input_items"
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 _OTHER_PROVIDERS = ("logger_provider", "event_logger_provider")
 
 
 class Target(NamedTuple):
-    """One method to wrap: module, class, method, GenAI operation name, and whether it is a coroutine."""
+    """One method to wrap: module, class, method, the operation it performs, and whether it is a coroutine."""
 
     module: str
     cls: str
     method: str
-    operation: str
+    operation: Operation
     is_async: bool
 
+
+def _chat(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+    return request_facts(OPERATION_CHAT, kwargs, settings)
+
+
+def _fetch(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+    return target_facts(OPERATION_FETCH, args[0] if args else kwargs.get("response_id"), kwargs)
+
+
+def _input_items(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+    return target_facts(OPERATION_INPUT_ITEMS, args[0] if args else kwargs.get("response_id"), kwargs)
+
+
+CHAT = Operation(OPERATION_CHAT, _chat, creates_response=True)
+FETCH = Operation(OPERATION_FETCH, _fetch, creates_response=False)
+INPUT_ITEMS = Operation(OPERATION_INPUT_ITEMS, _input_items, creates_response=False)
 
 # `parse` posts directly (it does not call `create`); `stream` calls `create`, so wrapping it too would
 # make two spans. Raw and streaming-response variants call these same methods.
 TARGETS: tuple[Target, ...] = (
-    Target(_RESPONSES, "Responses", "create", OPERATION_CHAT, False),
-    Target(_RESPONSES, "Responses", "parse", OPERATION_CHAT, False),
-    Target(_RESPONSES, "AsyncResponses", "create", OPERATION_CHAT, True),
-    Target(_RESPONSES, "AsyncResponses", "parse", OPERATION_CHAT, True),
+    Target(_RESPONSES, "Responses", "create", CHAT, False),
+    Target(_RESPONSES, "Responses", "parse", CHAT, False),
+    Target(_RESPONSES, "Responses", "retrieve", FETCH, False),
+    Target(_RESPONSES, "AsyncResponses", "create", CHAT, True),
+    Target(_RESPONSES, "AsyncResponses", "parse", CHAT, True),
+    Target(_RESPONSES, "AsyncResponses", "retrieve", FETCH, True),
+    # The async `list` returns a paginator without awaiting anything: it is wrapped with streaming.
+    Target(_INPUT_ITEMS, "InputItems", "list", INPUT_ITEMS, False),
 )
 
 

@@ -1,21 +1,37 @@
 """Turn any input or output item into a small metadata record.
 
 Items arrive as dicts, TypedDicts or SDK models (built without validation, so the class says nothing:
-dispatch is on the ``type`` string). Only identifiers, enums and presence flags leave this module;
-payloads never do.
+dispatch is on the ``type`` string). Only identifiers, enums, presence flags and keyed in-memory
+fingerprints leave this module; payloads never do.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple, TypeGuard
 
+from .fingerprint import Fingerprinter
+
 _ENCRYPTED_TYPES = frozenset({"reasoning", "compaction"})
 # Message roles an app writes itself; anything else in an input list came from an earlier response.
 _APP_ROLES = frozenset({"user", "system", "developer"})
 
+# Client-executed tool calls and the output item that must answer each, paired by `call_id`.
+CALL_OUTPUT_TYPES = {
+    "function_call": "function_call_output",
+    "custom_tool_call": "custom_tool_call_output",
+    "computer_call": "computer_call_output",
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+}
+OUTPUT_CALL_TYPES = {output: call for call, output in CALL_OUTPUT_TYPES.items()}
+
 
 class ItemMeta(NamedTuple):
-    """Metadata of one item: never its text, arguments, outputs or encrypted payload."""
+    """Metadata of one item: never its text, arguments, outputs or encrypted payload.
+
+    ``fingerprint`` is a keyed in-memory hash: of the encrypted payload for reasoning and compaction
+    items, of the text for assistant messages (so a replay of only the text is still recognised).
+    """
 
     type: str
     id: str | None
@@ -23,6 +39,7 @@ class ItemMeta(NamedTuple):
     role: str | None
     phase: str | None
     encrypted: bool
+    fingerprint: int | None = None
 
     @property
     def from_app(self) -> bool:
@@ -30,19 +47,35 @@ class ItemMeta(NamedTuple):
         return self.type == "message" and self.role in _APP_ROLES
 
 
+USER_TEXT = ItemMeta("message", None, None, "user", None, False)
+
+
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def item_meta(item: object) -> ItemMeta:
+def _message_text(content: object) -> str | None:
+    """The text of a message's content: a string, or its text parts joined as ``output_text`` does."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, (list, tuple)):
+        return None
+    texts = []
+    for part in content:
+        text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+        if isinstance(text, str):
+            texts.append(text)
+    return "".join(texts)
+
+
+def item_meta(item: object, fingerprints: Fingerprinter) -> ItemMeta:
     """Metadata of one item, whatever its shape; unknown shapes give type ``unknown``."""
     if isinstance(item, dict):
         get: Any = item.get
     else:
-        model_get = getattr
 
         def get(name: str) -> Any:
-            return model_get(item, name, None)
+            return getattr(item, name, None)
 
     raw_type = get("type")
     role = _text_or_none(get("role"))
@@ -55,7 +88,17 @@ def item_meta(item: object) -> ItemMeta:
         item_type = "item_reference"  # ItemReference: `type` is optional.
     else:
         item_type = "unknown"
-    encrypted = item_type in _ENCRYPTED_TYPES and bool(get("encrypted_content"))
+    fingerprint = None
+    encrypted = False
+    if item_type in _ENCRYPTED_TYPES:
+        payload = get("encrypted_content")
+        if isinstance(payload, str) and payload:
+            encrypted = True
+            fingerprint = fingerprints.number(payload)
+    elif role == "assistant" and item_type == "message":
+        text = _message_text(get("content"))
+        if text is not None:
+            fingerprint = fingerprints.number(text)
     return ItemMeta(
         item_type,
         item_id,
@@ -63,6 +106,7 @@ def item_meta(item: object) -> ItemMeta:
         role,
         _text_or_none(get("phase")),
         encrypted,
+        fingerprint,
     )
 
 

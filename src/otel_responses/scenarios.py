@@ -1,13 +1,14 @@
-"""Scripted multi-turn sessions, one per state mode, shared by the demo and the tests.
+"""Scripted sessions, each state mode done right and each mistake of DESIGN.md section 1, shared by the
+demo and the tests.
 
-Each follows the acceptance test of the troubleshooting guide: turn 1 gives a marker, turn 2 runs a tool,
-turn 3 asks for the marker, the tool's result and the current constraints.
+Each follows the acceptance test of the troubleshooting guide: turn 1 gives a marker (and the model
+privately chooses a code word), turn 2 runs a tool, turn 3 asks for the marker, the tool's result, the
+current constraints and the code word.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,92 @@ TOOLS: Any = [  # typed loosely: the SDK's TypedDicts vary across supported rele
 ]
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 STATE_MODES = ("server_chain", "conversation", "client_replay")
+FIRST = "Remember this: the marker is {marker}. Now choose a code word."
+SECOND = f"Please use {TOOL_NAME} for order 42."
+THIRD = "What is the marker, what did the tool return, what are the constraints, and what is the code word?"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scripted session: its state mode, the mistake it makes (None when done right), the signals that
+    mistake must raise, and what it does in words."""
+
+    name: str
+    mode: str
+    mistake: str | None
+    raises: tuple[str, ...]
+    summary: str
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("server_chain", "server_chain", None, (), "previous_response_id each turn, instructions re-sent"),
+    Scenario("conversation", "conversation", None, (), "every turn written to one conversation"),
+    Scenario("client_replay", "client_replay", None, (), "store=false, encrypted reasoning, every item replayed"),
+    Scenario(
+        "chain_unstored_parent",
+        "server_chain",
+        "unstored_parent",
+        ("unstored_parent",),
+        "turn 1 with store=false, then chained to it",
+    ),
+    Scenario(
+        "chain_instructions_dropped",
+        "server_chain",
+        "instructions_dropped",
+        ("instructions_dropped",),
+        "instructions sent on turn 1 only",
+    ),
+    Scenario(
+        "chain_tool_output_missing",
+        "server_chain",
+        "missing_tool_output",
+        ("missing_tool_output",),
+        "the tool call left unanswered",
+    ),
+    Scenario(
+        "conversation_and_previous_id",
+        "conversation",
+        "state_mode_conflict",
+        ("state_mode_conflict",),
+        "previous_response_id sent with conversation",
+    ),
+    Scenario(
+        "replay_output_text_only",
+        "client_replay",
+        "output_text_only",
+        ("reasoning_dropped", "phase_dropped"),
+        "only output_text replayed (tool items kept)",
+    ),
+    Scenario(
+        "replay_reasoning_altered",
+        "client_replay",
+        "reasoning_altered",
+        ("encrypted_content_modified",),
+        "encrypted_content cut to 64 characters by storage",
+    ),
+    Scenario(
+        "replay_phase_lost",
+        "client_replay",
+        "phase_lost",
+        ("phase_dropped",),
+        "assistant messages replayed without phase",
+    ),
+    Scenario(
+        "replay_tool_pair_broken",
+        "client_replay",
+        "tool_pair_broken",
+        ("orphan_tool_output",),
+        "the function_call item dropped, its output kept",
+    ),
+    Scenario(
+        "replay_history_cut",
+        "client_replay",
+        "history_cut",
+        ("history_truncated",),
+        "oldest turn cut instead of compacted",
+    ),
+)
+BY_NAME = {s.name: s for s in SCENARIOS}
 
 
 def run_tool(arguments: str) -> str:
@@ -37,12 +124,13 @@ def run_tool(arguments: str) -> str:
 
 @dataclass
 class Transcript:
-    """What a scripted session saw: the final answer and the tool's result."""
+    """What a session saw: the final answer, the tool's result, and the error that ended it early."""
 
-    mode: str
+    scenario: Scenario
     marker: str
     tool_result: str = ""
     answer: str = ""
+    error: str | None = None
     response_ids: list[str] = field(default_factory=list)
 
     @property
@@ -50,8 +138,9 @@ class Transcript:
         """Which facts the model still knew at the last turn."""
         return {
             "marker": f"marker={self.marker}" in self.answer,
-            "tool": f"tool={self.tool_result}" in self.answer,
+            "tool": bool(self.tool_result) and f"tool={self.tool_result}" in self.answer,
             "constraints": f"constraints={INSTRUCTIONS}" in self.answer,
+            "code word": "code_word=CW-" in self.answer,
         }
 
 
@@ -62,93 +151,90 @@ def _function_call(output: list[Any]) -> Any:
     raise RuntimeError("the model did not call the tool")
 
 
-def _turns() -> tuple[str, str, str]:
-    return (
-        "Remember this: the marker is {marker}.",
-        f"Please use {TOOL_NAME} for order 42.",
-        "What is the marker, what did the tool return, and what are the constraints?",
-    )
+def _tool_output(call: Any, result: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call.call_id, "output": result}
 
 
-def server_chain(client: OpenAI, marker: str) -> Transcript:
-    """Each turn names the previous response and re-sends the instructions."""
-    t = Transcript("server_chain", marker)
-    first, second, third = _turns()
-    r1 = client.responses.create(model=MODEL, instructions=INSTRUCTIONS, input=first.format(marker=marker))
-    r2 = client.responses.create(
-        model=MODEL, instructions=INSTRUCTIONS, previous_response_id=r1.id, input=second, tools=TOOLS
-    )
-    call = _function_call(r2.output)
-    t.tool_result = run_tool(call.arguments)
-    r3 = client.responses.create(
-        model=MODEL,
-        instructions=INSTRUCTIONS,
-        previous_response_id=r2.id,
-        input=[{"type": "function_call_output", "call_id": call.call_id, "output": t.tool_result}],
-        tools=TOOLS,
-    )
-    r4 = client.responses.create(model=MODEL, instructions=INSTRUCTIONS, previous_response_id=r3.id, input=third)
-    t.answer = r4.output_text
-    t.response_ids = [r1.id, r2.id, r3.id, r4.id]
-    return t
+class _Session:
+    """Runs the four calls of one scenario; each state mode has its own way of carrying context."""
+
+    def __init__(self, client: OpenAI, scenario: Scenario, t: Transcript) -> None:
+        self.client, self.scenario, self.t = client, scenario, t
+        self.mistake = scenario.mistake
+        self.previous: str | None = None
+        self.conversation: str | None = None
+        self.history: list[Any] = []
+
+    def create(self, turn: int, new_input: list[Any], **extra: Any) -> Any:
+        kwargs: dict[str, Any] = {"model": MODEL, **extra}
+        if turn == 1 or self.mistake != "instructions_dropped":
+            kwargs["instructions"] = INSTRUCTIONS
+        mode = self.scenario.mode
+        if mode == "server_chain":
+            if self.previous is not None:
+                kwargs["previous_response_id"] = self.previous
+            if turn == 1 and self.mistake == "unstored_parent":
+                kwargs["store"] = False
+            kwargs["input"] = new_input
+        elif mode == "conversation":
+            kwargs["conversation"] = self.conversation
+            if turn == 2 and self.mistake == "state_mode_conflict":
+                kwargs["previous_response_id"] = self.previous
+            kwargs["input"] = new_input
+        else:
+            self.history += new_input
+            if turn == 4 and self.mistake == "history_cut":
+                self.history = self.history[3:]  # the oldest turn: its user message, reasoning and answer
+            kwargs.update(input=list(self.history), store=False, include=[ENCRYPTED_REASONING])
+        response = self.client.responses.create(**kwargs)
+        self.previous = response.id
+        self.t.response_ids.append(response.id)
+        if mode == "client_replay":
+            self.history += self.replayed(response.output)
+        return response
+
+    def replayed(self, output: list[Any]) -> list[Any]:
+        """What the app appends to its history: every item as returned, unless it makes a mistake."""
+        items: list[Any] = []
+        if self.mistake == "output_text_only":
+            texts = "".join(p.text for m in output if m.type == "message" for p in m.content if p.type == "output_text")
+            if texts:
+                items.append({"role": "assistant", "content": texts})
+            return items + [m for m in output if m.type == "function_call"]
+        for item in output:
+            if self.mistake == "phase_lost" and item.type == "message":
+                items.append(item.model_dump(exclude={"phase"}, exclude_none=True))
+            elif self.mistake == "reasoning_altered" and item.type == "reasoning":
+                dumped = item.model_dump(exclude_none=True)
+                dumped["encrypted_content"] = dumped["encrypted_content"][:64]
+                items.append(dumped)
+            elif self.mistake == "tool_pair_broken" and item.type == "function_call":
+                continue
+            else:
+                items.append(item)
+        return items
+
+    def run(self) -> None:
+        if self.scenario.mode == "conversation":
+            self.conversation = self.client.conversations.create().id
+        self.create(1, [{"role": "user", "content": FIRST.format(marker=self.t.marker)}])
+        second = self.create(2, [{"role": "user", "content": SECOND}], tools=TOOLS)
+        call = _function_call(second.output)
+        self.t.tool_result = run_tool(call.arguments)
+        if self.mistake == "missing_tool_output":
+            answer: dict[str, Any] = {"role": "user", "content": "Never mind the tool, go on."}
+        else:
+            answer = _tool_output(call, self.t.tool_result)
+        self.create(3, [answer], tools=TOOLS)
+        self.t.answer = self.create(4, [{"role": "user", "content": THIRD}]).output_text
 
 
-def conversation(client: OpenAI, marker: str) -> Transcript:
-    """Every turn is written into one server-side conversation."""
-    t = Transcript("conversation", marker)
-    first, second, third = _turns()
-    conv = client.conversations.create()
-    r1 = client.responses.create(
-        model=MODEL, instructions=INSTRUCTIONS, conversation=conv.id, input=first.format(marker=marker)
-    )
-    r2 = client.responses.create(
-        model=MODEL, instructions=INSTRUCTIONS, conversation=conv.id, input=second, tools=TOOLS
-    )
-    call = _function_call(r2.output)
-    t.tool_result = run_tool(call.arguments)
-    r3 = client.responses.create(
-        model=MODEL,
-        instructions=INSTRUCTIONS,
-        conversation=conv.id,
-        input=[{"type": "function_call_output", "call_id": call.call_id, "output": t.tool_result}],
-        tools=TOOLS,
-    )
-    r4 = client.responses.create(model=MODEL, instructions=INSTRUCTIONS, conversation=conv.id, input=third)
-    t.answer = r4.output_text
-    t.response_ids = [r1.id, r2.id, r3.id, r4.id]
-    return t
-
-
-def client_replay(client: OpenAI, marker: str) -> Transcript:
-    """Stateless: ``store=False``, encrypted reasoning requested, every output item replayed."""
-    t = Transcript("client_replay", marker)
-    first, second, third = _turns()
-    history: list[Any] = [{"role": "user", "content": first.format(marker=marker)}]
-    common: dict[str, Any] = {
-        "model": MODEL,
-        "instructions": INSTRUCTIONS,
-        "store": False,
-        "include": [ENCRYPTED_REASONING],
-    }
-    r1 = client.responses.create(input=history, **common)
-    history += r1.output
-    history.append({"role": "user", "content": second})
-    r2 = client.responses.create(input=history, tools=TOOLS, **common)
-    history += r2.output
-    call = _function_call(r2.output)
-    t.tool_result = run_tool(call.arguments)
-    history.append({"type": "function_call_output", "call_id": call.call_id, "output": t.tool_result})
-    r3 = client.responses.create(input=history, tools=TOOLS, **common)
-    history += r3.output
-    history.append({"role": "user", "content": third})
-    r4 = client.responses.create(input=history, **common)
-    t.answer = r4.output_text
-    t.response_ids = [r1.id, r2.id, r3.id, r4.id]
-    return t
-
-
-SESSIONS: dict[str, Callable[[OpenAI, str], Transcript]] = {
-    "server_chain": server_chain,
-    "conversation": conversation,
-    "client_replay": client_replay,
-}
+def run(client: OpenAI, scenario: Scenario, marker: str) -> Transcript:
+    """Run one scenario; an API error (or a strict-mode refusal) ends it early and is kept, not raised."""
+    transcript = Transcript(scenario, marker)
+    try:
+        _Session(client, scenario, transcript).run()
+    except Exception as exc:  # the error is the scenario's outcome; the caller reports it
+        code = getattr(exc, "code", None)
+        transcript.error = f"{type(exc).__name__}: {code}" if isinstance(code, str) else type(exc).__name__
+    return transcript

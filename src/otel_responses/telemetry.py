@@ -14,6 +14,7 @@ from opentelemetry.util.types import AttributeValue
 from . import attributes as a
 from .config import Settings
 from .facts import RequestFacts, ResponseFacts, bounded_types
+from .signals import LOSS_SEVERITIES, Signal
 
 Attributes = dict[str, AttributeValue]
 Server = tuple[str | None, int | None]
@@ -42,6 +43,11 @@ class Telemetry:
             unit="{call}",
             description="Responses API calls by state mode, store flag and operation.",
         )
+        self.signal_counter = meter.create_counter(
+            a.METRIC_SIGNALS,
+            unit="{signal}",
+            description="Context-loss signals raised, by signal name, severity, state mode and model.",
+        )
 
     def start(self, req: RequestFacts, server: Server) -> Span:
         """Open the CLIENT span with every request-side attribute, so samplers see them."""
@@ -49,14 +55,17 @@ class Telemetry:
             a.GEN_AI_OPERATION_NAME: req.operation,
             a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
             a.OPENAI_API_TYPE: a.API_TYPE_RESPONSES,
-            a.STATE_MODE: req.state_mode,
-            a.STORE: req.store,
             a.ZDR: self.settings.zdr,
-            a.INPUT_ITEM_TYPES: bounded_types(req.input_items, self.settings.max_item_types),
-            a.INPUT_ITEM_COUNT: len(req.input_items),
-            a.REASONING_ENCRYPTED_REQUESTED: req.encrypted_requested,
-            a.REASONING_ENCRYPTED_INPUT_COUNT: req.encrypted_input_count,
         }
+        if req.state_mode is not None:
+            attrs[a.STATE_MODE] = req.state_mode
+            attrs[a.STORE] = req.store
+            attrs[a.INPUT_ITEM_TYPES] = bounded_types(req.input_items, self.settings.max_item_types)
+            attrs[a.INPUT_ITEM_COUNT] = len(req.input_items)
+            attrs[a.REASONING_ENCRYPTED_REQUESTED] = req.encrypted_requested
+            attrs[a.REASONING_ENCRYPTED_INPUT_COUNT] = req.encrypted_input_count
+        if req.target_response_id is not None:
+            attrs[a.GEN_AI_RESPONSE_ID] = req.target_response_id
         if req.model is not None:
             attrs[a.GEN_AI_REQUEST_MODEL] = req.model
         if server[0] is not None:
@@ -94,20 +103,50 @@ class Telemetry:
         return attrs
 
     def _count_call(self, req: RequestFacts) -> None:
-        attrs: Attributes = {
-            a.STATE_MODE: req.state_mode,
-            a.STORE: req.store,
-            a.GEN_AI_OPERATION_NAME: req.operation,
-        }
+        attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation}
+        if req.state_mode is not None:
+            attrs[a.STATE_MODE] = req.state_mode
+            attrs[a.STORE] = req.store
         if req.model is not None:
             attrs[a.GEN_AI_REQUEST_MODEL] = req.model
         self.calls.add(1, attrs)
 
+    def _signals(self, span: Span, req: RequestFacts, signals: list[Signal], tool_check: str | None) -> None:
+        """Signals as one attribute list, one event each, and the counter; metadata only."""
+        attrs: Attributes = {
+            a.SIGNALS: list(dict.fromkeys(s.name for s in signals)),
+            a.CONTEXT_LOSS: any(s.severity in LOSS_SEVERITIES for s in signals),
+        }
+        if tool_check is not None:
+            attrs[a.TOOL_CALLS_CHECK] = tool_check
+        span.set_attributes(attrs)
+        if not signals:
+            return
+        metric_attrs: Attributes = {}
+        if req.state_mode is not None:
+            metric_attrs[a.STATE_MODE] = req.state_mode
+        if req.model is not None:
+            metric_attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+        for signal in signals:
+            span.add_event(
+                a.SIGNAL_EVENT,
+                {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **signal.detail},
+            )
+            self.signal_counter.add(1, {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **metric_attrs})
+
     def succeed(
-        self, span: Span, req: RequestFacts, resp: ResponseFacts | None, seconds: float, server: Server
+        self,
+        span: Span,
+        req: RequestFacts,
+        resp: ResponseFacts | None,
+        seconds: float,
+        server: Server,
+        signals: list[Signal],
+        tool_check: str | None,
     ) -> None:
         """Record the response side, then end the span. ``resp`` is None when the body was not read."""
         self._count_call(req)
+        self._signals(span, req, signals, tool_check)
         metric_attrs = self._metric_attrs(req, server, resp.model if resp else None)
         self.duration.record(seconds, metric_attrs)
         if resp is None:
@@ -140,10 +179,25 @@ class Telemetry:
             self.token_usage.record(resp.output_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_OUTPUT})
         span.end()
 
-    def fail(self, span: Span, req: RequestFacts, exc: BaseException, seconds: float, server: Server) -> None:
+    def tag_request_id(self, span: Span, request_id: str | None) -> None:
+        """The request id of a response whose body is left unread (a streaming raw response)."""
+        if request_id is not None:
+            span.set_attribute(a.REQUEST_ID, request_id)
+
+    def fail(
+        self,
+        span: Span,
+        req: RequestFacts,
+        exc: BaseException,
+        seconds: float,
+        server: Server,
+        signals: list[Signal],
+        tool_check: str | None,
+    ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
         error_type = type(exc).__qualname__
         self._count_call(req)
+        self._signals(span, req, signals, tool_check)
         self.duration.record(seconds, {**self._metric_attrs(req, server, None), a.ERROR_TYPE: error_type})
         attrs: Attributes = {a.ERROR_TYPE: error_type}
         _put(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))

@@ -1,20 +1,28 @@
-"""Sync and async wrappers for create/parse: build facts, open the span, call, read the result, emit.
+"""Sync and async wrappers: build facts, check them against the ledger, open the span, call, read the
+result, check it, remember it, emit.
 
 Whatever the instrumentation does, the app gets the same return value and the same exception; a failure
-inside the instrumentation is logged at debug level and swallowed.
+inside the instrumentation is logged at debug level and swallowed. The one deliberate exception is strict
+mode, which refuses a request that would lose context before it is sent.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 
-from .facts import RequestFacts, ResponseFacts, request_facts, response_facts
+from .analysis import Analysis, analyse
+from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
+from .config import Settings
+from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts, response_facts
+from .ledger import Entry, outputs_to_keep
+from .signals import STRICT, ContextLossError, Signal
 from .telemetry import Server, Telemetry
 
 _log = logging.getLogger(__name__)
@@ -22,6 +30,16 @@ _RAW_HEADER = "X-Stainless-Raw-Response"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+FactsBuilder = Callable[[tuple[Any, ...], Mapping[str, Any], Settings], RequestFacts]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """How one wrapped method turns its arguments into facts, and whether its result feeds the ledger."""
+
+    name: str
+    facts: FactsBuilder
+    creates_response: bool
 
 
 class Switch:
@@ -53,75 +71,157 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _result_facts(result: Any, raw_mode: str | None) -> ResponseFacts | None:
+def _result_facts(result: Any, raw_mode: str | None, settings: Settings) -> ResponseFacts | None:
     """Facts from a parsed response or a raw one; a streaming raw body is left unread for the app."""
     if raw_mode is None:
-        return response_facts(result)
-    request_id = getattr(result, "request_id", None)
-    request_id = request_id if isinstance(request_id, str) else None
+        return response_facts(result, settings)
     if raw_mode == "stream":
-        return ResponseFacts(None, None, None, None, (), 0, False, None, None, None, None, None, None, request_id)
+        return None
     # LegacyAPIResponse.parse() caches its result: the app's own parse() returns the same object.
-    return response_facts(result.parse(), request_id)
+    request_id = getattr(result, "request_id", None)
+    return response_facts(result.parse(), settings, request_id if isinstance(request_id, str) else None)
+
+
+def _raw_request_id(result: Any) -> str | None:
+    request_id = getattr(result, "request_id", None)
+    return request_id if isinstance(request_id, str) else None
+
+
+def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
+    """What two requests at once would both be continuing: a parent response or a conversation."""
+    if req.state_mode == CONVERSATION and req.conversation_id is not None:
+        return "c:" + req.conversation_id
+    if req.state_mode in (SERVER_CHAIN, CLIENT_REPLAY) and an.parent is not None:
+        return "r:" + an.parent.response_id
+    if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
+        return "r:" + req.previous_response_id
+    return None
 
 
 class _Call:
     """The instrumentation's part of one call; every method swallows its own failures."""
 
-    __slots__ = ("req", "server", "span", "started", "telemetry", "token")
+    __slots__ = (
+        "analysis",
+        "flight",
+        "op",
+        "req",
+        "server",
+        "settings",
+        "signals",
+        "span",
+        "started",
+        "telemetry",
+        "token",
+    )
 
-    def __init__(self, telemetry: Telemetry, operation: str, instance: Any, kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any) -> None:
         self.telemetry = telemetry
+        self.settings = settings = telemetry.settings
+        self.op = op
         self.server = _server(instance)
-        self.req: RequestFacts = request_facts(operation, kwargs, telemetry.settings)
-        self.span = telemetry.start(self.req, self.server)
+        self.req = req = op.facts(args, kwargs, settings)
+        ledger = settings.ledger
+        self.analysis = analysis = analyse(req, ledger)
+        self.flight = _flight_key(req, analysis)
+        concurrent = False
+        if self.flight is not None:
+            concurrent = ledger.enter(self.flight)
+            if analysis.parent is not None and req.state_mode != CONVERSATION:
+                concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
+        self.signals: list[Signal] = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
+        self.span = telemetry.start(req, self.server)
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.started = perf_counter()
 
-    def _detach(self) -> None:
+    def _tool_check(self) -> str | None:
+        return tool_calls_check(self.analysis, self.signals) if self.req.state_mode is not None else None
+
+    def _close(self) -> float:
+        seconds = perf_counter() - self.started
         try:
             otel_context.detach(self.token)
-        except Exception:  # pragma: no cover - detach logs and never raises in current SDKs
-            _log.debug("context detach failed", exc_info=True)
+            if self.flight is not None:
+                self.settings.ledger.leave(self.flight)
+        except Exception:
+            _log.debug("closing the call failed", exc_info=True)
+        return seconds
+
+    def refusal(self) -> ContextLossError | None:
+        """In strict mode, the error to raise instead of sending; the span is ended with it."""
+        try:
+            blocking = [s for s in self.signals if s.name in STRICT] if self.settings.strict else []
+            error = ContextLossError(blocking) if blocking else None
+        except Exception:
+            _log.debug("strict-mode check failed; the request is sent", exc_info=True)
+            return None
+        if error is not None:
+            self.failed(error)
+        return error
+
+    def _remember(self, resp: ResponseFacts) -> None:
+        req = self.req
+        if not self.op.creates_response or resp.response_id is None:
+            return
+        ledger = self.settings.ledger
+        entry = Entry(
+            response_id=resp.response_id,
+            sequence=ledger.next_sequence(),
+            store=req.store and not self.settings.zdr,
+            instructions_hash=req.instructions_hash,
+            conversation_id=req.conversation_id or resp.conversation_id,
+            outputs=outputs_to_keep(resp.output_items),
+            input_app_messages=req.app_messages,
+            input_compactions=sum(1 for m in req.input_items if m.type == "compaction"),
+        )
+        parent = self.analysis.parent
+        ledger.record(entry, parent.response_id if parent is not None else req.previous_response_id)
 
     def succeeded(self, result: Any, raw_mode: str | None) -> None:
-        seconds = perf_counter() - self.started
-        self._detach()
+        seconds = self._close()
         try:
-            self.telemetry.succeed(self.span, self.req, _result_facts(result, raw_mode), seconds, self.server)
+            resp = _result_facts(result, raw_mode, self.settings)
+            if resp is not None:
+                self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                self._remember(resp)
+            elif raw_mode is not None:
+                self.telemetry.tag_request_id(self.span, _raw_request_id(result))
+            self.telemetry.succeed(self.span, self.req, resp, seconds, self.server, self.signals, self._tool_check())
         except Exception:
             _log.debug("recording a response failed", exc_info=True)
             self.span.end()
 
     def failed(self, exc: BaseException) -> None:
-        seconds = perf_counter() - self.started
-        self._detach()
+        seconds = self._close()
         try:
-            self.telemetry.fail(self.span, self.req, exc, seconds, self.server)
+            self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
         except Exception:
             _log.debug("recording an error failed", exc_info=True)
             self.span.end()
 
 
 def _begin(
-    switch: Switch, telemetry: Telemetry, operation: str, instance: Any, kwargs: Mapping[str, Any]
+    switch: Switch, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any
 ) -> _Call | None:
     if not switch.on or kwargs.get("stream") is True:  # streams are passed through untouched for now
         return None
     try:
-        return _Call(telemetry, operation, instance, kwargs)
+        return _Call(telemetry, op, instance, args, kwargs)
     except Exception:
         _log.debug("starting the span failed; the call goes on uninstrumented", exc_info=True)
         return None
 
 
-def sync_wrapper(switch: Switch, telemetry: Telemetry, operation: str) -> Wrapper:
+def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
     """A wrapt wrapper for a synchronous method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _begin(switch, telemetry, operation, instance, kwargs)
+        call = _begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
+        refusal = call.refusal()
+        if refusal is not None:
+            raise refusal
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -133,15 +233,18 @@ def sync_wrapper(switch: Switch, telemetry: Telemetry, operation: str) -> Wrappe
     return wrapper
 
 
-def async_wrapper(switch: Switch, telemetry: Telemetry, operation: str) -> Wrapper:
+def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
     """A wrapt wrapper for a coroutine method."""
 
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = _begin(switch, telemetry, operation, instance, kwargs)
+        call = _begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
+        refusal = call.refusal()
+        if refusal is not None:
+            raise refusal
         try:
             result = await wrapped(*args, **kwargs)
         except BaseException as exc:

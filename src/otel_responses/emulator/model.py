@@ -22,6 +22,8 @@ from .state import Entry
 
 _MARKER = re.compile(r"\bmarker is ([A-Za-z0-9_-]+)", re.IGNORECASE)
 _CODE_WORD = re.compile(r"CW-[0-9a-f]{6}")
+PREAMBLE = "Looking that up with {tool}."
+_PREAMBLE_START = "Looking that up with "
 
 
 @dataclass(frozen=True)
@@ -117,13 +119,28 @@ def _offered_tool(tools: list[Any], text: str) -> str | None:
     return None
 
 
+def _progress_taken_for_final(entries: list[Entry]) -> bool:
+    """A progress update (`phase: commentary`) replayed without its phase reads as a final answer: the
+    model then believes its tool turn ended there, before any tool result."""
+    for entry in entries:
+        item = entry.item
+        if (
+            kind(item) == "message"
+            and item.get("role") == "assistant"
+            and not item.get("phase")
+            and text_of(item).startswith(_PREAMBLE_START)
+        ):
+            return True
+    return False
+
+
 def _answer(text: str, entries: list[Entry], instructions: str | None) -> str:
     lowered = text.lower()
     parts: list[str] = []
     if "marker" in lowered:
         parts.append(f"marker={_latest_marker(entries) or 'unknown'}")
     if "tool" in lowered:
-        tool_output = _latest_tool_output(entries)
+        tool_output = None if _progress_taken_for_final(entries) else _latest_tool_output(entries)
         parts.append(f"tool={tool_output if tool_output is not None else 'unknown'}")
     if "constraint" in lowered:
         parts.append(f"constraints={instructions or 'none'}")
@@ -142,6 +159,7 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
 
     reply: str | None = None
     call: Item | None = None
+    preamble: str | None = None
     notes = f"Considered {len(entries)} context items."
     if last is not None and kind(last) == "function_call_output":
         call_id = last.get("call_id")
@@ -159,6 +177,8 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
             "status": "completed",
         }
         notes = f"Decided to call {tool}."
+        if request.reasoning:  # reasoning models announce a tool call with a progress update
+            preamble = PREAMBLE.format(tool=tool)
     elif "choose a code word" in lowered:
         notes = f"The code word is {code_word(seed, response_id)}."
         reply = "I have chosen a code word."
@@ -170,7 +190,7 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
     if reply is not None and request.instructions and "uppercase" in request.instructions.lower():
         reply = reply.upper()
 
-    return _finish(context, request, reply, call, notes if request.reasoning else None, new_id)
+    return _finish(context, request, reply, call, notes if request.reasoning else None, new_id, preamble)
 
 
 def _finish(
@@ -180,6 +200,7 @@ def _finish(
     call: Item | None,
     notes: str | None,
     new_id: Callable[[str], str],
+    preamble: str | None = None,
 ) -> Turn:
     """Apply `max_output_tokens`, build the output items and count usage."""
     budget = request.max_output_tokens
@@ -194,6 +215,9 @@ def _finish(
         output.append(Entry({"type": "reasoning", "id": new_id("rs"), "summary": summary}, notes))
     remaining = None if budget is None else budget - reasoning
     visible = 0
+    if preamble is not None:
+        output.append(Entry(_assistant_message(new_id("msg"), preamble, "completed", "commentary")))
+        visible += tokens.count(preamble)
     if call is not None:
         cost = tokens.count(text_of(call))
         if remaining is not None and cost > remaining:
@@ -222,12 +246,12 @@ def _finish(
     )
 
 
-def _assistant_message(message_id: str, text: str, status: str) -> Item:
+def _assistant_message(message_id: str, text: str, status: str, phase: str = "final_answer") -> Item:
     return {
         "type": "message",
         "id": message_id,
         "role": "assistant",
         "status": status,
-        "phase": "final_answer",
+        "phase": phase,
         "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
     }

@@ -1,0 +1,150 @@
+"""Derived facts of a request against the ledger: which earlier response it continues, what of it is
+missing or changed, and how its tool calls pair up. Linear in the number of input items; pure apart
+from reading the ledger."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
+from .items import CALL_OUTPUT_TYPES, OUTPUT_CALL_TYPES, ItemMeta
+from .ledger import Entry, Key, LedgerView
+
+# Output items a replay must carry back (hosted tool calls such as web searches need not be).
+REPLAYED_TYPES = frozenset({"message", "reasoning", "compaction", *CALL_OUTPUT_TYPES})
+
+
+@dataclass(slots=True)
+class Link:
+    """An earlier response whose output items appear in a replay."""
+
+    entry: Entry
+    first_position: int
+    app_messages_before: int
+    compactions_before: int
+    seen: set[int] = field(default_factory=set)
+
+    def missing(self) -> list[ItemMeta]:
+        """Output items of the response that the replay does not carry."""
+        return [m for i, m in enumerate(self.entry.outputs) if i not in self.seen and m.type in REPLAYED_TYPES]
+
+
+@dataclass(slots=True)
+class Tools:
+    """How client tool calls and outputs pair up across the input and the parent's pending calls."""
+
+    present: bool = False
+    orphans: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    before_call: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Analysis:
+    """Everything the request-side checks read."""
+
+    parent: Entry | None = None
+    links: list[Link] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    phase_dropped: list[str] = field(default_factory=list)
+    tools: Tools = field(default_factory=Tools)
+
+    @property
+    def latest_link(self) -> Link | None:
+        return max(self.links, key=lambda link: link.entry.sequence) if self.links else None
+
+
+def _lookup_keys(items: tuple[ItemMeta, ...]) -> tuple[list[Key], list[int]]:
+    keys: list[Key] = []
+    positions: list[int] = []
+    for position, meta in enumerate(items):
+        if meta.id is not None:
+            keys.append(meta.id)
+        elif meta.role == "assistant" and meta.fingerprint is not None:
+            keys.append(meta.fingerprint)
+        else:
+            continue
+        positions.append(position)
+    return keys, positions
+
+
+def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
+    """Match replayed items to the responses that returned them; note modified payloads and lost phases."""
+    keys, positions = _lookup_keys(req.input_items)
+    if not keys:
+        return
+    located = ledger.locate(keys)
+    items = req.input_items
+    app_before = [0] * (len(items) + 1)
+    compactions_before = [0] * (len(items) + 1)
+    for position, meta in enumerate(items):
+        app_before[position + 1] = app_before[position] + meta.from_app
+        compactions_before[position + 1] = compactions_before[position] + (meta.type == "compaction")
+    links: dict[str, Link] = {}
+    for position, found in zip(positions, located, strict=True):
+        if found is None:
+            continue
+        entry, index = found
+        link = links.get(entry.response_id)
+        if link is None:
+            link = Link(entry, position, app_before[position], compactions_before[position])
+            links[entry.response_id] = link
+        link.seen.add(index)
+        sent, returned = items[position], entry.outputs[index]
+        if returned.encrypted and (
+            sent.fingerprint != returned.fingerprint if sent.encrypted else not entry.store  # stripped, unresolvable
+        ):
+            analysis.modified.append(returned.id or sent.type)
+        if returned.phase is not None and sent.phase != returned.phase:
+            analysis.phase_dropped.append(returned.id or sent.type)
+    analysis.links = list(links.values())
+
+
+def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis) -> None:
+    """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls."""
+    calls: dict[str, int] = {}
+    outputs: dict[str, int] = {}
+    tools = analysis.tools
+    for position, meta in enumerate(req.input_items):
+        if meta.call_id is None:
+            continue
+        if meta.type in CALL_OUTPUT_TYPES:
+            if meta.call_id in calls:
+                tools.duplicates.append(meta.call_id)
+            calls[meta.call_id] = position
+            tools.present = True
+        elif meta.type in OUTPUT_CALL_TYPES:
+            outputs.setdefault(meta.call_id, position)
+            tools.present = True
+    pending_set = set(pending)
+    tools.present = tools.present or bool(pending_set)
+    for call_id, position in outputs.items():
+        if call_id in calls:
+            if position < calls[call_id]:
+                tools.before_call.append(call_id)
+        elif call_id not in pending_set:
+            tools.orphans.append(call_id)
+    tools.missing.extend(call_id for call_id in calls if call_id not in outputs)
+    tools.missing.extend(call_id for call_id in pending if call_id not in outputs)
+
+
+def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
+    """The request's relation to what the ledger remembers."""
+    analysis = Analysis()
+    if req.target_response_id is not None:
+        analysis.parent = ledger.get(req.target_response_id)
+        return analysis
+    if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
+        analysis.parent = ledger.get(req.previous_response_id)
+    elif req.state_mode == CONVERSATION and req.conversation_id is not None:
+        analysis.parent = ledger.latest_in_conversation(req.conversation_id)
+    if req.state_mode == CLIENT_REPLAY:
+        _links(req, ledger, analysis)
+        latest = analysis.latest_link
+        analysis.parent = latest.entry if latest is not None else None
+        pending: tuple[str, ...] = ()
+    else:
+        pending = analysis.parent.pending_calls if analysis.parent is not None else ()
+    _tools(req, pending, analysis)
+    return analysis

@@ -1,0 +1,193 @@
+"""The signal catalogue as code: one small pure function per signal.
+
+Request checks read the request facts and the analysis (the request against the ledger); response
+checks read the response facts. Each returns a Signal with metadata only, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .analysis import Analysis
+from .facts import CLIENT_REPLAY, CONFLICT, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .signals import TOOL_SIGNALS, Signal
+
+
+@dataclass(frozen=True, slots=True)
+class Situation:
+    """Request-side context beyond the facts: configuration and what else is in flight."""
+
+    zdr: bool
+    concurrent: bool
+
+
+RequestCheck = Callable[[RequestFacts, Analysis, Situation], "Signal | None"]
+ResponseCheck = Callable[[RequestFacts, ResponseFacts, Situation], "Signal | None"]
+
+
+def state_mode_conflict(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    return Signal("state_mode_conflict") if req.state_mode == CONFLICT else None
+
+
+def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    if req.state_mode != SERVER_CHAIN:
+        return None
+    if an.parent is not None and not an.parent.store:
+        return Signal("unstored_parent", {"openai_responses.parent.id": an.parent.response_id})
+    if sit.zdr:
+        return Signal("unstored_parent", {"openai_responses.zdr": True})
+    return None
+
+
+def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    if req.target_response_id is None or an.parent is None or an.parent.store:
+        return None
+    return Signal("unstored_retrieve", {"openai_responses.parent.id": an.parent.response_id})
+
+
+def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    if req.state_mode not in (SERVER_CHAIN, CONVERSATION) or an.parent is None:
+        return None
+    if req.instructions_hash is None and an.parent.instructions_hash is not None:
+        return Signal("instructions_dropped", {"openai_responses.parent.id": an.parent.response_id})
+    return None
+
+
+def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    parent = an.parent
+    if parent is None or req.target_response_id is not None:
+        return None
+    if req.instructions_hash is None or parent.instructions_hash is None:
+        return None
+    if req.instructions_hash == parent.instructions_hash:
+        return None
+    return Signal("instructions_changed", {"openai_responses.parent.id": parent.response_id})
+
+
+def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    dropped = sum(1 for link in an.links for m in link.missing() if m.type == "reasoning")
+    return Signal("reasoning_dropped", {"openai_responses.missing.count": dropped}) if dropped else None
+
+
+def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    missing = [m.type for link in an.links for m in link.missing() if m.type != "reasoning"]
+    if not missing:
+        return None
+    return Signal(
+        "replay_incomplete",
+        {"openai_responses.missing.count": len(missing), "openai_responses.missing.item_types": missing[:16]},
+    )
+
+
+def encrypted_content_modified(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    if not an.modified:
+        return None
+    return Signal("encrypted_content_modified", {"openai_responses.item.ids": an.modified[:16]})
+
+
+def phase_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    if not an.phase_dropped:
+        return None
+    return Signal("phase_dropped", {"openai_responses.item.ids": an.phase_dropped[:16]})
+
+
+def orphan_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    ids = an.tools.orphans
+    return Signal("orphan_tool_output", {"openai_responses.call.ids": ids[:16]}) if ids else None
+
+
+def missing_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    ids = an.tools.missing
+    return Signal("missing_tool_output", {"openai_responses.call.ids": ids[:16]}) if ids else None
+
+
+def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    ids = an.tools.before_call
+    return Signal("tool_output_before_call", {"openai_responses.call.ids": ids[:16]}) if ids else None
+
+
+def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    ids = an.tools.duplicates
+    return Signal("duplicate_call_id", {"openai_responses.call.ids": ids[:16]}) if ids else None
+
+
+def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """The latest replayed response's own history must precede it, or a compaction item must stand in."""
+    if req.state_mode != CLIENT_REPLAY:
+        return None
+    link = an.latest_link
+    if link is None:
+        return None
+    entry = link.entry
+    compacted_in_reply = any(i in link.seen and m.type == "compaction" for i, m in enumerate(entry.outputs))
+    if compacted_in_reply or link.compactions_before > entry.input_compactions:
+        return None
+    if link.app_messages_before >= entry.input_app_messages and link.compactions_before >= entry.input_compactions:
+        return None
+    return Signal(
+        "history_truncated",
+        {
+            "openai_responses.parent.id": entry.response_id,
+            "openai_responses.history.expected_app_messages": entry.input_app_messages,
+            "openai_responses.history.app_messages": link.app_messages_before,
+        },
+    )
+
+
+def concurrent_branch(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    return Signal("concurrent_branch") if sit.concurrent else None
+
+
+def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    if resp.status != "incomplete":
+        return None
+    return Signal("response_incomplete", {"openai_responses.incomplete.reason": resp.finish_reason or "unknown"})
+
+
+def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    if req.store and not sit.zdr:
+        return None
+    bare = sum(1 for m in resp.output_items if m.type == "reasoning" and not m.encrypted)
+    return Signal("reasoning_not_replayable", {"openai_responses.reasoning.count": bare}) if bare else None
+
+
+def compaction(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    return Signal("compaction") if resp.compaction or req.operation == "compact" else None
+
+
+REQUEST_CHECKS: tuple[RequestCheck, ...] = (
+    state_mode_conflict,
+    unstored_parent,
+    unstored_retrieve,
+    instructions_dropped,
+    instructions_changed,
+    reasoning_dropped,
+    replay_incomplete,
+    encrypted_content_modified,
+    phase_dropped,
+    orphan_tool_output,
+    missing_tool_output,
+    tool_output_before_call,
+    duplicate_call_id,
+    history_truncated,
+    concurrent_branch,
+)
+RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
+
+
+def run_request_checks(req: RequestFacts, an: Analysis, sit: Situation) -> list[Signal]:
+    return [s for check in REQUEST_CHECKS if (s := check(req, an, sit)) is not None]
+
+
+def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> list[Signal]:
+    return [s for check in RESPONSE_CHECKS if (s := check(req, resp, sit)) is not None]
+
+
+def tool_calls_check(an: Analysis, signals: list[Signal]) -> str:
+    """``ok``, ``none`` (no tool items involved), or the first failing tool-call signal's name."""
+    raised = {s.name for s in signals}
+    for name in TOOL_SIGNALS:
+        if name in raised:
+            return name
+    return "ok" if an.tools.present else "none"

@@ -1,0 +1,167 @@
+"""A bounded memory of recent responses: the only state shared between calls.
+
+Entries hold metadata and keyed fingerprints only. A response this process has not seen (evicted, or
+created elsewhere) is simply absent, and every check that needs it stays silent rather than guess.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from .items import CALL_OUTPUT_TYPES, ItemMeta
+
+DEFAULT_CAPACITY = 10_000
+# Memory per entry is bounded whatever the history length: only this many output items are kept.
+MAX_OUTPUT_ITEMS = 64
+
+# An item is located by its id or, for assistant messages replayed as text, by its text fingerprint.
+Key = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What is remembered of one response."""
+
+    response_id: str
+    sequence: int
+    store: bool
+    instructions_hash: str | None
+    conversation_id: str | None
+    outputs: tuple[ItemMeta, ...]
+    input_app_messages: int
+    input_compactions: int
+
+    @property
+    def pending_calls(self) -> tuple[str, ...]:
+        """call_ids of client tool calls in the output: the next request must answer them."""
+        return tuple(m.call_id for m in self.outputs if m.call_id and m.type in CALL_OUTPUT_TYPES)
+
+
+class LedgerView(Protocol):
+    """What the checks may read."""
+
+    def get(self, response_id: str) -> Entry | None: ...
+
+    def locate(self, keys: Sequence[Key]) -> list[tuple[Entry, int] | None]:
+        """For each key, the entry and output index it belongs to, or None."""
+        ...
+
+    def latest_in_conversation(self, conversation_id: str) -> Entry | None: ...
+
+    def has_child(self, response_id: str) -> bool: ...
+
+
+class Ledger(LedgerView, Protocol):
+    """What the wrappers write; a shared store (Redis, say) may implement it too."""
+
+    def record(self, entry: Entry, parent_id: str | None) -> None: ...
+
+    def next_sequence(self) -> int: ...
+
+    def enter(self, key: str) -> bool:
+        """Mark a request in flight on ``key``; True if another one already was."""
+        ...
+
+    def leave(self, key: str) -> None: ...
+
+
+class InMemoryLedger:
+    """At most ``capacity`` entries, oldest evicted first, with an index from item ids and text fingerprints to entries.
+
+    Writes take a lock; reads are single dict lookups, atomic under the interpreter, so a read racing an
+    eviction sees the entry or nothing, never a torn one. Safe under threads and asyncio alike.
+    """
+
+    def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
+        if capacity < 1:
+            raise ValueError("ledger capacity must be at least 1")
+        self.capacity = capacity
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._locations: dict[Key, tuple[str, int]] = {}
+        self._conversations: dict[str, str] = {}
+        self._children: set[str] = set()
+        self._in_flight: dict[str, int] = {}
+        self._sequence = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- reads -----------------------------------------------------------------------------------------
+
+    def get(self, response_id: str) -> Entry | None:
+        return self._entries.get(response_id)
+
+    def locate(self, keys: Sequence[Key]) -> list[tuple[Entry, int] | None]:
+        found: list[tuple[Entry, int] | None] = []
+        locations, entries = self._locations, self._entries
+        for key in keys:
+            where = locations.get(key)
+            entry = entries.get(where[0]) if where is not None else None
+            found.append((entry, where[1]) if entry is not None and where is not None else None)
+        return found
+
+    def latest_in_conversation(self, conversation_id: str) -> Entry | None:
+        response_id = self._conversations.get(conversation_id)
+        return self._entries.get(response_id) if response_id is not None else None
+
+    def has_child(self, response_id: str) -> bool:
+        return response_id in self._children
+
+    # -- writes ----------------------------------------------------------------------------------------
+
+    def next_sequence(self) -> int:
+        with self._lock:
+            self._sequence += 1
+            return self._sequence
+
+    def record(self, entry: Entry, parent_id: str | None) -> None:
+        """Remember a response (replacing an older entry with its id) and evict the oldest past capacity."""
+        with self._lock:
+            if entry.response_id in self._entries:
+                self._forget(entry.response_id)
+            self._entries[entry.response_id] = entry
+            for index, meta in enumerate(entry.outputs):
+                if meta.id is not None:
+                    self._locations[meta.id] = (entry.response_id, index)
+                if meta.role == "assistant" and meta.fingerprint is not None:
+                    self._locations[meta.fingerprint] = (entry.response_id, index)
+            if entry.conversation_id is not None:
+                self._conversations[entry.conversation_id] = entry.response_id
+            if parent_id is not None and parent_id in self._entries:
+                self._children.add(parent_id)
+            while len(self._entries) > self.capacity:
+                self._forget(next(iter(self._entries)))
+
+    def _forget(self, response_id: str) -> None:
+        entry = self._entries.pop(response_id)
+        for meta in entry.outputs:
+            for key in (meta.id, meta.fingerprint if meta.role == "assistant" else None):
+                if key is not None and self._locations.get(key, ("",))[0] == response_id:
+                    del self._locations[key]
+        if entry.conversation_id is not None and self._conversations.get(entry.conversation_id) == response_id:
+            del self._conversations[entry.conversation_id]
+        self._children.discard(response_id)
+
+    def enter(self, key: str) -> bool:
+        with self._lock:
+            count = self._in_flight.get(key, 0)
+            self._in_flight[key] = count + 1
+            return count > 0
+
+    def leave(self, key: str) -> None:
+        with self._lock:
+            count = self._in_flight.get(key, 0) - 1
+            if count > 0:
+                self._in_flight[key] = count
+            else:
+                self._in_flight.pop(key, None)
+
+
+def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:
+    """The output items an entry keeps: all of them up to ``MAX_OUTPUT_ITEMS``."""
+    return outputs if len(outputs) <= MAX_OUTPUT_ITEMS else outputs[:MAX_OUTPUT_ITEMS]

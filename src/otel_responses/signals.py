@@ -1,0 +1,180 @@
+"""The signal catalogue: each way a call loses context, its severity and the fix.
+
+Names are a contract (span attributes, events, metrics, dashboards, alert rules): never rename one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from opentelemetry.util.types import AttributeValue
+
+ERROR: Final = "error"
+WARNING: Final = "warning"
+INFO: Final = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One entry of the catalogue."""
+
+    name: str
+    severity: str
+    meaning: str
+    fix: str
+
+
+CATALOGUE: Final[dict[str, Kind]] = {
+    k.name: k
+    for k in (
+        Kind(
+            "state_mode_conflict",
+            ERROR,
+            "`conversation` and `previous_response_id` in one request",
+            "choose one state mode per session: pass either `conversation` or `previous_response_id`, never both",
+        ),
+        Kind(
+            "unstored_parent",
+            ERROR,
+            "`previous_response_id` names a response created with `store=false` (or under ZDR)",
+            "store the parent (`store=true`), or keep the history yourself and replay every output item",
+        ),
+        Kind(
+            "unstored_retrieve",
+            ERROR,
+            "retrieving a response (or its input items) that was created with `store=false`",
+            "do not rely on retrieve for `store=false` responses: keep what you need from the create result",
+        ),
+        Kind(
+            "instructions_dropped",
+            WARNING,
+            "a request continuing a parent sends no `instructions` although the parent had them",
+            "send the current `instructions` on every request: they are not inherited from the parent",
+        ),
+        Kind(
+            "instructions_changed",
+            INFO,
+            "the instructions hash differs from the parent's",
+            "expected after a deliberate change; otherwise check which instructions version each worker sends",
+        ),
+        Kind(
+            "reasoning_not_replayable",
+            WARNING,
+            "`store=false` (or ZDR) and reasoning items came back without `encrypted_content`",
+            'add `include=["reasoning.encrypted_content"]` so the reasoning can be replayed next turn',
+        ),
+        Kind(
+            "reasoning_dropped",
+            WARNING,
+            "a replay carries items of an earlier response but not its reasoning items",
+            "replay every output item, reasoning included, not just the message text",
+        ),
+        Kind(
+            "replay_incomplete",
+            WARNING,
+            "a replay carries some output items of an earlier response but not all",
+            "append the whole `response.output` to the history, not only `output_text` or `output[0]`",
+        ),
+        Kind(
+            "encrypted_content_modified",
+            ERROR,
+            "a replayed reasoning or compaction item differs from what the API returned",
+            "store and send `encrypted_content` byte for byte; never decode, trim or re-serialise it",
+        ),
+        Kind(
+            "phase_dropped",
+            WARNING,
+            "a replayed assistant message lost the `phase` it was returned with",
+            "replay the message item as returned (with `phase`), not a rebuilt `{role, content}` message",
+        ),
+        Kind(
+            "orphan_tool_output",
+            ERROR,
+            "a tool output whose `call_id` matches no call in the input or in the parent",
+            "send the tool call item together with its output, and keep the `call_id` unchanged",
+        ),
+        Kind(
+            "missing_tool_output",
+            ERROR,
+            "a tool call (in the input, or pending in the parent) has no output",
+            "answer every tool call with an output item carrying its `call_id` before the next user turn",
+        ),
+        Kind(
+            "tool_output_before_call",
+            ERROR,
+            "a tool output placed before its call",
+            "keep items in the order the API returned them: the call, then its output",
+        ),
+        Kind(
+            "duplicate_call_id",
+            WARNING,
+            "one `call_id` used by two calls",
+            "do not replay a turn twice or merge two branches' histories",
+        ),
+        Kind(
+            "history_truncated",
+            WARNING,
+            "a replay dropped earlier history without a compaction item in its place",
+            "compact long histories (`responses.compact` or `context_management`) instead of cutting old items",
+        ),
+        Kind(
+            "concurrent_branch",
+            INFO,
+            "two requests continue the same parent, or write one conversation at once",
+            "serialise turns per session, or make branching explicit",
+        ),
+        Kind(
+            "response_incomplete",
+            WARNING,
+            "the response ended `incomplete`",
+            "raise `max_output_tokens` or shorten the context; check `incomplete_details.reason`",
+        ),
+        Kind("compaction", INFO, "compaction happened", "nothing to fix: check facts survive with fixed questions"),
+    )
+}
+
+# Request-side errors that strict mode refuses to send.
+STRICT: Final = frozenset(
+    {
+        "state_mode_conflict",
+        "unstored_parent",
+        "orphan_tool_output",
+        "tool_output_before_call",
+        "missing_tool_output",
+        "encrypted_content_modified",
+    }
+)
+TOOL_SIGNALS: Final = (
+    "orphan_tool_output",
+    "missing_tool_output",
+    "tool_output_before_call",
+    "duplicate_call_id",
+)
+LOSS_SEVERITIES: Final = frozenset({ERROR, WARNING})
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One raised signal with metadata only (counts, types, ids)."""
+
+    name: str
+    detail: dict[str, AttributeValue] = field(default_factory=dict)
+
+    @property
+    def severity(self) -> str:
+        return CATALOGUE[self.name].severity
+
+
+class ContextLossError(Exception):
+    """Raised by strict mode, before the request is sent, for a request that would lose context.
+
+    ``signal`` is the first offending signal's name; ``signals`` all of them.
+    """
+
+    def __init__(self, signals: list[Signal]) -> None:
+        self.signals = tuple(s.name for s in signals)
+        self.signal = self.signals[0]
+        kind = CATALOGUE[self.signal]
+        others = f" (also: {', '.join(self.signals[1:])})" if len(self.signals) > 1 else ""
+        super().__init__(f"{kind.name}: {kind.meaning}. Fix: {kind.fix}.{others}")
