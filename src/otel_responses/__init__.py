@@ -2,6 +2,7 @@
 
 from .config import ConfigError
 from .instrumentor import ResponsesInstrumentor
+from .signals import ContextLossError
 from .version import __version__
 
-__all__ = ["ConfigError", "ResponsesInstrumentor", "__version__"]
+__all__ = ["ConfigError", "ContextLossError", "ResponsesInstrumentor", "__version__"]
