@@ -111,7 +111,7 @@ def test_strict_mode_from_the_environment(emulator: Emulator, monkeypatch: pytes
     try:
         client = emulator.client()
         first = client.responses.create(model=sc.MODEL, input="hi", store=False)
-        with pytest.raises(ContextLossError, match="^unstored_parent: "):
+        with pytest.raises(ContextLossError, match=r"^unstored_parent: "):
             client.responses.create(model=sc.MODEL, input="again", previous_response_id=first.id)
     finally:
         instrumentor.uninstrument()
