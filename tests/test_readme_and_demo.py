@@ -63,3 +63,21 @@ def test_demo_rejects_unknown_arguments() -> None:
     result = subprocess.run([str(script), "demo", "--nope"], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert "unrecognized arguments: --nope" in result.stderr
+
+
+def test_readme_documents_every_signal_with_its_severity_and_fix() -> None:
+    from otel_responses.signals import CATALOGUE
+
+    for kind in CATALOGUE.values():
+        section = README.split(f"\n### {kind.name}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"Severity: **{kind.severity}**" in section
+        assert "Why context is lost:" in section
+        assert kind.fix in section
+        assert f"| [`{kind.name}`](#{kind.name}) | {kind.severity} |" in README
+
+
+def test_readme_documents_every_setting() -> None:
+    from otel_responses.config import ENV_PREFIX
+
+    for name in ("ZDR", "INSTRUCTIONS_VERSION", "MAX_ITEM_TYPES", "HASH_KEY", "STRICT", "LEDGER_CAPACITY"):
+        assert f"`{ENV_PREFIX}{name}`" in README

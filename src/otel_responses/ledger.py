@@ -14,9 +14,9 @@ from typing import Protocol
 
 from .items import CALL_OUTPUT_TYPES, ItemMeta
 
-DEFAULT_CAPACITY = 10_000
+DEFAULT_CAPACITY = 4096
 # Memory per entry is bounded whatever the history length: only this many output items are kept.
-MAX_OUTPUT_ITEMS = 64
+MAX_OUTPUT_ITEMS = 32
 
 # An item is located by its id or, for assistant messages replayed as text, by its text fingerprint.
 Key = str | int

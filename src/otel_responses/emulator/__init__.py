@@ -8,7 +8,10 @@ actually received, so an application that loses context gets a visibly wrong ans
 Model rules (case-insensitive; "current text" = last user message of this request's input):
 - facts: `marker is <M>` in any user message of the context, the latest wins;
 - the last input item is a `function_call_output` -> `Tool <name> returned <output>.`;
-- else an offered function tool whose name is in the current text -> a `function_call` item;
+- else an offered function tool whose name is in the current text -> a `function_call` item (a reasoning
+  model first emits a progress update, `phase: commentary`, "Looking that up with <tool>.");
+- an assistant progress update replayed without its `phase` reads as a final answer: the model then
+  believes its tool turn ended there and answers `tool=unknown`;
 - else `choose a code word` -> `I have chosen a code word.` (the code word lives only in reasoning);
 - else a `?` -> `marker=..; tool=..; constraints=..; code_word=..` for the keywords asked, or `I don't know.`;
 - else `Noted marker <M>.` / `Noted.`; instructions containing `uppercase` upper-case the reply.
