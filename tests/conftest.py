@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,32 @@ def new_captured() -> Captured:
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     return Captured(exporter, reader, tracer_provider, meter_provider)
+
+
+class _EndedSpanWarnings(logging.Handler):
+    """Collects the SDK's complaints about a span ended twice or written after its end."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "ended span" in message:
+            self.messages.append(message)
+
+
+@pytest.fixture(autouse=True)
+def no_span_used_after_its_end() -> Iterator[None]:
+    """Every test: no span is ended twice nor written to after it ended."""
+    handler = _EndedSpanWarnings()
+    logger = logging.getLogger("opentelemetry.sdk.trace")
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+    assert handler.messages == []
 
 
 @pytest.fixture(scope="session")

@@ -126,7 +126,8 @@ def long_session(client: openai.OpenAI, *, compact: bool, turns: int = 12) -> tu
     history: list[Any] = [{"role": "user", "content": "Remember this: the marker is LONG-7."}]
     extra: dict[str, Any] = {"store": False, "include": ["reasoning.encrypted_content"]}
     if compact:
-        extra["context_management"] = [{"type": "compaction", "compact_threshold": 120}]
+        # extra_body: the parameter is not in the oldest supported SDK's signature
+        extra["extra_body"] = {"context_management": [{"type": "compaction", "compact_threshold": 120}]}
     compactions = 0
     for turn in range(turns):
         response = client.responses.create(model=sc.MODEL, input=history, **extra)

@@ -20,7 +20,7 @@ class Link:
 
     entry: Entry
     first_position: int
-    app_messages_before: int
+    app_messages_before: int  # app messages between the latest compaction item (or the start) and this link
     compactions_before: int
     seen: set[int] = field(default_factory=set)
 
@@ -49,6 +49,7 @@ class Analysis:
     modified: list[str] = field(default_factory=list)
     phase_dropped: list[str] = field(default_factory=list)
     tools: Tools = field(default_factory=Tools)
+    resolved: dict[int, ItemMeta] = field(default_factory=dict)  # item references, by input position
 
     @property
     def latest_link(self) -> Link | None:
@@ -76,11 +77,13 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         return
     located = ledger.locate(keys)
     items = req.input_items
+    # App messages since the latest compaction item, and compaction items, before each position.
     app_before = [0] * (len(items) + 1)
     compactions_before = [0] * (len(items) + 1)
     for position, meta in enumerate(items):
-        app_before[position + 1] = app_before[position] + meta.from_app
-        compactions_before[position + 1] = compactions_before[position] + (meta.type == "compaction")
+        is_compaction = meta.type == "compaction"
+        app_before[position + 1] = 0 if is_compaction else app_before[position] + meta.from_app
+        compactions_before[position + 1] = compactions_before[position] + is_compaction
     links: dict[str, Link] = {}
     for position, found in zip(positions, located, strict=True):
         if found is None:
@@ -92,6 +95,9 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
             links[entry.response_id] = link
         link.seen.add(index)
         sent, returned = items[position], entry.outputs[index]
+        if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
+            analysis.resolved[position] = returned
+            continue
         if returned.encrypted and (
             sent.fingerprint != returned.fingerprint if sent.encrypted else not entry.store  # stripped, unresolvable
         ):
@@ -106,13 +112,16 @@ def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis) -> N
     calls: dict[str, int] = {}
     outputs: dict[str, int] = {}
     tools = analysis.tools
-    for position, meta in enumerate(req.input_items):
+    resolved = analysis.resolved
+    for position, sent in enumerate(req.input_items):
+        meta = resolved.get(position, sent) if resolved else sent
         if meta.call_id is None:
             continue
         if meta.type in CALL_OUTPUT_TYPES:
             if meta.call_id in calls:
                 tools.duplicates.append(meta.call_id)
-            calls[meta.call_id] = position
+            else:
+                calls[meta.call_id] = position
             tools.present = True
         elif meta.type in OUTPUT_CALL_TYPES:
             outputs.setdefault(meta.call_id, position)

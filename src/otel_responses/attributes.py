@@ -26,6 +26,7 @@ GEN_AI_USAGE_OUTPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOKEN_TYPE: Final = _gen_ai.GEN_AI_TOKEN_TYPE
+GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID: Final = "gen_ai.request.previous_response.id"
 GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
 OPENAI_API_TYPE: Final = _openai.OPENAI_API_TYPE
@@ -62,6 +63,7 @@ TOOL_CALLS_CHECK: Final = "openai_responses.tool_calls.check"
 COMPACTION: Final = "openai_responses.compaction"
 SIGNALS: Final = "openai_responses.signals"
 CONTEXT_LOSS: Final = "openai_responses.context_loss"
+STREAM_ENDED: Final = "openai_responses.stream.ended"
 
 # Signal events.
 SIGNAL_EVENT: Final = "openai_responses.signal"
@@ -71,6 +73,7 @@ SIGNAL_SEVERITY: Final = "openai_responses.signal.severity"
 # Metrics.
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 METRIC_CALLS: Final = "openai_responses.calls"
 METRIC_SIGNALS: Final = "openai_responses.signals"
 

@@ -113,17 +113,23 @@ def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
 
 
 def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    """The latest replayed response's own history must precede it, or a compaction item must stand in."""
+    """The latest replayed response's own history must precede it, or a compaction item stand in for it.
+
+    History may be cut at a compaction item: only the app messages since the latest compaction item are
+    then owed, as many as the replayed response was given after its own latest compaction item.
+    """
     if req.state_mode != CLIENT_REPLAY:
         return None
     link = an.latest_link
     if link is None:
         return None
     entry = link.entry
-    compacted_in_reply = any(i in link.seen and m.type == "compaction" for i, m in enumerate(entry.outputs))
-    if compacted_in_reply or link.compactions_before > entry.input_compactions:
-        return None
-    if link.app_messages_before >= entry.input_app_messages and link.compactions_before >= entry.input_compactions:
+    if any(i in link.seen and m.type == "compaction" for i, m in enumerate(entry.outputs)):
+        return None  # the response itself returned a compaction item, and it was kept
+    if entry.input_compactions == 0 and link.compactions_before > 0:
+        return None  # compacted since (a compaction item from `responses.compact`, say)
+    kept_compaction = link.compactions_before > 0 or entry.input_compactions == 0
+    if kept_compaction and link.app_messages_before >= entry.input_app_messages:
         return None
     return Signal(
         "history_truncated",

@@ -6,7 +6,7 @@ Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .config import Settings, resolve_version
@@ -39,7 +39,8 @@ class RequestFacts:
     compaction: bool
     service_tier: str | None
     stream: bool
-    app_messages: int = 0
+    app_messages: int = 0  # app messages after the latest compaction item (all of them when there is none)
+    compactions: int = 0
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
 
 
@@ -115,6 +116,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
             encrypted_in += meta.encrypted
         elif meta.type == "compaction":
             compactions += 1
+            app_messages = 0  # a compaction item stands for everything before it
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
@@ -138,6 +140,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         service_tier=_str(kwargs.get("service_tier")),
         stream=kwargs.get("stream") is True,
         app_messages=app_messages,
+        compactions=compactions,
     )
 
 
@@ -211,3 +214,13 @@ def bounded_types(items: tuple[ItemMeta, ...], limit: int) -> list[str]:
     tail = max(1, limit - head - 1)
     omitted = len(items) - head - tail
     return [m.type for m in items[:head]] + [f"...(+{omitted})"] + [m.type for m in items[-tail:]]
+
+
+def with_output(resp: ResponseFacts, output: tuple[ItemMeta, ...]) -> ResponseFacts:
+    """The facts with output items collected from a stream's ``output_item.done`` events."""
+    return replace(
+        resp,
+        output_items=output,
+        encrypted_output_count=sum(1 for m in output if m.type == "reasoning" and m.encrypted),
+        compaction=resp.compaction or any(m.type == "compaction" for m in output),
+    )

@@ -17,6 +17,7 @@ from .attributes import OPERATION_CHAT, OPERATION_FETCH, OPERATION_INPUT_ITEMS
 from .config import Settings, settings_from
 from .facts import RequestFacts, request_facts, target_facts
 from .package import _instruments
+from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
 from .version import __version__
 from .wrappers import Operation, Switch, async_wrapper, sync_wrapper
@@ -68,6 +69,13 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
+# `responses.stream()` wraps our stream proxy in a ResponseStream whose close() bypasses the proxy.
+_HELPER_CLOSES = (
+    ("openai.lib.streaming.responses._responses", "ResponseStream", end_with_helper_close),
+    ("openai.lib.streaming.responses._responses", "AsyncResponseStream", end_with_async_helper_close),
+)
+
+
 def _present(target: Target) -> type | None:
     """The class to patch, if the installed SDK has it and the method."""
     try:
@@ -110,6 +118,11 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 target.module, f"{target.cls}.{target.method}", make(switch, telemetry, target.operation)
             )
             patched.append(target)
+        for module, cls, wrapper in _HELPER_CLOSES:
+            target = Target(module, cls, "close", CHAT, False)
+            if _present(target) is not None:
+                wrap_function_wrapper(module, f"{cls}.close", wrapper)
+                patched.append(target)
         self._switch = switch
         self._patched = patched
 

@@ -32,7 +32,7 @@ class Entry:
     instructions_hash: str | None
     conversation_id: str | None
     outputs: tuple[ItemMeta, ...]
-    input_app_messages: int
+    input_app_messages: int  # app messages in the input after its latest compaction item (all, if none)
     input_compactions: int
 
     @property

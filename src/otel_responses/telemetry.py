@@ -43,6 +43,12 @@ class Telemetry:
             unit="{call}",
             description="Responses API calls by state mode, store flag and operation.",
         )
+        self.time_to_first_chunk = meter.create_histogram(
+            a.METRIC_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            description="Time from the request to the first chunk of a streamed response.",
+            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+        )
         self.signal_counter = meter.create_counter(
             a.METRIC_SIGNALS,
             unit="{signal}",
@@ -143,12 +149,21 @@ class Telemetry:
         server: Server,
         signals: list[Signal],
         tool_check: str | None,
+        error_type: str | None = None,
     ) -> None:
-        """Record the response side, then end the span. ``resp`` is None when the body was not read."""
+        """Record the response side, then end the span. ``resp`` is None when the body was not read.
+
+        ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``).
+        """
         self._count_call(req)
         self._signals(span, req, signals, tool_check)
         metric_attrs = self._metric_attrs(req, server, resp.model if resp else None)
-        self.duration.record(seconds, metric_attrs)
+        if error_type is not None:
+            span.set_attribute(a.ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
+            self.duration.record(seconds, {**metric_attrs, a.ERROR_TYPE: error_type})
+        else:
+            self.duration.record(seconds, metric_attrs)
         if resp is None:
             span.end()
             return
@@ -178,6 +193,11 @@ class Telemetry:
         if resp.output_tokens is not None:
             self.token_usage.record(resp.output_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_OUTPUT})
         span.end()
+
+    def first_chunk(self, span: Span, req: RequestFacts, server: Server, seconds: float) -> None:
+        """The first event of a stream arrived."""
+        span.set_attribute(a.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds)
+        self.time_to_first_chunk.record(seconds, self._metric_attrs(req, server, None))
 
     def tag_request_id(self, span: Span, request_id: str | None) -> None:
         """The request id of a response whose body is left unread (a streaming raw response)."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import Token
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.context import Context
 
 from .analysis import Analysis, analyse
 from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
@@ -23,6 +25,7 @@ from .config import Settings
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts, response_facts
 from .ledger import Entry, outputs_to_keep
 from .signals import STRICT, ContextLossError, Signal
+from .streams import AsyncStreamProxy, SyncStreamProxy
 from .telemetry import Server, Telemetry
 
 _log = logging.getLogger(__name__)
@@ -116,6 +119,7 @@ class _Call:
     )
 
     def __init__(self, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any) -> None:
+        self.token: Token[Context] | None = None
         self.telemetry = telemetry
         self.settings = settings = telemetry.settings
         self.op = op
@@ -137,14 +141,24 @@ class _Call:
     def _tool_check(self) -> str | None:
         return tool_calls_check(self.analysis, self.signals) if self.req.state_mode is not None else None
 
-    def _close(self) -> float:
-        seconds = perf_counter() - self.started
+    def detach(self) -> None:
+        """Leave the span's context: the call has returned to the app (a stream may still be running)."""
+        if self.token is None:
+            return
         try:
             otel_context.detach(self.token)
-            if self.flight is not None:
-                self.settings.ledger.leave(self.flight)
         except Exception:
-            _log.debug("closing the call failed", exc_info=True)
+            _log.debug("detaching the context failed", exc_info=True)
+        self.token = None
+
+    def _close(self) -> float:
+        seconds = perf_counter() - self.started
+        self.detach()
+        if self.flight is not None:
+            try:
+                self.settings.ledger.leave(self.flight)
+            except Exception:
+                _log.debug("leaving the ledger failed", exc_info=True)
         return seconds
 
     def refusal(self) -> ContextLossError | None:
@@ -172,21 +186,48 @@ class _Call:
             conversation_id=req.conversation_id or resp.conversation_id,
             outputs=outputs_to_keep(resp.output_items),
             input_app_messages=req.app_messages,
-            input_compactions=sum(1 for m in req.input_items if m.type == "compaction"),
+            input_compactions=req.compactions,
         )
         parent = self.analysis.parent
         ledger.record(entry, parent.response_id if parent is not None else req.previous_response_id)
 
+    def stream(self, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy]) -> Any:
+        """Hand the app a proxy of its stream; the span ends with the stream, not now."""
+        self.detach()
+        try:
+            return proxy(result, self)
+        except Exception:
+            _log.debug("wrapping a stream failed; it is returned as is", exc_info=True)
+            self.finish(None)
+            return result
+
     def succeeded(self, result: Any, raw_mode: str | None) -> None:
-        seconds = self._close()
         try:
             resp = _result_facts(result, raw_mode, self.settings)
+        except Exception:
+            _log.debug("reading the response failed", exc_info=True)
+            resp = None
+        if resp is None and raw_mode is not None:
+            try:
+                self.telemetry.tag_request_id(self.span, _raw_request_id(result))
+            except Exception:
+                _log.debug("reading the raw response failed", exc_info=True)
+        self.finish(resp)
+
+    def finish(
+        self, resp: ResponseFacts | None, extra: Mapping[str, Any] | None = None, error_type: str | None = None
+    ) -> None:
+        """Check the response, remember it, record everything and end the span."""
+        seconds = self._close()
+        try:
             if resp is not None:
                 self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
                 self._remember(resp)
-            elif raw_mode is not None:
-                self.telemetry.tag_request_id(self.span, _raw_request_id(result))
-            self.telemetry.succeed(self.span, self.req, resp, seconds, self.server, self.signals, self._tool_check())
+            if extra:
+                self.span.set_attributes(extra)
+            self.telemetry.succeed(
+                self.span, self.req, resp, seconds, self.server, self.signals, self._tool_check(), error_type
+            )
         except Exception:
             _log.debug("recording a response failed", exc_info=True)
             self.span.end()
@@ -203,8 +244,8 @@ class _Call:
 def _begin(
     switch: Switch, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any
 ) -> _Call | None:
-    if not switch.on or kwargs.get("stream") is True:  # streams are passed through untouched for now
-        return None
+    if not switch.on or (kwargs.get("stream") is True and _raw_mode(kwargs) is not None):
+        return None  # a raw streamed body is parsed by the app into a stream we never see
     try:
         return _Call(telemetry, op, instance, args, kwargs)
     except Exception:
@@ -227,6 +268,8 @@ def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper
         except BaseException as exc:
             call.failed(exc)
             raise
+        if call.req.stream:
+            return call.stream(result, SyncStreamProxy)
         call.succeeded(result, _raw_mode(kwargs))
         return result
 
@@ -250,6 +293,8 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrappe
         except BaseException as exc:
             call.failed(exc)
             raise
+        if call.req.stream:
+            return call.stream(result, AsyncStreamProxy)
         call.succeeded(result, _raw_mode(kwargs))
         return result
 

@@ -23,6 +23,7 @@ from .state import Entry
 _MARKER = re.compile(r"\bmarker is ([A-Za-z0-9_-]+)", re.IGNORECASE)
 _CODE_WORD = re.compile(r"CW-[0-9a-f]{6}")
 PREAMBLE = "Looking that up with {tool}."
+FAILURE_TRIGGER = "trigger failure"
 _PREAMBLE_START = "Looking that up with "
 
 
@@ -46,6 +47,7 @@ class Turn:
     status: str
     usage: dict[str, Any]
     incomplete_reason: str | None = None
+    error: dict[str, Any] | None = None
 
 
 def code_word(seed: str, response_id: str) -> str:
@@ -160,6 +162,11 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
     reply: str | None = None
     call: Item | None = None
     preamble: str | None = None
+    if FAILURE_TRIGGER in lowered:  # a response the model fails to produce (status `failed`)
+        failed = _finish(context, request, None, None, None, new_id)
+        failed.status = "failed"
+        failed.error = {"code": "server_error", "message": "The model failed to generate a response."}
+        return failed
     notes = f"Considered {len(entries)} context items."
     if last is not None and kind(last) == "function_call_output":
         call_id = last.get("call_id")

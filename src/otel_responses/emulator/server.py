@@ -50,6 +50,7 @@ def _body(body: Any) -> dict[str, Any]:
     return body
 
 
+_RETRIEVE = re.compile(r"/v1/responses/([^/]+)")
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
     ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),
@@ -71,6 +72,8 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
     """A threaded loopback server that owns the service, the request log and the request-id sequence."""
 
     daemon_threads = True
+    # Many clients connect at once in load tests; the default backlog of 5 resets connections.
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], service: Service, log: RequestLog, *, verbose: bool = False) -> None:
         self.service = service
@@ -184,8 +187,12 @@ class _Handler(BaseHTTPRequestHandler):
                 raise bad_request("We could not parse the JSON body of your request.")
             result = self._route(server.service, path, query, body)
             streaming = isinstance(body, dict) and body.get("stream") is True
+            resuming = self.command == "GET" and _RETRIEVE.fullmatch(path) and _flat(query).get("stream") == "true"
             if self.command == "POST" and path == "/v1/responses" and streaming:
-                self._send_stream(request_id, result)
+                self._send_stream(request_id, result, sse.fault(body))
+            elif resuming:  # retrieve with `stream=true`: replay the events, after `starting_after` if given
+                after = _flat(query).get("starting_after", "")
+                self._send_stream(request_id, result, None, int(after) if after.isdigit() else -1)
             else:
                 self._send_json(200, result, request_id)
         except ApiError as error:
@@ -213,14 +220,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         self.wfile.flush()
 
-    def _send_stream(self, request_id: str, response: dict[str, Any]) -> None:
+    def _send_stream(
+        self, request_id: str, response: dict[str, Any], fault: str | None = None, starting_after: int = -1
+    ) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("x-request-id", request_id)
         self.end_headers()
-        for name, data in sse.events(response):
+        for name, data in sse.events(response, fault):
+            if data["sequence_number"] <= starting_after:
+                continue
             frame = sse.encode(name, data)
             self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
             self.wfile.flush()

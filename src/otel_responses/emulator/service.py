@@ -230,7 +230,7 @@ class Service:
             "status": turn.status,
             "completed_at": now if turn.status == "completed" else None,
             "background": bool(body.get("background", False)),
-            "error": None,
+            "error": turn.error,
             "incomplete_details": {"reason": turn.incomplete_reason} if turn.incomplete_reason else None,
             "instructions": body.get("instructions"),
             "max_output_tokens": request.max_output_tokens,

@@ -23,7 +23,27 @@ def _chunks(text: str, pieces: int = 3) -> list[str]:
     return [" ".join(group) + (" " if index < len(groups) - 1 else "") for index, group in enumerate(groups)]
 
 
-def events(response: dict[str, Any]) -> list[Event]:
+# Stream faults, asked for in the last user message of a streaming request.
+ERROR_EVENT_TRIGGER = "trigger error event"  # an `error` event the SDK yields
+STREAM_EXCEPTION_TRIGGER = "trigger stream exception"  # an `error` event with an `error` key: the SDK raises
+_FINAL = {"incomplete": "response.incomplete", "failed": "response.failed"}
+
+
+def fault(body: Any) -> str | None:
+    """Which stream fault the request asks for, if any (by the text of its last input message)."""
+    raw = body.get("input") if isinstance(body, dict) else None
+    last = raw if isinstance(raw, str) else None
+    if isinstance(raw, list) and raw and isinstance(raw[-1], dict):
+        content = raw[-1].get("content")
+        last = content if isinstance(content, str) else json.dumps(content)
+    text = (last or "").lower()
+    for trigger in (ERROR_EVENT_TRIGGER, STREAM_EXCEPTION_TRIGGER):
+        if trigger in text:
+            return trigger
+    return None
+
+
+def events(response: dict[str, Any], fault: str | None = None) -> list[Event]:
     """The full event sequence for `response`, with `sequence_number` set on each event."""
     pending = copy.deepcopy(response)
     pending.update(status="in_progress", output=[], usage=None, incomplete_details=None, completed_at=None)
@@ -31,10 +51,15 @@ def events(response: dict[str, Any]) -> list[Event]:
         ("response.created", {"response": pending}),
         ("response.in_progress", {"response": pending}),
     ]
-    for index, item in enumerate(response["output"]):
-        out.extend(_item_events(index, item))
-    final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
-    out.append((final, {"response": response}))
+    if fault == ERROR_EVENT_TRIGGER:
+        out.append(("error", {"code": "server_error", "message": "The server had an error.", "param": None}))
+    elif fault == STREAM_EXCEPTION_TRIGGER:
+        error = {"type": "server_error", "code": "server_error", "message": "Stream interrupted.", "param": None}
+        out.append(("error", {"error": error}))
+    else:
+        for index, item in enumerate(response["output"]):
+            out.extend(_item_events(index, item))
+        out.append((_FINAL.get(response["status"], "response.completed"), {"response": response}))
     return [(name, {"type": name, "sequence_number": seq, **data}) for seq, (name, data) in enumerate(out)]
 
 
