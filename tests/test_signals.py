@@ -34,6 +34,7 @@ TOOLS: Any = [
     }
 ]
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
+# Sent through extra_body: `context_management` is not in the oldest supported SDK's signature.
 COMPACT_EARLY: Any = [{"type": "compaction", "compact_threshold": 10}]
 
 # Planted payload: none of it may ever appear in exported telemetry.
@@ -521,7 +522,9 @@ def test_encrypted_content_modified_stripped_from_unstored_reasoning(client: ope
 
 def test_encrypted_content_modified_compaction_item(client: openai.OpenAI, captured: Captured) -> None:
     history: list[Any] = [user("Remember this: the marker is E-1."), user("Remember this too: it is important.")]
-    first = client.responses.create(model=MODEL, input=history, store=False, context_management=COMPACT_EARLY)
+    first = client.responses.create(
+        model=MODEL, input=history, store=False, extra_body={"context_management": COMPACT_EARLY}
+    )
     assert [item.type for item in first.output] == ["compaction", "message"]
     compaction = first.output[0].model_dump(exclude_none=True)
     compaction["encrypted_content"] = compaction["encrypted_content"][:-8] + "AAAAAAA="
@@ -858,7 +861,9 @@ def test_history_truncated_near_miss_cut_before_compaction_item(client: openai.O
     history: list[Any] = [user("Remember this: the marker is H-2.")]
     first = client.responses.create(model=MODEL, input=history, store=False)
     history += [*first.output, user("Hello again, this is a long enough conversation now.")]
-    second = client.responses.create(model=MODEL, input=history, store=False, context_management=COMPACT_EARLY)
+    second = client.responses.create(
+        model=MODEL, input=history, store=False, extra_body={"context_management": COMPACT_EARLY}
+    )
     assert [item.type for item in second.output] == ["compaction", "message"]
     history += second.output
     start = next(i for i, item in enumerate(history) if getattr(item, "type", None) == "compaction")
@@ -881,7 +886,9 @@ def test_history_truncated_near_miss_cut_at_older_compaction_item(client: openai
     history: list[Any] = [user("Remember this: the marker is H-4.")]
     first = client.responses.create(model=MODEL, input=history, store=False)
     history += [*first.output, user("Hello again, this is a long enough conversation now.")]
-    second = client.responses.create(model=MODEL, input=history, store=False, context_management=COMPACT_EARLY)
+    second = client.responses.create(
+        model=MODEL, input=history, store=False, extra_body={"context_management": COMPACT_EARLY}
+    )
     history += [*second.output, user("Go on.")]
     third = client.responses.create(model=MODEL, input=history, store=False)
     history += [*third.output, user("What is the marker?")]
@@ -1023,7 +1030,7 @@ def test_compaction_is_info(client: openai.OpenAI, captured: Captured) -> None:
         model=MODEL,
         input="Hello again, here is some more context.",
         previous_response_id=first.id,
-        context_management=COMPACT_EARLY,
+        extra_body={"context_management": COMPACT_EARLY},
     )
     assert second.output[0].type == "compaction"
     first_span, span = captured.spans()
@@ -1040,7 +1047,7 @@ def test_compaction_near_miss_threshold_not_reached(client: openai.OpenAI, captu
     response = client.responses.create(
         model=MODEL,
         input="Hello.",
-        context_management=[{"type": "compaction", "compact_threshold": 100_000}],
+        extra_body={"context_management": [{"type": "compaction", "compact_threshold": 100_000}]},
     )
     assert [item.type for item in response.output] == ["message"]
     span = captured.only_span()
