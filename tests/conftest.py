@@ -30,6 +30,10 @@ class Captured:
     def spans(self) -> list[ReadableSpan]:
         return list(self.exporter.get_finished_spans())
 
+    def chat_spans(self) -> list[ReadableSpan]:
+        """Spans of create/parse calls only (conversations.create and the like make spans of their own)."""
+        return [s for s in self.spans() if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
+
     def only_span(self) -> ReadableSpan:
         spans = self.spans()
         assert len(spans) == 1, [s.name for s in spans]

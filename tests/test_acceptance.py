@@ -184,7 +184,7 @@ def test_threads_raise_no_false_signal(emulator: Emulator, captured: Captured) -
         thread.join(timeout=60)
     assert len(transcripts) == 12
     assert all(t.error is None and all(t.remembered.values()) for t in transcripts)
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 12 * 4
     assert signals_of(spans) == []  # not even concurrent_branch: no two sessions share a parent
 

@@ -212,7 +212,7 @@ def test_state_mode_conflict_near_miss_one_mode_per_session(client: openai.OpenA
     client.responses.create(model=MODEL, input="Again.", conversation={"id": conv.id})
     first = client.responses.create(model=MODEL, input="Hello.")
     client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id)
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert [attrs(s)[MODE] for s in spans] == ["conversation", "conversation", "single_turn", "server_chain"]
     for span in spans:
         assert_clean(span)
@@ -332,7 +332,7 @@ def test_instructions_dropped_conversation(client: openai.OpenAI, captured: Capt
     conv = client.conversations.create()
     client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS, conversation=conv.id)
     client.responses.create(model=MODEL, input="What are the constraints?", conversation=conv.id)
-    first_span, span = captured.spans()
+    first_span, span = captured.chat_spans()
     assert_clean(first_span)
     assert signals_of(span) == ("instructions_dropped",)
     assert_signal(captured, span, "instructions_dropped", mode="conversation", model=MODEL)
@@ -351,7 +351,7 @@ def test_instructions_dropped_near_miss_resent_every_turn(client: openai.OpenAI,
     # A parent without instructions: nothing to drop.
     bare = client.responses.create(model=MODEL, input="Hello.")
     client.responses.create(model=MODEL, input="Again.", previous_response_id=bare.id)
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 6
     for span in spans:
         assert_clean(span)
@@ -722,7 +722,7 @@ def test_missing_tool_output_conversation(client: openai.OpenAI, captured: Captu
     client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS, conversation=conv.id)
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=MODEL, input="Never mind the tool.", tools=TOOLS, conversation=conv.id)
-    span = captured.spans()[1]
+    span = captured.chat_spans()[1]
     assert signals_of(span) == ("missing_tool_output",)
     assert_signal(captured, span, "missing_tool_output", mode="conversation", model=MODEL)
 
@@ -735,7 +735,7 @@ def test_missing_tool_output_near_miss_answered_then_next_turn(client: openai.Op
     )
     third = client.responses.create(model=MODEL, input="What did the tool return?", tools=TOOLS, conversation=conv.id)
     assert f"tool={TOOL_SECRET}" in third.output_text
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert [attrs(s)[TOOL_CHECK] for s in spans] == ["none", "ok", "none"]
     for span in spans:
         assert_clean(span, tool_check=None)
@@ -966,7 +966,7 @@ def test_concurrent_branch_two_writes_to_one_conversation_at_once(
             lambda: racing.responses.create(model=MODEL, input="Worker one.", conversation=conv.id),
             lambda: racing.responses.create(model=MODEL, input="Worker two.", conversation=conv.id),
         )
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 2
     raised = [s for s in spans if signals_of(s)]
     assert len(raised) == 1
@@ -992,7 +992,7 @@ def test_concurrent_branch_near_misses(emulator: Emulator, client: openai.OpenAI
             lambda: racing.responses.create(model=MODEL, input="Worker one.", conversation=a.id),
             lambda: racing.responses.create(model=MODEL, input="Worker two.", conversation=b.id),
         )
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 7
     for span in spans:
         assert_clean(span)
@@ -1131,7 +1131,7 @@ def test_async_concurrent_writes_to_one_conversation(emulator: Emulator, capture
             await client.close()
 
     asyncio.run(session())
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 3
     assert sorted(signals_of(s) for s in spans[:2]) == [(), ("concurrent_branch",)]
     (span,) = [s for s in spans[:2] if signals_of(s)]

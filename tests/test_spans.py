@@ -143,7 +143,7 @@ def test_conversation_mode(emulator: Emulator, captured: Captured) -> None:
     conv = client.conversations.create()
     client.responses.create(model=MODEL, conversation=conv.id, input="Remember this: the marker is M-3.")
     client.responses.create(model=MODEL, conversation={"id": conv.id}, input="What is the marker?")
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert [attrs(s)["openai_responses.state.mode"] for s in spans] == ["conversation", "conversation"]
     assert [attrs(s)["gen_ai.conversation.id"] for s in spans] == [conv.id, conv.id]
 
@@ -267,7 +267,7 @@ def test_three_turns_each_mode(emulator: Emulator, captured: Captured, mode: str
     transcript = scenarios.run(emulator.client(), scenarios.BY_NAME[mode], "MK-77")
     assert transcript.error is None
     assert transcript.remembered == {"marker": True, "tool": True, "constraints": True, "code word": True}
-    spans = captured.spans()
+    spans = captured.chat_spans()
     assert len(spans) == 4
     expected = {
         "server_chain": ["single_turn", "server_chain", "server_chain", "server_chain"],
@@ -312,7 +312,7 @@ def test_async_create_and_parse(emulator: Emulator, captured: Captured) -> None:
 def test_three_turns_each_mode_async_matches_sync(emulator: Emulator, captured: Captured, mode: str) -> None:
     """The same session through AsyncOpenAI gives the same project attributes as through OpenAI."""
     scenarios.run(emulator.client(), scenarios.BY_NAME[mode], "S-1")
-    sync_attrs = [project_attrs(s) for s in captured.spans()]
+    sync_attrs = [project_attrs(s) for s in captured.chat_spans()]
     captured.exporter.clear()
 
     class AsyncBridge:
@@ -338,7 +338,7 @@ def test_three_turns_each_mode_async_matches_sync(emulator: Emulator, captured: 
     finally:
         bridge.loop.run_until_complete(bridge.client.close())
         bridge.loop.close()
-    async_attrs = [project_attrs(s) for s in captured.spans()]
+    async_attrs = [project_attrs(s) for s in captured.chat_spans()]
     volatile = ("openai_responses.request_id",)
     strip = lambda d: {k: v for k, v in d.items() if k not in volatile}  # noqa: E731
     assert transcript.error is None

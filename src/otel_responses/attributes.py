@@ -39,8 +39,7 @@ ERROR_TYPE: Final = _error.ERROR_TYPE
 PROVIDER_OPENAI: Final = "openai"
 API_TYPE_RESPONSES: Final = "responses"
 OPERATION_CHAT: Final = "chat"
-OPERATION_FETCH: Final = "fetch_response"
-OPERATION_INPUT_ITEMS: Final = "list_input_items"
+OPERATION_COMPACT: Final = "compact_response"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .analysis import Analysis
+from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .facts import CLIENT_REPLAY, CONFLICT, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .signals import TOOL_SIGNALS, Signal
 
@@ -47,7 +48,7 @@ def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
 
 
 def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    if req.state_mode not in (SERVER_CHAIN, CONVERSATION) or an.parent is None:
+    if req.operation != OPERATION_CHAT or req.state_mode not in (SERVER_CHAIN, CONVERSATION) or an.parent is None:
         return None
     if req.instructions_hash is None and an.parent.instructions_hash is not None:
         return Signal("instructions_dropped", {"openai_responses.parent.id": an.parent.response_id})
@@ -56,7 +57,7 @@ def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Sig
 
 def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     parent = an.parent
-    if parent is None or req.target_response_id is not None:
+    if parent is None or req.operation != OPERATION_CHAT:
         return None
     if req.instructions_hash is None or parent.instructions_hash is None:
         return None
@@ -159,7 +160,7 @@ def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situat
 
 
 def compaction(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
-    return Signal("compaction") if resp.compaction or req.operation == "compact" else None
+    return Signal("compaction") if resp.compaction or req.operation == OPERATION_COMPACT else None
 
 
 REQUEST_CHECKS: tuple[RequestCheck, ...] = (

@@ -62,6 +62,12 @@ class ResponseFacts:
     service_tier: str | None
     conversation_id: str | None
     request_id: str | None
+    has_output: bool = True  # the result had an `output` list (a response), not just a count or an id
+
+    @classmethod
+    def empty(cls, request_id: str | None = None) -> ResponseFacts:
+        """Facts of a result that is not a response (a conversation, a token count)."""
+        return cls(None, None, None, None, (), 0, False, None, None, None, None, None, None, request_id, False)
 
 
 def _str(value: object) -> str | None:
@@ -141,6 +147,27 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         stream=kwargs.get("stream") is True,
         app_messages=app_messages,
         compactions=compactions,
+    )
+
+
+def conversation_facts(operation: str, conversation_id: object, items: tuple[ItemMeta, ...]) -> RequestFacts:
+    """Facts of a Conversations API call; ``items`` are those it writes into the conversation."""
+    return RequestFacts(
+        operation=operation,
+        model=None,
+        state_mode=None,
+        store=True,
+        previous_response_id=None,
+        conversation_id=_str(conversation_id),
+        instructions_hash=None,
+        instructions_version=None,
+        input_items=items,
+        include=(),
+        encrypted_requested=False,
+        encrypted_input_count=0,
+        compaction=False,
+        service_tier=None,
+        stream=False,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
@@ -13,60 +13,83 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from .attributes import OPERATION_CHAT, OPERATION_FETCH, OPERATION_INPUT_ITEMS
-from .config import Settings, settings_from
-from .facts import RequestFacts, request_facts, target_facts
+from .config import settings_from
+from .operations import OPERATIONS, Operation
 from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
 from .version import __version__
-from .wrappers import Operation, Switch, async_wrapper, sync_wrapper
+from .wrappers import Switch, async_wrapper, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
-_RESPONSES = "openai.resources.responses.responses"
-_INPUT_ITEMS = "openai.resources.responses.input_items"
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 _OTHER_PROVIDERS = ("logger_provider", "event_logger_provider")
 
 
 class Target(NamedTuple):
-    """One method to wrap: module, class, method, the operation it performs, and whether it is a coroutine."""
+    """One method to wrap: where it lives, the operation it performs, and how it is called."""
 
     module: str
     cls: str
     method: str
     operation: Operation
-    is_async: bool
+    kind: str  # "sync", "async", or "paginator" (an async `list` returning a paginator)
 
 
-def _chat(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
-    return request_facts(OPERATION_CHAT, kwargs, settings)
+_RESPONSES = "openai.resources.responses.responses"
+_INPUT_ITEMS = "openai.resources.responses.input_items"
+_INPUT_TOKENS = "openai.resources.responses.input_tokens"
+_CONVERSATIONS = "openai.resources.conversations.conversations"
+_ITEMS = "openai.resources.conversations.items"
+_BETA_RESPONSES = "openai.resources.beta.responses.responses"
 
 
-def _fetch(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
-    return target_facts(OPERATION_FETCH, args[0] if args else kwargs.get("response_id"), kwargs)
+def _targets() -> tuple[Target, ...]:
+    """The whole table. `parse` posts directly (it does not call `create`); `stream()` calls `create` and
+    `retrieve`, so it is not wrapped (that would make two spans). Raw and streaming-response variants call
+    these same methods. Methods the installed SDK lacks are skipped."""
+    op = OPERATIONS
+    table: list[Target] = []
+    response_methods = {
+        "create": op["chat"],
+        "parse": op["chat"],
+        "retrieve": op["fetch_response"],
+        "delete": op["delete_response"],
+        "cancel": op["cancel_response"],
+        "compact": op["compact_response"],
+    }
+    for module in (_RESPONSES, _BETA_RESPONSES):
+        for method, operation in response_methods.items():
+            table.append(Target(module, "Responses", method, operation, "sync"))
+            table.append(Target(module, "AsyncResponses", method, operation, "async"))
+    table += [
+        Target(_INPUT_ITEMS, "InputItems", "list", op["list_input_items"], "sync"),
+        Target(_INPUT_ITEMS, "AsyncInputItems", "list", op["list_input_items"], "paginator"),
+        Target(_INPUT_TOKENS, "InputTokens", "count", op["count_input_tokens"], "sync"),
+        Target(_INPUT_TOKENS, "AsyncInputTokens", "count", op["count_input_tokens"], "async"),
+        Target(_ITEMS, "Items", "list", op["list_conversation_items"], "sync"),
+        Target(_ITEMS, "AsyncItems", "list", op["list_conversation_items"], "paginator"),
+    ]
+    for method, name in (
+        ("create", "create_conversation"),
+        ("retrieve", "retrieve_conversation"),
+        ("update", "update_conversation"),
+        ("delete", "delete_conversation"),
+    ):
+        table.append(Target(_CONVERSATIONS, "Conversations", method, op[name], "sync"))
+        table.append(Target(_CONVERSATIONS, "AsyncConversations", method, op[name], "async"))
+    for method, name in (
+        ("create", "create_conversation_items"),
+        ("retrieve", "retrieve_conversation_item"),
+        ("delete", "delete_conversation_item"),
+    ):
+        table.append(Target(_ITEMS, "Items", method, op[name], "sync"))
+        table.append(Target(_ITEMS, "AsyncItems", method, op[name], "async"))
+    return tuple(table)
 
 
-def _input_items(args: tuple[Any, ...], kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
-    return target_facts(OPERATION_INPUT_ITEMS, args[0] if args else kwargs.get("response_id"), kwargs)
-
-
-CHAT = Operation(OPERATION_CHAT, _chat, creates_response=True)
-FETCH = Operation(OPERATION_FETCH, _fetch, creates_response=False)
-INPUT_ITEMS = Operation(OPERATION_INPUT_ITEMS, _input_items, creates_response=False)
-
-# `parse` posts directly (it does not call `create`); `stream` calls `create`, so wrapping it too would
-# make two spans. Raw and streaming-response variants call these same methods.
-TARGETS: tuple[Target, ...] = (
-    Target(_RESPONSES, "Responses", "create", CHAT, False),
-    Target(_RESPONSES, "Responses", "parse", CHAT, False),
-    Target(_RESPONSES, "Responses", "retrieve", FETCH, False),
-    Target(_RESPONSES, "AsyncResponses", "create", CHAT, True),
-    Target(_RESPONSES, "AsyncResponses", "parse", CHAT, True),
-    Target(_RESPONSES, "AsyncResponses", "retrieve", FETCH, True),
-    # The async `list` returns a paginator without awaiting anything: it is wrapped with streaming.
-    Target(_INPUT_ITEMS, "InputItems", "list", INPUT_ITEMS, False),
-)
+TARGETS = _targets()
+_WRAPPER_FACTORIES = {"sync": sync_wrapper, "async": async_wrapper, "paginator": paginator_wrapper}
 
 
 # `responses.stream()` wraps our stream proxy in a ResponseStream whose close() bypasses the proxy.
@@ -113,13 +136,13 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         for target in TARGETS:
             if _present(target) is None:
                 continue
-            make = async_wrapper if target.is_async else sync_wrapper
+            make = _WRAPPER_FACTORIES[target.kind]
             wrap_function_wrapper(
                 target.module, f"{target.cls}.{target.method}", make(switch, telemetry, target.operation)
             )
             patched.append(target)
         for module, cls, wrapper in _HELPER_CLOSES:
-            target = Target(module, cls, "close", CHAT, False)
+            target = Target(module, cls, "close", OPERATIONS["chat"], "sync")
             if _present(target) is not None:
                 wrap_function_wrapper(module, f"{cls}.close", wrapper)
                 patched.append(target)

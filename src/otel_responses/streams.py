@@ -192,6 +192,42 @@ class AsyncStreamProxy(_Proxy):
         self._self_observer.ended("abandoned")
 
 
+class PaginatorProxy(_Proxy):
+    """An ``AsyncPaginator`` whose first page request ends the call's span."""
+
+    def __init__(self, paginator: Any, call: _Call) -> None:
+        super().__init__(paginator)
+        self._self_call: _Call | None = call
+
+    async def _self_first_page(self) -> Any:
+        call, self._self_call = self._self_call, None
+        try:
+            page = await self.__wrapped__
+        except BaseException as exc:
+            if call is not None:
+                call.failed(exc)
+            raise
+        if call is not None:
+            call.succeeded(page, None)
+        return page
+
+    def __await__(self) -> Any:
+        return self._self_first_page().__await__()
+
+    async def _self_items(self) -> Any:
+        page = await self
+        async for item in page:
+            yield item
+
+    def __aiter__(self) -> Any:
+        return self._self_items()
+
+    def __del__(self) -> None:
+        call, self._self_call = self._self_call, None
+        if call is not None:  # never awaited nor iterated: nothing was requested
+            call.finish(None, {a.STREAM_ENDED: "abandoned"})
+
+
 def _end_raw(raw: object) -> None:
     if isinstance(raw, (SyncStreamProxy, AsyncStreamProxy)):
         raw._self_observer.ended("closed")

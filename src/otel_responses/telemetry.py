@@ -150,6 +150,7 @@ class Telemetry:
         signals: list[Signal],
         tool_check: str | None,
         error_type: str | None = None,
+        records_usage: bool = True,
     ) -> None:
         """Record the response side, then end the span. ``resp`` is None when the body was not read.
 
@@ -167,12 +168,13 @@ class Telemetry:
         if resp is None:
             span.end()
             return
-        attrs: Attributes = {
-            a.OUTPUT_ITEM_TYPES: bounded_types(resp.output_items, self.settings.max_item_types),
-            a.OUTPUT_ITEM_COUNT: len(resp.output_items),
-            a.REASONING_ENCRYPTED_OUTPUT_COUNT: resp.encrypted_output_count,
-            a.COMPACTION: req.compaction or resp.compaction,
-        }
+        attrs: Attributes = {}
+        if resp.has_output:
+            attrs[a.OUTPUT_ITEM_TYPES] = bounded_types(resp.output_items, self.settings.max_item_types)
+            attrs[a.OUTPUT_ITEM_COUNT] = len(resp.output_items)
+            attrs[a.REASONING_ENCRYPTED_OUTPUT_COUNT] = resp.encrypted_output_count
+        if req.state_mode is not None or resp.has_output:
+            attrs[a.COMPACTION] = req.compaction or resp.compaction or req.operation == a.OPERATION_COMPACT
         _put(attrs, a.GEN_AI_RESPONSE_ID, resp.response_id)
         _put(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
         _put(attrs, a.REQUEST_ID, resp.request_id)
@@ -185,9 +187,12 @@ class Telemetry:
             attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [resp.finish_reason]
         if resp.conversation_id is not None and req.conversation_id is None:
             attrs[a.GEN_AI_CONVERSATION_ID] = resp.conversation_id
-        if req.compaction or resp.compaction:
+        if attrs.get(a.COMPACTION):
             attrs[a.GEN_AI_CONVERSATION_COMPACTED] = True
         span.set_attributes(attrs)
+        if not records_usage:
+            span.end()
+            return
         if resp.input_tokens is not None:
             self.token_usage.record(resp.input_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_INPUT})
         if resp.output_tokens is not None:

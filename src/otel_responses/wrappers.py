@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import Token
-from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
 
@@ -20,12 +19,13 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 
 from .analysis import Analysis, analyse
+from .attributes import OPERATION_CHAT
 from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
 from .config import Settings
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts, response_facts
-from .ledger import Entry, outputs_to_keep
+from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .operations import Operation
 from .signals import STRICT, ContextLossError, Signal
-from .streams import AsyncStreamProxy, SyncStreamProxy
+from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 from .telemetry import Server, Telemetry
 
 _log = logging.getLogger(__name__)
@@ -33,16 +33,6 @@ _RAW_HEADER = "X-Stainless-Raw-Response"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
-FactsBuilder = Callable[[tuple[Any, ...], Mapping[str, Any], Settings], RequestFacts]
-
-
-@dataclass(frozen=True, slots=True)
-class Operation:
-    """How one wrapped method turns its arguments into facts, and whether its result feeds the ledger."""
-
-    name: str
-    facts: FactsBuilder
-    creates_response: bool
 
 
 class Switch:
@@ -74,15 +64,14 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _result_facts(result: Any, raw_mode: str | None, settings: Settings) -> ResponseFacts | None:
-    """Facts from a parsed response or a raw one; a streaming raw body is left unread for the app."""
+def _result_facts(op: Operation, result: Any, raw_mode: str | None, settings: Settings) -> ResponseFacts | None:
+    """Facts from a parsed result or a raw one; a streaming raw body is left unread for the app."""
     if raw_mode is None:
-        return response_facts(result, settings)
+        return op.read(result, settings, None)
     if raw_mode == "stream":
         return None
     # LegacyAPIResponse.parse() caches its result: the app's own parse() returns the same object.
-    request_id = getattr(result, "request_id", None)
-    return response_facts(result.parse(), settings, request_id if isinstance(request_id, str) else None)
+    return op.read(result.parse(), settings, _raw_request_id(result))
 
 
 def _raw_request_id(result: Any) -> str | None:
@@ -127,7 +116,7 @@ class _Call:
         self.req = req = op.facts(args, kwargs, settings)
         ledger = settings.ledger
         self.analysis = analysis = analyse(req, ledger)
-        self.flight = _flight_key(req, analysis)
+        self.flight = _flight_key(req, analysis) if op.name == OPERATION_CHAT else None
         concurrent = False
         if self.flight is not None:
             concurrent = ledger.enter(self.flight)
@@ -173,24 +162,6 @@ class _Call:
             self.failed(error)
         return error
 
-    def _remember(self, resp: ResponseFacts) -> None:
-        req = self.req
-        if not self.op.creates_response or resp.response_id is None:
-            return
-        ledger = self.settings.ledger
-        entry = Entry(
-            response_id=resp.response_id,
-            sequence=ledger.next_sequence(),
-            store=req.store and not self.settings.zdr,
-            instructions_hash=req.instructions_hash,
-            conversation_id=req.conversation_id or resp.conversation_id,
-            outputs=outputs_to_keep(resp.output_items),
-            input_app_messages=req.app_messages,
-            input_compactions=req.compactions,
-        )
-        parent = self.analysis.parent
-        ledger.record(entry, parent.response_id if parent is not None else req.previous_response_id)
-
     def stream(self, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy]) -> Any:
         """Hand the app a proxy of its stream; the span ends with the stream, not now."""
         self.detach()
@@ -203,7 +174,7 @@ class _Call:
 
     def succeeded(self, result: Any, raw_mode: str | None) -> None:
         try:
-            resp = _result_facts(result, raw_mode, self.settings)
+            resp = _result_facts(self.op, result, raw_mode, self.settings)
         except Exception:
             _log.debug("reading the response failed", exc_info=True)
             resp = None
@@ -221,12 +192,22 @@ class _Call:
         seconds = self._close()
         try:
             if resp is not None:
-                self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
-                self._remember(resp)
+                if resp.has_output:
+                    self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                if self.op.remember is not None:
+                    self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings)
             if extra:
                 self.span.set_attributes(extra)
             self.telemetry.succeed(
-                self.span, self.req, resp, seconds, self.server, self.signals, self._tool_check(), error_type
+                self.span,
+                self.req,
+                resp,
+                seconds,
+                self.server,
+                self.signals,
+                self._tool_check(),
+                error_type,
+                self.op.records_usage,
             )
         except Exception:
             _log.debug("recording a response failed", exc_info=True)
@@ -297,5 +278,25 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrappe
             return call.stream(result, AsyncStreamProxy)
         call.succeeded(result, _raw_mode(kwargs))
         return result
+
+    return wrapper
+
+
+def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
+    """A wrapt wrapper for an async ``list``: a plain method returning a paginator that requests when
+    awaited or iterated; the span covers that first request."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        call = _begin(switch, telemetry, op, instance, args, kwargs)
+        paginator = wrapped(*args, **kwargs)
+        if call is None:
+            return paginator
+        call.detach()
+        try:
+            return PaginatorProxy(paginator, call)
+        except Exception:
+            _log.debug("wrapping a paginator failed; it is returned as is", exc_info=True)
+            call.finish(None)
+            return paginator
 
     return wrapper

@@ -16,6 +16,24 @@ Model rules (case-insensitive; "current text" = last user message of this reques
 - else a `?` -> `marker=..; tool=..; constraints=..; code_word=..` for the keywords asked, or `I don't know.`;
 - else `Noted marker <M>.` / `Noted.`; instructions containing `uppercase` upper-case the reply.
 
+Endpoints (under `/v1`; errors are `{"error": {message, type, param, code}}` with the API's status):
+- `POST /responses` (`stream: true` -> SSE; `background: true` -> `queued` at once, needs `store`; each
+  `GET` of it then advances it: `EmulatorConfig.background_polls` retrieves see `in_progress`, the next one
+  the finished response, produced from the context as it was at creation), `GET /responses/{id}`
+  (`stream=true` replays the events), `DELETE /responses/{id}`, `POST /responses/{id}/cancel` (an
+  unfinished background response becomes `cancelled`; a finished one comes back unchanged; a foreground
+  one is a 400), `GET /responses/{id}/input_items`, `POST /responses/compact`, `POST /responses/input_tokens`
+  (the `usage.input_tokens` a create of the same body would report; stores nothing);
+- `POST /conversations`, `GET|POST|DELETE /conversations/{id}` (POST replaces `metadata`),
+  `GET|POST /conversations/{id}/items` (added items are context of later responses in the conversation),
+  `GET|DELETE /conversations/{id}/items/{item_id}` (DELETE answers the conversation);
+- WebSocket mode (`client.responses.connect()`): `GET /responses` with `Upgrade: websocket` on the same
+  port, served with the optional `websockets` package (501 without it). `response.create` events get the
+  SSE event sequence back as JSON text frames, one response at a time; errors come as `error` events;
+  the connection's most recent response can be continued even when `store: false`, any other parent
+  must be stored; `response.steer` is answered `response.steer.failed`. Each client event is logged as
+  a `WEBSOCKET` request.
+
 Usage::
 
     with Emulator() as emu:

@@ -18,12 +18,15 @@ class EmulatorConfig:
     secret: key that seals reasoning `encrypted_content`; None picks a random key per
         emulator, so tokens from another emulator fail verification like they would
         against another organisation.
+    background_polls: how many retrieves of a `background: true` response still see it
+        unfinished (`in_progress`); the retrieve after them sees it finished.
     """
 
     seed: str = "otel-responses"
     drop_context: bool = False
     reasoning_models: tuple[str, ...] = DEFAULT_REASONING_MODELS
     secret: bytes | None = None
+    background_polls: int = 2
 
     def is_reasoning_model(self, model: str) -> bool:
         """Whether `model` reasons by default (prefix match, as model snapshots add suffixes)."""

@@ -241,9 +241,7 @@ def _finish(
             output.append(Entry(_assistant_message(new_id("msg"), reply, message_status)))
             visible += tokens.count(reply)
 
-    input_tokens = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.entries)
-    if request.instructions:
-        input_tokens += tokens.item_tokens(request.instructions)
+    input_tokens = count_input_tokens(context, request.instructions)
     cached = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.history)
     return Turn(
         output=output,
@@ -251,6 +249,14 @@ def _finish(
         usage=tokens.usage(input_tokens, cached, visible + reasoning, reasoning),
         incomplete_reason="max_output_tokens" if status == "incomplete" else None,
     )
+
+
+def count_input_tokens(context: Context, instructions: str | None) -> int:
+    """The `usage.input_tokens` of a turn over `context` (also what `POST /v1/responses/input_tokens` reports)."""
+    total = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.entries)
+    if instructions:
+        total += tokens.item_tokens(instructions)
+    return total
 
 
 def _assistant_message(message_id: str, text: str, status: str, phase: str = "final_answer") -> Item:

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import sse
+from . import sse, websocket
 from .errors import ApiError, bad_request, not_found
 from .recording import RecordedRequest, RequestLog
 from .service import Service
@@ -54,16 +54,34 @@ _RETRIEVE = re.compile(r"/v1/responses/([^/]+)")
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
     ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),
+    ("POST", re.compile(r"/v1/responses/input_tokens"), lambda s, m, q, b: s.count_input_tokens(_body(b))),
+    ("POST", re.compile(r"/v1/responses/([^/]+)/cancel"), lambda s, m, q, b: s.cancel_response(m[1])),
     ("GET", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.retrieve_response(m[1], _include(q))),
     ("DELETE", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.delete_response(m[1])),
     ("GET", re.compile(r"/v1/responses/([^/]+)/input_items"), lambda s, m, q, b: s.list_input_items(m[1], _flat(q))),
     ("POST", re.compile(r"/v1/conversations"), lambda s, m, q, b: s.create_conversation(_body(b or {}))),
     ("GET", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.retrieve_conversation(m[1])),
+    ("POST", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.update_conversation(m[1], _body(b))),
     ("DELETE", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.delete_conversation(m[1])),
     (
         "GET",
         re.compile(r"/v1/conversations/([^/]+)/items"),
-        lambda s, m, q, b: s.list_conversation_items(m[1], _flat(q)),
+        lambda s, m, q, b: s.list_conversation_items(m[1], _flat(q), _include(q)),
+    ),
+    (
+        "POST",
+        re.compile(r"/v1/conversations/([^/]+)/items"),
+        lambda s, m, q, b: s.add_conversation_items(m[1], _body(b), _include(q)),
+    ),
+    (
+        "GET",
+        re.compile(r"/v1/conversations/([^/]+)/items/([^/]+)"),
+        lambda s, m, q, b: s.retrieve_conversation_item(m[1], m[2], _include(q)),
+    ),
+    (
+        "DELETE",
+        re.compile(r"/v1/conversations/([^/]+)/items/([^/]+)"),
+        lambda s, m, q, b: s.delete_conversation_item(m[1], m[2]),
     ),
 ]
 
@@ -172,6 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
         split = urlsplit(self.path)
         path = unquote(split.path).rstrip("/") or "/"
         query = parse_qs(split.query)
+        if self.command == "GET" and path == "/v1/responses" and self._wants_websocket():
+            self._serve_websocket(request_id, path, query)
+            return
         raw = self._read_raw_body()
         body: Any = None
         invalid_json = False
@@ -202,6 +223,36 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as error:  # an emulator bug must still answer in the API's shape
             failure = ApiError(500, f"The emulator failed: {error!r}", type_="server_error")
             self._send_json(500, failure.body(), request_id)
+
+    def _wants_websocket(self) -> bool:
+        return "websocket" in self.headers.get("Upgrade", "").lower()
+
+    def _serve_websocket(self, request_id: str, path: str, query: Query) -> None:
+        """WebSocket mode: this connection leaves HTTP for good (see `websocket`)."""
+        server = self._emulator()
+        headers = {key.lower(): _redact(key, value) for key, value in self.headers.items()}
+        server.log.append(RecordedRequest(self.command, path, None, query, headers))
+        self.close_connection = True
+        if not websocket.available():
+            failure = ApiError(501, websocket.MISSING_LIBRARY, type_="server_error", code="websocket_unavailable")
+            self._send_json(501, failure.body(), request_id)
+            return
+        handshake = f"{self.requestline}\r\n".encode("latin-1", errors="replace") + b"".join(
+            f"{key}: {value}\r\n".encode("latin-1", errors="replace") for key, value in self.headers.items()
+        )
+        self.connection.settimeout(None)  # idle sockets are normal here; `stop()` shuts them down
+
+        def read() -> bytes:
+            try:
+                return self.rfile.read1(65536)
+            except OSError:
+                return b""
+
+        def record(event: Any) -> None:
+            server.log.append(RecordedRequest("WEBSOCKET", path, event, query, headers))
+
+        session = websocket.Session(server.service)
+        websocket.serve(self.connection, read, handshake + b"\r\n", session, request_id, record)
 
     def _route(self, service: Service, path: str, query: Query, body: Any) -> dict[str, Any]:
         for method, pattern, handler in ROUTES:

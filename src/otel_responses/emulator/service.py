@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import model, tokens
@@ -17,7 +18,7 @@ from .context import Context, chain_history, resolve_input, seal_compaction
 from .crypto import Sealer
 from .errors import bad_request, not_found
 from .items import Item, is_user_message, parts_text, text_of
-from .state import Conversation, Entry, IdFactory, Store, StoredResponse
+from .state import ConnectionCache, Conversation, Entry, IdFactory, Pending, Store, StoredResponse
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -86,6 +87,30 @@ def _paginate(items: list[Item], query: Mapping[str, str], default_order: str) -
     }
 
 
+@dataclass
+class _Prepared:
+    """A validated create request and the context its model turn will see."""
+
+    request: model.Request
+    previous: str | None
+    conversation_id: str | None
+    conversation: Conversation | None
+    store: bool
+    history: list[Entry]  # the server-side history before `drop_context` is applied
+    context: Context
+
+
+def _list_page(items: list[Item]) -> dict[str, Any]:
+    """A one-page list (`has_more: false`) of the given items, in order."""
+    return {
+        "object": "list",
+        "data": items,
+        "first_id": items[0].get("id") if items else None,
+        "last_id": items[-1].get("id") if items else None,
+        "has_more": False,
+    }
+
+
 class Service:
     """Holds the store, id factory and sealer; each public method is one endpoint."""
 
@@ -103,11 +128,14 @@ class Service:
 
     # -- responses -------------------------------------------------------------------------
 
-    def create_response(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        """POST /v1/responses: validate, build the context, run the model, persist, answer."""
+    def _prepare(
+        self, body: Mapping[str, Any], new_id: Callable[[str], str], connection: ConnectionCache | None, *, count: bool
+    ) -> _Prepared:
+        """Validate a create (or input-token count) and build its context; the caller holds the store lock."""
         model_name = body.get("model")
-        if not isinstance(model_name, str) or not model_name:
+        if not count and (not isinstance(model_name, str) or not model_name):
             raise bad_request("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+        model_name = model_name if isinstance(model_name, str) else ""
         previous = body.get("previous_response_id")
         if previous is not None and not isinstance(previous, str):
             raise bad_request("Invalid type for 'previous_response_id'.", param="previous_response_id")
@@ -120,44 +148,95 @@ class Service:
                 code="mutually_exclusive_parameters",
             )
         store = body.get("store") is not False
-        include = _strings(body.get("include"))
+        if not count and body.get("background") is True and not store:
+            raise bad_request(
+                "Background responses must be stored: set 'store' to true, or 'background' to false.",
+                param="background",
+            )
         tools = body.get("tools") if isinstance(body.get("tools"), list) else []
         reasoning_param = body.get("reasoning")
-        reasoning = isinstance(reasoning_param, Mapping) or self.config.is_reasoning_model(model_name)
         max_output = body.get("max_output_tokens")
         request = model.Request(
             model=model_name,
             instructions=_instructions_text(body.get("instructions")),
             tools=list(tools or []),
-            reasoning=reasoning,
+            reasoning=isinstance(reasoning_param, Mapping) or self.config.is_reasoning_model(model_name),
             reasoning_summary=isinstance(reasoning_param, Mapping) and bool(reasoning_param.get("summary")),
             max_output_tokens=max_output if isinstance(max_output, int) and not isinstance(max_output, bool) else None,
         )
+        history: list[Entry] = []
+        conversation: Conversation | None = None
+        if previous is not None:
+            history = self._previous_history(previous, connection)
+        elif conversation_id is not None:
+            conversation = self.store.get_conversation(conversation_id)
+            if conversation is None:
+                raise not_found(f"Conversation with id '{conversation_id}' not found.", param="conversation")
+            history = list(conversation.items)
+        current = resolve_input(body.get("input"), self.store, self.sealer, new_id)
+        context = Context(history=[] if self.config.drop_context else history, current=current)
+        return _Prepared(request, previous, conversation_id, conversation, store, history, context)
 
+    def _previous_history(self, previous: str, connection: ConnectionCache | None) -> list[Entry]:
+        """The context a `previous_response_id` stands for: the connection's cached last response (WebSocket
+        mode, also when it was not stored), else the stored chain; an unfinished background parent is a 400."""
+        if connection is not None and connection.last_id == previous:
+            return list(connection.last_entries)
+        parent = self.store.get_response(previous)
+        if parent is not None and parent.pending is not None:
+            raise bad_request(
+                f"Previous response with id '{previous}' is still in progress; wait until it has finished.",
+                param="previous_response_id",
+            )
+        return chain_history(self.store, previous)
+
+    def create_response(self, body: Mapping[str, Any], connection: ConnectionCache | None = None) -> dict[str, Any]:
+        """POST /v1/responses: validate, build the context, run the model, persist, answer.
+
+        `background: true` (not streamed) answers `queued` at once and stores the finished response as
+        pending: retrieves advance it (see `EmulatorConfig.background_polls`). `connection` is the
+        WebSocket connection's cache of its most recent response, if the request came over one.
+        """
+        include = _strings(body.get("include"))
         with self.store.lock:
-            history: list[Entry] = []
-            conversation: Conversation | None = None
-            if previous is not None:
-                history = chain_history(self.store, previous)
-            elif conversation_id is not None:
-                conversation = self.store.get_conversation(conversation_id)
-                if conversation is None:
-                    raise not_found(f"Conversation with id '{conversation_id}' not found.", param="conversation")
-                history = list(conversation.items)
-            current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new)
+            prepared = self._prepare(body, self.ids.new, connection, count=False)
+            request, context = prepared.request, prepared.context
             response_id = self.ids.new("resp")
-            context = Context(history=[] if self.config.drop_context else history, current=current)
             turn = model.respond(context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new)
             threshold = _compact_threshold(body.get("context_management"))
             if threshold is not None and turn.usage["input_tokens"] > threshold:
                 turn.output.insert(0, self._compaction_entry(context.entries))
             now = int(time.time())
-            public = self._response_body(body, request, response_id, conversation_id, store, turn, now)
-            if store:
+            public = self._response_body(
+                body, request, response_id, prepared.conversation_id, prepared.store, turn, now
+            )
+            current, previous, conversation = context.current, prepared.previous, prepared.conversation
+            if connection is not None and turn.status == "failed":
+                connection.forget()
+            elif connection is not None:
+                connection.remember(response_id, [*prepared.history, *current, *turn.output])
+            if body.get("background") is True and body.get("stream") is not True:
+                queued = {**public, "status": "queued", "completed_at": None, "usage": None}
+                queued.update(error=None, incomplete_details=None)
+                pending = Pending(public, turn.output, max(0, self.config.background_polls))
+                if conversation is not None:
+                    pending.conversation_id, pending.conversation_items = conversation.id, [*current, *turn.output]
+                self.store.put_response(StoredResponse(response_id, queued, current, [], previous, pending))
+                return self._render(queued, [], include)
+            if prepared.store:
                 self.store.put_response(StoredResponse(response_id, public, current, turn.output, previous))
             if conversation is not None:
-                self.store.append_to_conversation(conversation.id, [*current, *turn.output], persist=store)
+                self.store.append_to_conversation(conversation.id, [*current, *turn.output], persist=prepared.store)
         return self._render(public, turn.output, include)
+
+    def count_input_tokens(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /v1/responses/input_tokens: what `create` would report as `usage.input_tokens`; nothing is
+        stored and no id is spent."""
+        with self.store.lock:
+            prepared = self._prepare(body, lambda prefix: f"{prefix}_uncounted", None, count=True)
+            model.check_tool_pairs(prepared.context.entries)
+            counted = model.count_input_tokens(prepared.context, prepared.request.instructions)
+        return {"object": "response.input_tokens", "input_tokens": counted}
 
     def _compaction_entry(self, entries: list[Entry]) -> Entry:
         """Server-side compaction: one item standing for the whole context so far; what came before it
@@ -175,9 +254,11 @@ class Service:
         if not isinstance(model_name, str) or not model_name:
             raise bad_request("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
         previous = body.get("previous_response_id")
+        if previous is not None and not isinstance(previous, str):
+            raise bad_request("Invalid type for 'previous_response_id'.", param="previous_response_id")
         instructions = _instructions_text(body.get("instructions"))
         with self.store.lock:
-            history = chain_history(self.store, previous) if isinstance(previous, str) else []
+            history = self._previous_history(previous, None) if previous is not None else []
             current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new)
             if self.config.drop_context:
                 history = []
@@ -254,15 +335,19 @@ class Service:
             "metadata": body.get("metadata") or {},
         }
 
-    def _render(self, public: dict[str, Any], output: list[Entry], include: list[str]) -> dict[str, Any]:
-        """The body with its output items; reasoning gets `encrypted_content` only when included."""
+    def _render_items(self, entries: list[Entry], include: list[str]) -> list[Item]:
+        """Items as the API shows them; reasoning gets `encrypted_content` only when included."""
         items: list[Item] = []
-        for entry in output:
+        for entry in entries:
             item = dict(entry.item)
             if item.get("type") == "reasoning" and ENCRYPTED_REASONING in include and entry.notes is not None:
                 item["encrypted_content"] = self.sealer.seal(entry.notes, str(item.get("id")))
             items.append(item)
-        return {**public, "output": items}
+        return items
+
+    def _render(self, public: dict[str, Any], output: list[Entry], include: list[str]) -> dict[str, Any]:
+        """The body with its output items."""
+        return {**public, "output": self._render_items(output, include)}
 
     def _stored(self, response_id: str) -> StoredResponse:
         stored = self.store.get_response(response_id)
@@ -271,9 +356,29 @@ class Service:
         return stored
 
     def retrieve_response(self, response_id: str, include: list[str]) -> dict[str, Any]:
-        """GET /v1/responses/{id}: only `store=true` responses exist."""
-        stored = self._stored(response_id)
-        return self._render(stored.body, stored.output, include)
+        """GET /v1/responses/{id}: only `store=true` responses exist; each retrieve of an unfinished
+        background response advances it (`queued` -> `in_progress` ... -> finished)."""
+        with self.store.lock:
+            stored = self._stored(response_id)
+            pending = stored.pending
+            if pending is not None and pending.polls_left > 0:
+                pending.polls_left -= 1
+                stored.body = {**stored.body, "status": "in_progress"}
+            elif pending is not None:
+                self.store.finish(stored)
+            return self._render(stored.body, stored.output, include)
+
+    def cancel_response(self, response_id: str) -> dict[str, Any]:
+        """POST /v1/responses/{id}/cancel: an unfinished background response becomes `cancelled` (its output
+        is never produced); a finished one is returned unchanged; a foreground one is a 400."""
+        with self.store.lock:
+            stored = self._stored(response_id)
+            if stored.body.get("background") is not True:
+                raise bad_request("Only responses created with background=true can be cancelled.")
+            if stored.pending is not None:
+                stored.pending = None
+                stored.body = {**stored.body, "status": "cancelled"}
+            return self._render(stored.body, stored.output, [])
 
     def delete_response(self, response_id: str) -> dict[str, Any]:
         """DELETE /v1/responses/{id}."""
@@ -315,8 +420,56 @@ class Service:
             raise not_found(f"Conversation with id '{conversation_id}' not found.")
         return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
-    def list_conversation_items(self, conversation_id: str, query: Mapping[str, str]) -> dict[str, Any]:
+    def list_conversation_items(
+        self, conversation_id: str, query: Mapping[str, str], include: list[str] | None = None
+    ) -> dict[str, Any]:
         """GET /v1/conversations/{id}/items: newest first by default, like the API."""
         with self.store.lock:
-            items = [dict(e.item) for e in self._conversation(conversation_id).items]
+            items = self._render_items(list(self._conversation(conversation_id).items), include or [])
         return _paginate(items, query, "desc")
+
+    def add_conversation_items(
+        self, conversation_id: str, body: Mapping[str, Any], include: list[str]
+    ) -> dict[str, Any]:
+        """POST /v1/conversations/{id}/items: append items (context of later responses in the conversation);
+        answers a list page of the added items, with their ids."""
+        raw = body.get("items")
+        if raw is None:
+            raise bad_request("Missing required parameter: 'items'.", param="items", code="missing_required_parameter")
+        if not isinstance(raw, list):
+            raise bad_request("Invalid type for 'items': expected an array of items.", param="items")
+        with self.store.lock:
+            conversation = self._conversation(conversation_id)
+            entries = resolve_input(raw, self.store, self.sealer, self.ids.new, param="items")
+            self.store.append_to_conversation(conversation.id, entries, persist=True)
+        return _list_page(self._render_items(entries, include))
+
+    def retrieve_conversation_item(self, conversation_id: str, item_id: str, include: list[str]) -> dict[str, Any]:
+        """GET /v1/conversations/{id}/items/{item_id}."""
+        with self.store.lock:
+            for entry in self._conversation(conversation_id).items:
+                if entry.item.get("id") == item_id:
+                    return self._render_items([entry], include)[0]
+        raise not_found(f"Item with id '{item_id}' not found.")
+
+    def delete_conversation_item(self, conversation_id: str, item_id: str) -> dict[str, Any]:
+        """DELETE /v1/conversations/{id}/items/{item_id}: answers the conversation."""
+        with self.store.lock:
+            conversation = self._conversation(conversation_id)
+            if not self.store.remove_conversation_item(conversation_id, item_id):
+                raise not_found(f"Item with id '{item_id}' not found.")
+            return conversation.body()
+
+    def update_conversation(self, conversation_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST /v1/conversations/{id}: replace its `metadata`."""
+        if "metadata" not in body:
+            raise bad_request(
+                "Missing required parameter: 'metadata'.", param="metadata", code="missing_required_parameter"
+            )
+        metadata = body.get("metadata")
+        if metadata is not None and not isinstance(metadata, dict):
+            raise bad_request("Invalid type for 'metadata': expected an object.", param="metadata")
+        with self.store.lock:
+            conversation = self._conversation(conversation_id)
+            conversation.metadata = dict(metadata or {})
+            return conversation.body()

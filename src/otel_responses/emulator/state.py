@@ -23,6 +23,21 @@ class Entry:
 
 
 @dataclass
+class Pending:
+    """A `background: true` response not finished yet: what it will be once its polls have run out.
+
+    The model ran when the response was created (so it answered from the context of that moment);
+    `body`/`output` are the finished response, `conversation_items` what it then adds to its conversation.
+    """
+
+    body: dict[str, Any]
+    output: list[Entry]
+    polls_left: int
+    conversation_id: str | None = None
+    conversation_items: list[Entry] = field(default_factory=list)
+
+
+@dataclass
 class StoredResponse:
     """A `store=true` response: what it was sent, what it produced, and its public body."""
 
@@ -31,6 +46,7 @@ class StoredResponse:
     input: list[Entry]
     output: list[Entry]
     previous_response_id: str | None
+    pending: Pending | None = None
 
 
 @dataclass
@@ -50,6 +66,23 @@ class Conversation:
             "created_at": self.created_at,
             "metadata": self.metadata,
         }
+
+
+class ConnectionCache:
+    """WebSocket mode's connection-local memory: the most recent response made on one connection, with the
+    whole context it ends (so it can be continued even when it was not stored). Used by one thread only."""
+
+    def __init__(self) -> None:
+        self.last_id: str | None = None
+        self.last_entries: list[Entry] = []
+
+    def remember(self, response_id: str, entries: list[Entry]) -> None:
+        """Keep `response_id` (and only it) as the connection's most recent response."""
+        self.last_id, self.last_entries = response_id, entries
+
+    def forget(self) -> None:
+        """Evict the cached response (a failed turn does, like the API)."""
+        self.last_id, self.last_entries = None, []
 
 
 class IdFactory:
@@ -139,6 +172,35 @@ class Store:
             if persist:
                 for entry in entries:
                     self._register(entry, conversation_id)
+
+    def finish(self, response: StoredResponse) -> None:
+        """Turn a pending background response into its finished self (output items become resolvable)."""
+        with self.lock:
+            pending = response.pending
+            if pending is None:
+                return
+            response.pending = None
+            response.body = pending.body
+            response.output = pending.output
+            for entry in pending.output:
+                self._register(entry, response.id)
+            if pending.conversation_id is not None and pending.conversation_id in self._conversations:
+                self.append_to_conversation(pending.conversation_id, pending.conversation_items, persist=True)
+
+    def remove_conversation_item(self, conversation_id: str, item_id: str) -> bool:
+        """Take one item out of a conversation (and out of the id index); False when it is not there."""
+        with self.lock:
+            conversation = self._conversations.get(conversation_id)
+            if conversation is None:
+                return False
+            kept = [e for e in conversation.items if e.item.get("id") != item_id]
+            if len(kept) == len(conversation.items):
+                return False
+            conversation.items = kept
+            owned = self._items.get(item_id)
+            if owned is not None and owned[1] == conversation_id:
+                del self._items[item_id]
+            return True
 
     def clear(self) -> None:
         """Drop everything (used by `Emulator.reset`)."""

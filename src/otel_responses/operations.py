@@ -1,0 +1,200 @@
+"""Every wrapped SDK method as an operation: how its arguments become request facts, how its result becomes
+response facts, and what it tells the ledger. The wrappers stay generic; this table is the one place that
+knows the Responses and Conversations surface."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .attributes import OPERATION_CHAT, OPERATION_COMPACT
+from .config import Settings
+from .facts import RequestFacts, ResponseFacts, conversation_facts, request_facts, response_facts, target_facts
+from .items import CALL_OUTPUT_TYPES, OUTPUT_CALL_TYPES, ItemMeta, is_sequence, item_meta
+from .ledger import Entry, Ledger, outputs_to_keep
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
+
+Args = tuple[Any, ...]
+FactsBuilder = Callable[[Args, Mapping[str, Any], Settings], RequestFacts]
+Reader = Callable[[Any, Settings, "str | None"], "ResponseFacts | None"]
+Remember = Callable[[Ledger, RequestFacts, "Analysis", ResponseFacts, Settings], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One kind of call: its GenAI operation name, facts, result reader and ledger effect."""
+
+    name: str
+    facts: FactsBuilder
+    read: Reader
+    remember: Remember | None = None
+    records_usage: bool = False  # token usage metric: only for calls that consume tokens
+
+
+def _first(args: Args, kwargs: Mapping[str, Any], name: str) -> object:
+    return args[0] if args else kwargs.get(name)
+
+
+# -- facts ----------------------------------------------------------------------------------------------
+
+
+def _chat_facts(name: str) -> FactsBuilder:
+    def build(args: Args, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+        return request_facts(name, kwargs, settings)
+
+    return build
+
+
+def _target_facts(name: str) -> FactsBuilder:
+    def build(args: Args, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+        return target_facts(name, _first(args, kwargs, "response_id"), kwargs)
+
+    return build
+
+
+def _conversation_facts(name: str, items_param: str | None = None, by_item: bool = False) -> FactsBuilder:
+    """``by_item``: the method's first argument is an item id and the conversation is a keyword."""
+
+    def build(args: Args, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+        if name == CREATE_CONVERSATION:
+            conversation = None
+        elif by_item:
+            conversation = kwargs.get("conversation_id")
+        else:
+            conversation = _first(args, kwargs, "conversation_id")
+        raw_items = kwargs.get(items_param) if items_param else None
+        items = tuple(item_meta(i, settings.fingerprinter) for i in raw_items) if is_sequence(raw_items) else ()
+        return conversation_facts(name, conversation, items)
+
+    return build
+
+
+# -- results --------------------------------------------------------------------------------------------
+
+
+def read_response(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
+    return response_facts(result, settings, request_id)
+
+
+def _read_nothing(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
+    return ResponseFacts.empty(request_id)
+
+
+def _read_input_tokens(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
+    tokens = getattr(result, "input_tokens", None)
+    facts = ResponseFacts.empty(request_id)
+    return replace(facts, input_tokens=tokens) if isinstance(tokens, int) else facts
+
+
+def _read_conversation(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
+    conversation_id = getattr(result, "id", None)
+    facts = ResponseFacts.empty(request_id)
+    return replace(facts, conversation_id=conversation_id) if isinstance(conversation_id, str) else facts
+
+
+# -- ledger effects -------------------------------------------------------------------------------------
+
+
+def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
+    """A new response: remember what the next turn will need to check against."""
+    if resp.response_id is None:
+        return
+    entry = Entry(
+        response_id=resp.response_id,
+        sequence=ledger.next_sequence(),
+        store=req.store and not settings.zdr,
+        instructions_hash=req.instructions_hash,
+        conversation_id=req.conversation_id or resp.conversation_id,
+        outputs=outputs_to_keep(resp.output_items),
+        input_app_messages=req.app_messages,
+        input_compactions=req.compactions,
+    )
+    parent = an.parent
+    ledger.record(entry, parent.response_id if parent is not None else req.previous_response_id)
+
+
+def remember_fetched(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
+    """A retrieved or cancelled response we know: a background response's output arrives this way."""
+    entry = an.parent
+    if entry is not None and resp.output_items and resp.output_items != entry.outputs:
+        ledger.record(replace(entry, outputs=outputs_to_keep(resp.output_items)), None)
+
+
+def remember_deleted(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
+    """A deleted response can no more be chained to than an unstored one."""
+    if an.parent is not None:
+        ledger.record(replace(an.parent, store=False), None)
+
+
+def remember_conversation_items(
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings
+) -> None:
+    """Items written straight into a conversation: tool outputs there answer the calls still pending in it."""
+    conversation_id = req.conversation_id or resp.conversation_id
+    if conversation_id is None or not req.input_items:
+        return
+    latest = ledger.latest_in_conversation(conversation_id)
+    answered = {m.call_id for m in req.input_items if m.type in OUTPUT_CALL_TYPES}
+    carried = tuple(
+        m._replace(id=None)
+        for m in (latest.outputs if latest is not None else ())
+        if m.type in CALL_OUTPUT_TYPES and m.call_id not in answered
+    )
+    written: tuple[ItemMeta, ...] = tuple(m._replace(id=None) for m in req.input_items if m.type in CALL_OUTPUT_TYPES)
+    sequence = ledger.next_sequence()
+    entry = Entry(
+        response_id=f"conversation-items:{conversation_id}:{sequence}",
+        sequence=sequence,
+        store=True,
+        instructions_hash=latest.instructions_hash if latest is not None else None,
+        conversation_id=conversation_id,
+        outputs=outputs_to_keep(carried + written),
+        input_app_messages=0,
+        input_compactions=0,
+    )
+    ledger.record(entry, None)
+
+
+# -- the table ------------------------------------------------------------------------------------------
+
+CHAT = OPERATION_CHAT
+FETCH = "fetch_response"
+CREATE_CONVERSATION = "create_conversation"
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in (
+        Operation(CHAT, _chat_facts(CHAT), read_response, remember_created, records_usage=True),
+        Operation(FETCH, _target_facts(FETCH), read_response, remember_fetched),
+        Operation("cancel_response", _target_facts("cancel_response"), read_response, remember_fetched),
+        Operation("delete_response", _target_facts("delete_response"), _read_nothing, remember_deleted),
+        Operation(OPERATION_COMPACT, _chat_facts(OPERATION_COMPACT), read_response, records_usage=True),
+        Operation("list_input_items", _target_facts("list_input_items"), _read_nothing),
+        Operation("count_input_tokens", _chat_facts("count_input_tokens"), _read_input_tokens),
+        Operation(
+            CREATE_CONVERSATION,
+            _conversation_facts(CREATE_CONVERSATION, "items"),
+            _read_conversation,
+            remember_conversation_items,
+        ),
+        Operation("retrieve_conversation", _conversation_facts("retrieve_conversation"), _read_nothing),
+        Operation("update_conversation", _conversation_facts("update_conversation"), _read_nothing),
+        Operation("delete_conversation", _conversation_facts("delete_conversation"), _read_nothing),
+        Operation(
+            "create_conversation_items",
+            _conversation_facts("create_conversation_items", "items"),
+            _read_nothing,
+            remember_conversation_items,
+        ),
+        Operation("list_conversation_items", _conversation_facts("list_conversation_items"), _read_nothing),
+        Operation(
+            "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), _read_nothing
+        ),
+        Operation(
+            "delete_conversation_item", _conversation_facts("delete_conversation_item", by_item=True), _read_nothing
+        ),
+    )
+}
