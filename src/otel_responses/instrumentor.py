@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any, NamedTuple
 
 from opentelemetry import metrics, trace
@@ -13,13 +13,14 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from . import websocket
 from .config import settings_from
 from .operations import OPERATIONS, Operation
 from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
 from .version import __version__
-from .wrappers import Switch, async_wrapper, paginator_wrapper, sync_wrapper
+from .wrappers import Switch, Wrapper, async_wrapper, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -89,14 +90,46 @@ def _targets() -> tuple[Target, ...]:
 
 
 TARGETS = _targets()
-_WRAPPER_FACTORIES = {"sync": sync_wrapper, "async": async_wrapper, "paginator": paginator_wrapper}
+_OPERATION_WRAPPERS = {"sync": sync_wrapper, "async": async_wrapper, "paginator": paginator_wrapper}
 
-
-# `responses.stream()` wraps our stream proxy in a ResponseStream whose close() bypasses the proxy.
-_HELPER_CLOSES = (
-    ("openai.lib.streaming.responses._responses", "ResponseStream", end_with_helper_close),
-    ("openai.lib.streaming.responses._responses", "AsyncResponseStream", end_with_async_helper_close),
+# Wrappers that watch rather than make a call: the close of `responses.stream()`'s ResponseStream (which
+# bypasses our stream proxy), and WebSocket mode (a span per `response.create`, ended by received events).
+_STREAM_HELPERS = "openai.lib.streaming.responses._responses"
+_OBSERVERS: tuple[tuple[str, str, str, Callable[[Switch, Telemetry], Wrapper]], ...] = (
+    (_STREAM_HELPERS, "ResponseStream", "close", lambda switch, telemetry: end_with_helper_close),
+    (_STREAM_HELPERS, "AsyncResponseStream", "close", lambda switch, telemetry: end_with_async_helper_close),
+    (_RESPONSES, "ResponsesResponseResource", "create", websocket.create_wrapper),
+    (_RESPONSES, "AsyncResponsesResponseResource", "create", websocket.async_create_wrapper),
+    (_RESPONSES, "ResponsesConnection", "recv", websocket.recv_wrapper),
+    (_RESPONSES, "AsyncResponsesConnection", "recv", websocket.async_recv_wrapper),
+    (_RESPONSES, "ResponsesConnection", "close", websocket.close_wrapper),
+    (_RESPONSES, "AsyncResponsesConnection", "close", websocket.async_close_wrapper),
 )
+
+
+class _Patch(NamedTuple):
+    """A method we replaced, and whether the class defined it itself (else it was inherited)."""
+
+    cls: type
+    method: str
+    own: bool
+
+
+def _patch(module: str, cls_name: str, method: str, wrapper: Wrapper) -> _Patch | None:
+    cls = _present(Target(module, cls_name, method, OPERATIONS["chat"], "sync"))
+    if cls is None:
+        return None
+    own = method in cls.__dict__
+    wrap_function_wrapper(cls, method, wrapper)
+    return _Patch(cls, method, own)
+
+
+def _restore(patch: _Patch) -> None:
+    """Put the original back; an inherited method is un-shadowed rather than copied onto the class."""
+    if patch.own:
+        unwrap(patch.cls, patch.method)
+    elif patch.method in patch.cls.__dict__:
+        delattr(patch.cls, patch.method)
 
 
 def _present(target: Target) -> type | None:
@@ -117,7 +150,7 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     """
 
     _switch: Switch | None = None
-    _patched: list[Target]
+    _patched: list[_Patch]
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return _instruments
@@ -132,28 +165,22 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         meter = metrics.get_meter(__name__, __version__, meter_provider, schema_url=_SCHEMA_URL)
         telemetry = Telemetry(tracer, meter, settings)
         switch = Switch()
-        patched: list[Target] = []
+        patched: list[_Patch] = []
         for target in TARGETS:
-            if _present(target) is None:
-                continue
-            make = _WRAPPER_FACTORIES[target.kind]
-            wrap_function_wrapper(
-                target.module, f"{target.cls}.{target.method}", make(switch, telemetry, target.operation)
-            )
-            patched.append(target)
-        for module, cls, wrapper in _HELPER_CLOSES:
-            target = Target(module, cls, "close", OPERATIONS["chat"], "sync")
-            if _present(target) is not None:
-                wrap_function_wrapper(module, f"{cls}.close", wrapper)
-                patched.append(target)
+            make = _OPERATION_WRAPPERS[target.kind]
+            done = _patch(target.module, target.cls, target.method, make(switch, telemetry, target.operation))
+            if done is not None:
+                patched.append(done)
+        for module, cls_name, method, factory in _OBSERVERS:
+            done = _patch(module, cls_name, method, factory(switch, telemetry))
+            if done is not None:
+                patched.append(done)
         self._switch = switch
         self._patched = patched
 
     def _uninstrument(self, **kwargs: Any) -> None:
         if self._switch is not None:
             self._switch.on = False
-        for target in getattr(self, "_patched", ()):
-            cls = _present(target)
-            if cls is not None:
-                unwrap(cls, target.method)
+        for patch in getattr(self, "_patched", ()):
+            _restore(patch)
         self._patched = []

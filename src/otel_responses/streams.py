@@ -40,6 +40,11 @@ class StreamObserver:
         self._first_chunk = False
         self._lock = threading.Lock()
 
+    @property
+    def done(self) -> bool:
+        """The span has ended."""
+        return self._call is None
+
     def _take(self) -> _Call | None:
         """The call, exactly once: whoever ends the span first takes it."""
         with self._lock:
@@ -60,7 +65,7 @@ class StreamObserver:
             elif kind in _TERMINAL:
                 self._terminal(getattr(event, "response", None), kind)
             elif kind == "error":
-                code = getattr(event, "code", None)
+                code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
                 self.fail_with(code if isinstance(code, str) and code else "error")
         except Exception:
             _log.debug("observing a stream event failed", exc_info=True)

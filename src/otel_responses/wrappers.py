@@ -107,7 +107,15 @@ class _Call:
         "token",
     )
 
-    def __init__(self, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any) -> None:
+    def __init__(
+        self,
+        telemetry: Telemetry,
+        op: Operation,
+        instance: Any,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        exempt: frozenset[str] = frozenset(),
+    ) -> None:
         self.token: Token[Context] | None = None
         self.telemetry = telemetry
         self.settings = settings = telemetry.settings
@@ -122,7 +130,8 @@ class _Call:
             concurrent = ledger.enter(self.flight)
             if analysis.parent is not None and req.state_mode != CONVERSATION:
                 concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
-        self.signals: list[Signal] = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
+        signals = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
+        self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
         self.span = telemetry.start(req, self.server)
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.started = perf_counter()
@@ -222,13 +231,19 @@ class _Call:
             self.span.end()
 
 
-def _begin(
-    switch: Switch, telemetry: Telemetry, op: Operation, instance: Any, args: tuple[Any, ...], kwargs: Any
+def begin(
+    switch: Switch,
+    telemetry: Telemetry,
+    op: Operation,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: Any,
+    exempt: frozenset[str] = frozenset(),
 ) -> _Call | None:
     if not switch.on or (kwargs.get("stream") is True and _raw_mode(kwargs) is not None):
         return None  # a raw streamed body is parsed by the app into a stream we never see
     try:
-        return _Call(telemetry, op, instance, args, kwargs)
+        return _Call(telemetry, op, instance, args, kwargs, exempt)
     except Exception:
         _log.debug("starting the span failed; the call goes on uninstrumented", exc_info=True)
         return None
@@ -238,7 +253,7 @@ def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper
     """A wrapt wrapper for a synchronous method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _begin(switch, telemetry, op, instance, args, kwargs)
+        call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         refusal = call.refusal()
@@ -263,7 +278,7 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrappe
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = _begin(switch, telemetry, op, instance, args, kwargs)
+        call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         refusal = call.refusal()
@@ -287,7 +302,7 @@ def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wr
     awaited or iterated; the span covers that first request."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _begin(switch, telemetry, op, instance, args, kwargs)
+        call = begin(switch, telemetry, op, instance, args, kwargs)
         paginator = wrapped(*args, **kwargs)
         if call is None:
             return paginator
