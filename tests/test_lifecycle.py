@@ -225,3 +225,27 @@ def test_auto_instrumentation_through_the_entry_point(emulator: Emulator, tmp_pa
     assert '"openai_responses.state.mode": "single_turn"' in result.stdout
     assert "sk-never-exported" not in result.stdout + result.stderr
     assert "marker is E-1" not in result.stdout
+
+
+def test_every_patched_class_is_left_exactly_as_it_was(emulator: Emulator) -> None:
+    """All targets, inherited methods included: after 20 cycles each class's own namespace is unchanged."""
+    import importlib
+
+    from otel_responses.instrumentor import _OBSERVERS, TARGETS
+
+    classes = set()
+    for module, cls_name in [(t.module, t.cls) for t in TARGETS] + [(o[0], o[1]) for o in _OBSERVERS]:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name, None)
+        except ImportError:
+            continue
+        if cls is not None:
+            classes.add(cls)
+    assert len(classes) >= 10
+    before = {cls: dict(cls.__dict__) for cls in classes}
+    cap = new_captured()
+    for _ in range(20):
+        instrumentor = ResponsesInstrumentor()
+        instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
+        instrumentor.uninstrument()
+    assert {cls: dict(cls.__dict__) for cls in classes} == before
