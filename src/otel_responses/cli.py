@@ -1,152 +1,158 @@
-"""The ``otel-responses`` command. ``demo`` runs every scripted scenario (each state mode done right,
-each context-losing mistake) against the built-in emulator and shows what the instrumentation saw."""
+"""The ``otel-responses`` command.
+
+``demo``   runs every scripted scenario (each state mode done right, each context-losing mistake) against
+           the built-in emulator and shows what the instrumentation saw.
+``doctor`` runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
+
+Exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected; 2 bad usage; 3 the endpoint
+could not be reached; 4 the endpoint refused the key.
+"""
 
 from __future__ import annotations
 
 import argparse
-import secrets
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TextIO
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace import ReadableSpan
-
-    from .scenarios import Transcript
+from typing import Any, TextIO
+from urllib.parse import urlsplit
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-_LOSS = ("error", "warning")
+EXIT_UNREACHABLE = 3
+EXIT_REFUSED = 4
 
 
-@dataclass
-class Outcome:
-    """One scenario's transcript and the signals its spans carried."""
-
-    transcript: Transcript
-    spans: Sequence[ReadableSpan]
-
-    @property
-    def signals(self) -> list[str]:
-        names: list[str] = []
-        for span in self.spans:
-            for name in (span.attributes or {}).get("openai_responses.signals", ()):  # type: ignore[union-attr]
-                if name not in names:
-                    names.append(str(name))
-        return names
-
-    @property
-    def as_expected(self) -> bool:
-        """Healthy: every fact kept, no loss signal. Broken: each expected signal raised."""
-        from .signals import CATALOGUE
-
-        scenario = self.transcript.scenario
-        if scenario.mistake is None:
-            loss = [n for n in self.signals if CATALOGUE[n].severity in _LOSS]
-            return not loss and self.transcript.error is None and all(self.transcript.remembered.values())
-        return all(name in self.signals for name in scenario.raises)
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 < port < 65536:
+        raise argparse.ArgumentTypeError(f"port out of range: {port}")
+    return port
 
 
-def run_scenarios(progress: TextIO | None = None) -> list[Outcome]:
-    """Run every scenario against a fresh emulator with the instrumentation on; spans kept per scenario."""
+def _url(text: str) -> str:
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="otel-responses", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser("demo", help="run every scripted scenario against the built-in emulator")
+    demo.add_argument("--spans", action="store_true", help="also print each span's openai_responses.* attributes")
+    demo.add_argument("--console", action="store_true", help="print every span as the console exporter does")
+    demo.add_argument("--otlp-endpoint", type=_url, metavar="URL", help="export traces and metrics over OTLP/HTTP")
+    demo.add_argument(
+        "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
+    )
+    demo.add_argument("--serve", action="store_true", help="keep repeating the workload until interrupted")
+    demo.add_argument("--interval", type=_positive, default=5.0, metavar="SECONDS", help="pause between rounds")
+    doctor = commands.add_parser("doctor", help="the minimal troubleshooting flow, step by step")
+    doctor.add_argument(
+        "--base-url", type=_url, metavar="URL", help="a real endpoint (key from OPENAI_API_KEY); default: emulator"
+    )
+    doctor.add_argument("--model", default="gpt-5-mini", help="a reasoning model that supports function tools")
+    return parser
+
+
+def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from .demo import Exporters, demo
+
+    if args.interval != 5.0 and not args.serve:
+        err.write("otel-responses demo: --interval only makes sense with --serve\n")
+        return EXIT_USAGE
+    stop = threading.Event()
+    if args.serve:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        if args.prometheus_port:
+            err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
+    exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
+    try:
+        ok = demo(out, err, exporters, show_spans=args.spans, serve=args.serve, interval=args.interval, stop=stop)
+    except OSError as error:  # a port already taken, say
+        err.write(f"otel-responses demo: {error.strerror or error}\n")
+        return EXIT_USAGE
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _endpoint(base_url: str) -> str:
+    """host:port only: a URL may carry credentials, and the path says nothing useful."""
+    parts = urlsplit(base_url)
+    return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import openai
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    from .doctor import Refused, Unreachable, diagnose
     from .emulator import Emulator
     from .instrumentor import ResponsesInstrumentor
-    from .scenarios import SCENARIOS, run
 
-    exporter = InMemorySpanExporter()
+    emulator: Emulator | None = None
+    if args.base_url:
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            err.write("otel-responses doctor: set OPENAI_API_KEY to use --base-url\n")
+            return EXIT_USAGE
+        base_url, where = args.base_url, _endpoint(args.base_url)
+    else:
+        emulator = Emulator().start()
+        base_url, key, where = emulator.base_url, "emulator-key", "the built-in emulator"
+    memory = InMemorySpanExporter()
     provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = ResponsesInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
-    outcomes: list[Outcome] = []
+    client: Any = openai.OpenAI(base_url=base_url, api_key=key, max_retries=1, timeout=60)
+    out.write(f"otel-responses doctor: {where}, model {args.model}\n")
     try:
-        with Emulator() as emulator:
-            for number, scenario in enumerate(SCENARIOS, 1):
-                if progress is not None:
-                    progress.write(f"\r[{number}/{len(SCENARIOS)}] {scenario.name:<40}")
-                    progress.flush()
-                exporter.clear()
-                transcript = run(emulator.client(), scenario, f"MK-{secrets.token_hex(3)}")
-                outcomes.append(Outcome(transcript, exporter.get_finished_spans()))
+        results = diagnose(client, args.model, memory, out)
+    except Unreachable as error:
+        err.write(f"otel-responses doctor: cannot reach {where} ({error})\n")
+        return EXIT_UNREACHABLE
+    except Refused as error:
+        err.write(f"otel-responses doctor: {where} refused the key ({error}); check OPENAI_API_KEY\n")
+        return EXIT_REFUSED
     finally:
         instrumentor.uninstrument()
-        if progress is not None:
-            progress.write("\r" + " " * 60 + "\r")
-    return outcomes
-
-
-def _facts(transcript: Transcript) -> str:
-    if transcript.error is not None:
-        return f"API error ({transcript.error})"
-    lost = [fact for fact, kept in transcript.remembered.items() if not kept]
-    return "all kept" if not lost else "lost: " + ", ".join(lost)
-
-
-def _print_table(out: TextIO, outcomes: list[Outcome]) -> None:
-    rows = [("scenario", "state mode", "signals raised", "the model still knew", "as expected")]
-    for o in outcomes:
-        scenario = o.transcript.scenario
-        rows.append(
-            (
-                scenario.name,
-                scenario.mode,
-                ", ".join(o.signals) or "-",
-                _facts(o.transcript),
-                "ok" if o.as_expected else "UNEXPECTED",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for index, row in enumerate(rows):
-        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
-        if index == 0:
-            out.write("  ".join("-" * width for width in widths) + "\n")
-
-
-def _print_spans(out: TextIO, outcomes: list[Outcome]) -> None:
-    for o in outcomes:
-        out.write(f"\n== {o.transcript.scenario.name}: {o.transcript.scenario.summary}\n")
-        for number, span in enumerate(o.spans, 1):
-            out.write(f"  span {number}: {span.name}\n")
-            for key, value in sorted((span.attributes or {}).items()):
-                if key.startswith("openai_responses."):
-                    shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
-                    out.write(f"    {key:<50} {shown}\n")
-
-
-def _demo(out: TextIO, err: TextIO, show_spans: bool) -> int:
-    outcomes = run_scenarios(progress=err if err.isatty() else None)
-    if show_spans:
-        _print_spans(out, outcomes)
-        out.write("\n")
-    _print_table(out, outcomes)
-    unexpected = [o.transcript.scenario.name for o in outcomes if not o.as_expected]
-    if unexpected:
-        out.write(f"\nunexpected outcomes: {', '.join(unexpected)}\n")
-        return EXIT_FAILED
-    out.write("\nevery healthy session kept its context; every mistake was named by its signal\n")
-    return EXIT_OK
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="otel-responses", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run every scripted scenario against the built-in emulator")
-    demo.add_argument("--spans", action="store_true", help="also print each span's openai_responses.* attributes")
-    return parser
+        client.close()
+        if emulator is not None:
+            emulator.stop()
+    passed = sum(1 for r in results if r.check.passed and not r.signals)
+    out.write(f"\n{passed} of {len(results)} steps passed\n")
+    return EXIT_OK if passed == len(results) else EXIT_FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (0 ok, 1 an outcome was not as expected, 2 bad usage)."""
+    """Entry point; returns the exit code (see the module docstring)."""
     args = _parser().parse_args(argv)
     if args.command == "demo":
-        return _demo(sys.stdout, sys.stderr, args.spans)
-    return EXIT_USAGE  # pragma: no cover - argparse rejects unknown commands first
+        return _demo(args, sys.stdout, sys.stderr)
+    return _doctor(args, sys.stdout, sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

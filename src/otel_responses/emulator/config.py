@@ -20,6 +20,8 @@ class EmulatorConfig:
         against another organisation.
     background_polls: how many retrieves of a `background: true` response still see it
         unfinished (`in_progress`); the retrieve after them sees it finished.
+    api_key: when set, any other bearer key is refused with the API's 401 (`invalid_api_key`),
+        to test how a client reports a refused key.
     """
 
     seed: str = "otel-responses"
@@ -27,6 +29,7 @@ class EmulatorConfig:
     reasoning_models: tuple[str, ...] = DEFAULT_REASONING_MODELS
     secret: bytes | None = None
     background_polls: int = 2
+    api_key: str | None = None
 
     def is_reasoning_model(self, model: str) -> bool:
         """Whether `model` reasons by default (prefix match, as model snapshots add suffixes)."""

@@ -204,6 +204,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {key.lower(): _redact(key, value) for key, value in self.headers.items()}
         server.log.append(RecordedRequest(self.command, path, body, query, headers))
         try:
+            self._authorize(server.service.config.api_key)
             if invalid_json:
                 raise bad_request("We could not parse the JSON body of your request.")
             result = self._route(server.service, path, query, body)
@@ -253,6 +254,11 @@ class _Handler(BaseHTTPRequestHandler):
 
         session = websocket.Session(server.service)
         websocket.serve(self.connection, read, handshake + b"\r\n", session, request_id, record)
+
+    def _authorize(self, expected: str | None) -> None:
+        """The API's 401 for a key other than the configured one (no check when none is configured)."""
+        if expected is not None and self.headers.get("Authorization", "") != f"Bearer {expected}":
+            raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
 
     def _route(self, service: Service, path: str, query: Query, body: Any) -> dict[str, Any]:
         for method, pattern, handler in ROUTES:

@@ -1,0 +1,193 @@
+"""The demo: every scripted scenario against the built-in emulator, with the instrumentation on, and a
+table of what it saw. Exporters (console, OTLP, Prometheus) are optional extras of the same run."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TextIO
+
+from .scenarios import SCENARIOS, Transcript, run
+from .signals import CATALOGUE, LOSS_SEVERITIES
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+
+@dataclass
+class Outcome:
+    """One scenario's transcript and the signals its spans carried."""
+
+    transcript: Transcript
+    spans: Sequence[ReadableSpan]
+
+    @property
+    def signals(self) -> list[str]:
+        names: list[str] = []
+        for span in self.spans:
+            raised: Any = (span.attributes or {}).get("openai_responses.signals", ())
+            names.extend(str(name) for name in raised if name not in names)
+        return names
+
+    @property
+    def as_expected(self) -> bool:
+        """Healthy: every fact kept, no loss signal. Broken: each expected signal raised."""
+        scenario = self.transcript.scenario
+        if scenario.mistake is None:
+            loss = [n for n in self.signals if CATALOGUE[n].severity in LOSS_SEVERITIES]
+            return not loss and self.transcript.error is None and all(self.transcript.remembered.values())
+        return all(name in self.signals for name in scenario.raises)
+
+
+@dataclass
+class Exporters:
+    """Where the demo's telemetry goes besides the table."""
+
+    console: bool = False
+    otlp_endpoint: str | None = None
+    prometheus_port: int | None = None
+    _shutdown: list[Any] = field(default_factory=list)
+
+    def providers(self, out: TextIO) -> tuple[Any, Any, Any]:
+        """Tracer provider (with an in-memory exporter for the table), meter provider, in-memory exporter."""
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        resource = Resource.create({"service.name": "otel-responses-demo"})
+        memory = InMemorySpanExporter()
+        tracer_provider = TracerProvider(resource=resource)
+        tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
+        readers: list[Any] = []
+        if self.console:
+            tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))
+        if self.otlp_endpoint:
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+            from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+            base = self.otlp_endpoint.rstrip("/")
+            tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+            readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics"), 5000))
+        if self.prometheus_port is not None:
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import start_http_server
+
+            readers.append(PrometheusMetricReader())
+            started = start_http_server(self.prometheus_port, addr="127.0.0.1")
+            if isinstance(started, tuple):  # prometheus_client >= 0.17 returns (server, thread)
+                self._shutdown.append(started[0].shutdown)
+        meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        self._shutdown += [tracer_provider.shutdown, meter_provider.shutdown]
+        return tracer_provider, meter_provider, memory
+
+    def shutdown(self) -> None:
+        for close in reversed(self._shutdown):
+            with contextlib.suppress(Exception):  # best effort at exit
+                close()
+
+
+def run_scenarios(
+    tracer_provider: Any, meter_provider: Any, memory: Any, progress: TextIO | None = None
+) -> list[Outcome]:
+    """Run every scenario once against a fresh emulator with the instrumentation on."""
+    from .emulator import Emulator
+    from .instrumentor import ResponsesInstrumentor
+
+    instrumentor = ResponsesInstrumentor()
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    outcomes: list[Outcome] = []
+    try:
+        with Emulator() as emulator:
+            for number, scenario in enumerate(SCENARIOS, 1):
+                if progress is not None:
+                    progress.write(f"[{number}/{len(SCENARIOS)}] {scenario.name}\n")
+                    progress.flush()
+                memory.clear()
+                transcript = run(emulator.client(), scenario, f"MK-{secrets.token_hex(3)}")
+                outcomes.append(Outcome(transcript, memory.get_finished_spans()))
+    finally:
+        instrumentor.uninstrument()
+    return outcomes
+
+
+def _facts(transcript: Transcript) -> str:
+    if transcript.error is not None:
+        return f"API error ({transcript.error})"
+    lost = [fact for fact, kept in transcript.remembered.items() if not kept]
+    return "all kept" if not lost else "lost: " + ", ".join(lost)
+
+
+def print_table(out: TextIO, outcomes: list[Outcome]) -> None:
+    rows = [("scenario", "state mode", "signals raised", "the model still knew", "as expected")]
+    for o in outcomes:
+        scenario = o.transcript.scenario
+        rows.append(
+            (
+                scenario.name,
+                scenario.mode,
+                ", ".join(o.signals) or "-",
+                _facts(o.transcript),
+                "ok" if o.as_expected else "UNEXPECTED",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for index, row in enumerate(rows):
+        out.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() + "\n")
+        if index == 0:
+            out.write("  ".join("-" * width for width in widths) + "\n")
+
+
+def print_spans(out: TextIO, outcomes: list[Outcome]) -> None:
+    for o in outcomes:
+        out.write(f"\n== {o.transcript.scenario.name}: {o.transcript.scenario.summary}\n")
+        for number, span in enumerate(o.spans, 1):
+            out.write(f"  span {number}: {span.name}\n")
+            for key, value in sorted((span.attributes or {}).items()):
+                if key.startswith("openai_responses."):
+                    shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
+                    out.write(f"    {key:<50} {shown}\n")
+
+
+def demo(
+    out: TextIO,
+    progress: TextIO,
+    exporters: Exporters,
+    *,
+    show_spans: bool = False,
+    serve: bool = False,
+    interval: float = 5.0,
+    stop: threading.Event | None = None,
+) -> bool:
+    """Run the workload (repeatedly with ``serve``); True when every outcome was as expected."""
+    tracer_provider, meter_provider, memory = exporters.providers(out)
+    stop = stop or threading.Event()
+    ok = True
+    rounds = 0
+    try:
+        while True:
+            outcomes = run_scenarios(tracer_provider, meter_provider, memory, progress)
+            rounds += 1
+            ok = ok and all(o.as_expected for o in outcomes)
+            if rounds == 1:
+                if show_spans:
+                    print_spans(out, outcomes)
+                    out.write("\n")
+                print_table(out, outcomes)
+                unexpected = [o.transcript.scenario.name for o in outcomes if not o.as_expected]
+                if unexpected:
+                    out.write(f"\nunexpected outcomes: {', '.join(unexpected)}\n")
+                else:
+                    out.write("\nevery healthy session kept its context; every mistake was named by its signal\n")
+                out.flush()
+            if not serve or stop.wait(interval):
+                break
+            progress.write(f"round {rounds} done; next in {interval:g}s (Ctrl-C to stop)\n")
+    finally:
+        exporters.shutdown()
+    return ok

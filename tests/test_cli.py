@@ -1,0 +1,194 @@
+"""The `otel-responses` command, run as a subprocess exactly as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from otel_responses import scenarios
+from otel_responses.doctor import STEPS
+
+COMMAND = str(Path(sys.executable).parent / "otel-responses")
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [COMMAND, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def emulator_process(request: pytest.FixtureRequest) -> Iterator[str]:
+    """`python -m otel_responses.emulator` in its own process, with the flags the test asks for."""
+    flags: list[str] = getattr(request, "param", [])
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otel_responses.emulator", "--port", str(port), *flags],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "EMULATOR_KEY": "sk-the-right-key"},
+    )
+    assert process.stdout is not None
+    base_url = process.stdout.readline().strip()
+    try:
+        yield base_url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_demo_shows_progress_and_exporters_on_the_console() -> None:
+    result = run("demo", "--console")
+    assert result.returncode == 0, result.stderr
+    assert f"[1/{len(scenarios.SCENARIOS)}] server_chain" in result.stderr
+    assert '"openai_responses.state.mode": "client_replay"' in result.stdout
+    assert scenarios.INSTRUCTIONS not in result.stdout
+    assert "marker is" not in result.stdout
+
+
+class _Collector(BaseHTTPRequestHandler):
+    received: ClassVar[dict[str, list[bytes]]] = {}
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.received.setdefault(self.path, []).append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_demo_exports_over_otlp() -> None:
+    _Collector.received = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = run("demo", "--otlp-endpoint", f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    traces = b"".join(_Collector.received.get("/v1/traces", []))
+    metrics = b"".join(_Collector.received.get("/v1/metrics", []))
+    assert b"openai_responses.state.mode" in traces
+    assert b"openai_responses.signals" in metrics
+    assert scenarios.INSTRUCTIONS.encode() not in traces + metrics
+    assert b"marker is" not in traces + metrics
+
+
+def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
+    port = free_port()
+    process = subprocess.Popen(
+        [COMMAND, "demo", "--prometheus-port", str(port), "--serve", "--interval", "0.5"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        body = ""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and "openai_responses_signals_total" not in body:
+            time.sleep(0.5)
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+                    body = response.read().decode()
+            except OSError:
+                continue
+        assert "openai_responses_signals_total{" in body
+        assert re.search(r'openai_responses_calls_total\{[^}]*openai_responses_state_mode="client_replay"', body)
+        assert "gen_ai_client_operation_duration_seconds_bucket" in body
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "every healthy session kept its context" in out
+
+
+def test_doctor_against_the_emulator_passes_every_step() -> None:
+    result = run("doctor", env={"OPENAI_API_KEY": ""})
+    assert result.returncode == 0, result.stdout + result.stderr
+    for number, step in enumerate(STEPS, 1):
+        assert re.search(rf"^  {number} {step.name}\s+PASS ", result.stdout, re.M), step.name
+    assert f"{len(STEPS)} of {len(STEPS)} steps passed" in result.stdout
+    assert "emulator-key" not in result.stdout + result.stderr
+    assert "DR-" not in result.stdout  # the probe's marker is payload: never printed
+
+
+@pytest.mark.parametrize("emulator_process", [["--drop-context"]], indirect=True)
+def test_doctor_against_an_endpoint_that_drops_context_fails_the_right_steps(emulator_process: str) -> None:
+    secret = "sk-do-not-print-me-1234"
+    result = run("doctor", "--base-url", emulator_process, env={"OPENAI_API_KEY": secret})
+    assert result.returncode == 1
+    verdicts = dict(re.findall(r"^  \d (\w+)\s+(PASS|FAIL) ", result.stdout, re.M))
+    failing = {"server_chain", "conversation"}
+    assert verdicts == {step.name: "FAIL" if step.name in failing else "PASS" for step in STEPS}
+    assert "fix: the chain does not carry context" in result.stdout
+    assert secret not in result.stdout + result.stderr
+    assert "Authorization" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("emulator_process", [["--api-key-env", "EMULATOR_KEY"]], indirect=True)
+def test_doctor_reports_a_refused_key(emulator_process: str) -> None:
+    result = run("doctor", "--base-url", emulator_process, env={"OPENAI_API_KEY": "sk-wrong-key"})
+    assert result.returncode == 4
+    assert "refused the key" in result.stderr
+    assert "sk-wrong-key" not in result.stdout + result.stderr
+    accepted = run("doctor", "--base-url", emulator_process, env={"OPENAI_API_KEY": "sk-the-right-key"})
+    assert accepted.returncode == 0, accepted.stdout
+
+
+def test_doctor_reports_an_unreachable_endpoint() -> None:
+    result = run("doctor", "--base-url", f"http://127.0.0.1:{free_port()}/v1", env={"OPENAI_API_KEY": "sk-x"})
+    assert result.returncode == 3
+    assert "cannot reach 127.0.0.1:" in result.stderr
+
+
+def test_doctor_never_prints_credentials_in_the_url() -> None:
+    result = run(
+        "doctor", "--base-url", f"http://user:pw-secret@127.0.0.1:{free_port()}/v1", env={"OPENAI_API_KEY": "k"}
+    )
+    assert result.returncode == 3
+    assert "pw-secret" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["doctor", "--base-url", "http://127.0.0.1:9/v1"], {"OPENAI_API_KEY": ""}, "set OPENAI_API_KEY"),
+        (["doctor", "--base-url", "ftp://example"], {}, "not an http(s) URL"),
+        (["demo", "--prometheus-port", "99999"], {}, "port out of range"),
+        (["demo", "--interval", "1"], {}, "--interval only makes sense with --serve"),
+        (["demo", "--interval", "-1", "--serve"], {}, "must be positive"),
+        (["frobnicate"], {}, "invalid choice"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_clear_message(args: list[str], env: dict[str, str], message: str) -> None:
+    result = run(*args, env=env, timeout=60)
+    assert result.returncode == 2
+    assert message in result.stderr
