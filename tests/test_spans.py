@@ -397,3 +397,33 @@ def test_metrics_duration_tokens_and_calls(emulator: Emulator, captured: Capture
     assert all(p.attributes["gen_ai.operation.name"] == "chat" for p in calls)
     for point in calls + durations:
         assert not any(str(v).startswith(("resp_", "req_", "conv_")) for v in point.attributes.values())
+
+
+def test_token_kinds_encrypted_round_trips_and_context_loss_are_counted(emulator: Emulator, captured: Captured) -> None:
+    client = emulator.client()
+    include: Any = ["reasoning.encrypted_content"]
+    first = client.responses.create(model=REASONING_MODEL, input="Remember this: the marker is K-1.", include=include)
+    second = client.responses.create(model=REASONING_MODEL, previous_response_id=first.id, input="Marker?")
+    history: list[Any] = [{"role": "user", "content": "hi"}]
+    replayed = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
+    client.responses.create(
+        model=REASONING_MODEL, input=[*history, *replayed.output, {"role": "user", "content": "x"}], store=False
+    )
+    kinds: dict[str, int] = {}
+    for point in captured.metric_points("openai_responses.tokens"):
+        kind = point.attributes["openai_responses.token.kind"]
+        kinds[kind] = kinds.get(kind, 0) + point.value
+    assert kinds["cached_input"] == second.usage.input_tokens_details.cached_tokens > 0
+    assert kinds["reasoning"] >= first.usage.output_tokens_details.reasoning_tokens > 0
+    assert kinds["input"] > kinds["cached_input"]
+    items = {
+        p.attributes["openai_responses.direction"]: p.value
+        for p in captured.metric_points("openai_responses.reasoning.encrypted_items")
+    }
+    assert items == {"output": 2, "input": 1}
+    calls = {
+        (p.attributes["openai_responses.state.mode"], p.attributes["openai_responses.context_loss"]): p.value
+        for p in captured.metric_points("openai_responses.calls")
+    }
+    # The stateless turn without `include` leaves reasoning that cannot be replayed: a context-loss call.
+    assert calls == {("single_turn", False): 2, ("server_chain", False): 1, ("client_replay", True): 1}

@@ -75,6 +75,10 @@ METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
 METRIC_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.operation.time_to_first_chunk"
 METRIC_CALLS: Final = "openai_responses.calls"
 METRIC_SIGNALS: Final = "openai_responses.signals"
+METRIC_TOKENS: Final = "openai_responses.tokens"
+METRIC_ENCRYPTED_ITEMS: Final = "openai_responses.reasoning.encrypted_items"
+TOKEN_KIND: Final = "openai_responses.token.kind"
+DIRECTION: Final = "openai_responses.direction"
 
 # Advised bucket boundaries of the GenAI conventions.
 TOKEN_USAGE_BUCKETS: Final = tuple(float(4**i) for i in range(14))

@@ -49,6 +49,16 @@ class Telemetry:
             description="Time from the request to the first chunk of a streamed response.",
             explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
         )
+        self.tokens = meter.create_counter(
+            a.METRIC_TOKENS,
+            unit="{token}",
+            description="Tokens by kind: input, output, cached_input (a part of input), reasoning (a part of output).",
+        )
+        self.encrypted_items = meter.create_counter(
+            a.METRIC_ENCRYPTED_ITEMS,
+            unit="{item}",
+            description="Reasoning items carrying encrypted_content, returned (output) and replayed (input).",
+        )
         self.signal_counter = meter.create_counter(
             a.METRIC_SIGNALS,
             unit="{signal}",
@@ -108,14 +118,36 @@ class Telemetry:
             attrs[a.SERVER_PORT] = server[1]
         return attrs
 
-    def _count_call(self, req: RequestFacts) -> None:
-        attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation}
+    def _count_call(self, req: RequestFacts, signals: list[Signal]) -> None:
+        attrs: Attributes = {
+            a.GEN_AI_OPERATION_NAME: req.operation,
+            a.CONTEXT_LOSS: any(s.severity in LOSS_SEVERITIES for s in signals),
+        }
         if req.state_mode is not None:
             attrs[a.STATE_MODE] = req.state_mode
             attrs[a.STORE] = req.store
         if req.model is not None:
             attrs[a.GEN_AI_REQUEST_MODEL] = req.model
         self.calls.add(1, attrs)
+
+    def _count_tokens_and_reasoning(self, req: RequestFacts, resp: ResponseFacts) -> None:
+        """Token counts by type (cached and reasoning included, for cache-hit and reasoning panels) and the
+        encrypted reasoning items sent and returned (round trips)."""
+        base: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation}
+        if req.model is not None:
+            base[a.GEN_AI_REQUEST_MODEL] = req.model
+        for kind, value in (
+            ("input", resp.input_tokens),
+            ("output", resp.output_tokens),
+            ("cached_input", resp.cached_tokens),
+            ("reasoning", resp.reasoning_tokens),
+        ):
+            if value:
+                self.tokens.add(value, {**base, a.TOKEN_KIND: kind})
+        if req.encrypted_input_count:
+            self.encrypted_items.add(req.encrypted_input_count, {**base, a.DIRECTION: "input"})
+        if resp.encrypted_output_count:
+            self.encrypted_items.add(resp.encrypted_output_count, {**base, a.DIRECTION: "output"})
 
     def _signals(self, span: Span, req: RequestFacts, signals: list[Signal], tool_check: str | None) -> None:
         """Signals as one attribute list, one event each, and the counter; metadata only."""
@@ -156,7 +188,7 @@ class Telemetry:
 
         ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``).
         """
-        self._count_call(req)
+        self._count_call(req, signals)
         self._signals(span, req, signals, tool_check)
         metric_attrs = self._metric_attrs(req, server, resp.model if resp else None)
         if error_type is not None:
@@ -193,6 +225,7 @@ class Telemetry:
         if not records_usage:
             span.end()
             return
+        self._count_tokens_and_reasoning(req, resp)
         if resp.input_tokens is not None:
             self.token_usage.record(resp.input_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_INPUT})
         if resp.output_tokens is not None:
@@ -221,7 +254,7 @@ class Telemetry:
     ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
         error_type = type(exc).__qualname__
-        self._count_call(req)
+        self._count_call(req, signals)
         self._signals(span, req, signals, tool_check)
         self.duration.record(seconds, {**self._metric_attrs(req, server, None), a.ERROR_TYPE: error_type})
         attrs: Attributes = {a.ERROR_TYPE: error_type}
