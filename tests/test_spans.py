@@ -421,9 +421,9 @@ def test_token_kinds_encrypted_round_trips_and_context_loss_are_counted(emulator
         for p in captured.metric_points("openai_responses.reasoning.encrypted_items")
     }
     assert items == {"output": 2, "input": 1}
-    calls = {
-        (p.attributes["openai_responses.state.mode"], p.attributes["openai_responses.context_loss"]): p.value
-        for p in captured.metric_points("openai_responses.calls")
-    }
+    calls: dict[tuple[str, bool], int] = {}
+    for p in captured.metric_points("openai_responses.calls"):
+        key = (p.attributes["openai_responses.state.mode"], p.attributes["openai_responses.context_loss"])
+        calls[key] = calls.get(key, 0) + p.value
     # The stateless turn without `include` leaves reasoning that cannot be replayed: a context-loss call.
     assert calls == {("single_turn", False): 2, ("server_chain", False): 1, ("client_replay", True): 1}
