@@ -1,64 +1,29 @@
-"""Shared fixtures: one emulator per session, real SDK exporters, the instrumentation on per test."""
+"""Shared fixtures, on top of the project's own pytest kit (`otel_responses.testing`): one emulator per
+session, real SDK exporters, the instrumentation on per test."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_responses import ResponsesInstrumentor
+from otel_responses import testing
 from otel_responses.emulator import Emulator
+from otel_responses.testing import CapturedTelemetry
 
-
-@dataclass
-class Captured:
-    """What the instrumentation exported, read through the real SDK."""
-
-    exporter: InMemorySpanExporter
-    reader: InMemoryMetricReader
-    tracer_provider: TracerProvider
-    meter_provider: MeterProvider
-
-    def spans(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def chat_spans(self) -> list[ReadableSpan]:
-        """Spans of create/parse calls only (conversations.create and the like make spans of their own)."""
-        return [s for s in self.spans() if (s.attributes or {}).get("gen_ai.operation.name") == "chat"]
-
-    def only_span(self) -> ReadableSpan:
-        spans = self.spans()
-        assert len(spans) == 1, [s.name for s in spans]
-        return spans[0]
-
-    def metric_points(self, name: str) -> list[Any]:
-        data = self.reader.get_metrics_data()
-        points: list[Any] = []
-        if data is None:
-            return points
-        for resource_metrics in data.resource_metrics:
-            for scope_metrics in resource_metrics.scope_metrics:
-                for metric in scope_metrics.metrics:
-                    if metric.name == name:
-                        points.extend(metric.data.data_points)
-        return points
+Captured = CapturedTelemetry
 
 
 def new_captured() -> Captured:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    return Captured(exporter, reader, tracer_provider, meter_provider)
+    """Fresh in-memory providers, for tests that call `instrument()` themselves."""
+    return CapturedTelemetry.new()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The kit comes through its `pytest11` entry point; register it here when plugin autoloading is off."""
+    if not config.pluginmanager.is_registered(testing):
+        config.pluginmanager.register(testing, "otel_responses")
 
 
 class _EndedSpanWarnings(logging.Handler):
@@ -88,18 +53,11 @@ def no_span_used_after_its_end() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def emulator() -> Iterator[Emulator]:
-    with Emulator() as emu:
-        yield emu
+def emulator(responses_emulator: Emulator) -> Emulator:
+    return responses_emulator
 
 
 @pytest.fixture
-def captured() -> Iterator[Captured]:
+def captured(responses_telemetry: Captured) -> Captured:
     """The instrumentation on, exporting to in-memory SDK exporters; off again after the test."""
-    cap = new_captured()
-    instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
-    try:
-        yield cap
-    finally:
-        instrumentor.uninstrument()
+    return responses_telemetry

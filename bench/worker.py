@@ -1,0 +1,524 @@
+"""One benchmark process: one subject (bare client or one instrumentation), its workloads, a JSON result.
+
+Run by ``bench/run.py`` with the interpreter of the subject's own virtualenv; it needs only the standard
+library, ``openai``, ``opentelemetry-sdk`` and the subject's package, so it runs unchanged in every peer's venv.
+The client talks to an in-process ``httpx2.MockTransport`` (no sockets) that returns canned Responses API bodies
+built once; only the response id and output item ids change per call (a counter spliced into the bytes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import httpx2
+import openai
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+MODEL = "gpt-5-mini"
+ENCRYPTED = "gAAAAAB" + "x9Kq2mZ7" * 127  # ~1 KB, the size of a typical encrypted reasoning payload
+CLEAR_EVERY = 256  # exporter cleared this often, outside the timed region
+REPLAY_SIZES = (10, 100, 1_000, 10_000)
+WORKLOADS = ("short", "stream", *(f"replay_{n}" for n in REPLAY_SIZES))
+MEMORY_CHECKPOINTS = (1_000, 10_000, 25_000, 50_000, 100_000)
+
+# -- canned bodies ---------------------------------------------------------------------------------------
+# "@N@" is replaced by a per-call counter, so every call returns a new response id and new output item ids.
+
+
+def _response(status: str = "completed") -> dict[str, Any]:
+    return {
+        "id": "resp_@N@",
+        "object": "response",
+        "created_at": 1760000000,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": "gpt-5-mini-2025-08-07",
+        "output": [
+            {"id": "rs_@N@", "type": "reasoning", "summary": [], "encrypted_content": ENCRYPTED},
+            {
+                "id": "msg_@N@",
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "phase": "final_answer",
+                "content": [
+                    {"type": "output_text", "text": "The capital of France is Paris.", "annotations": [], "logprobs": []}
+                ],
+            },
+        ],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": "low", "summary": None},
+        "service_tier": "default",
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": {
+            "input_tokens": 36,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 87,
+            "output_tokens_details": {"reasoning_tokens": 64},
+            "total_tokens": 123,
+        },
+        "user": None,
+        "metadata": {},
+    }
+
+
+def _sse_body() -> bytes:
+    """A complete streamed response: created, in_progress, the reasoning and message items, deltas, completed."""
+    final = _response()
+    pending = {**_response("in_progress"), "output": [], "usage": None}
+    reasoning, message = final["output"]
+    text = message["content"][0]["text"]
+    deltas = [text[i : i + 6] for i in range(0, len(text), 6)]
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": pending},
+        {"type": "response.in_progress", "response": pending},
+        {"type": "response.output_item.added", "output_index": 0, "item": {**reasoning, "encrypted_content": None}},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {**message, "status": "in_progress", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_@N@",
+            "output_index": 1,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []},
+        },
+        *(
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_@N@",
+                "output_index": 1,
+                "content_index": 0,
+                "delta": delta,
+                "logprobs": [],
+            }
+            for delta in deltas
+        ),
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_@N@",
+            "output_index": 1,
+            "content_index": 0,
+            "text": text,
+            "logprobs": [],
+        },
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_@N@",
+            "output_index": 1,
+            "content_index": 0,
+            "part": message["content"][0],
+        },
+        {"type": "response.output_item.done", "output_index": 1, "item": message},
+        {"type": "response.completed", "response": final},
+    ]
+    chunks = []
+    for number, event in enumerate(events):
+        event["sequence_number"] = number
+        chunks.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+    return "".join(chunks).encode()
+
+
+class CannedTransport:
+    """The handler of an ``httpx2.MockTransport``: JSON or SSE bytes built once, ids made unique per call."""
+
+    def __init__(self) -> None:
+        self.json_parts = json.dumps(_response()).encode().split(b"@N@")
+        self.sse_parts = _sse_body().split(b"@N@")
+        self.calls = 0
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.calls += 1
+        marker = b"%d" % self.calls
+        stream = b'"stream": true' in request.content or b'"stream":true' in request.content
+        parts = self.sse_parts if stream else self.json_parts
+        headers = {
+            "content-type": "text/event-stream" if stream else "application/json",
+            "x-request-id": "req_%d" % self.calls,
+        }
+        return httpx2.Response(200, headers=headers, content=marker.join(parts))
+
+
+# -- request inputs ----------------------------------------------------------------------------------------
+
+
+def replay_input(count: int) -> list[dict[str, Any]]:
+    """``count`` items of a client-replayed history, as an app keeps it: turns of a user message, a reasoning
+    item (encrypted, ~1 KB), a function call and its output, an assistant message (SDK-like dict with id and
+    phase); the list ends with the new user message."""
+    items: list[dict[str, Any]] = []
+    turn = 0
+    while len(items) < count - 1:
+        items += [
+            {"role": "user", "content": f"Turn {turn}: what is the weather in city {turn}?"},
+            {"id": f"rs_h{turn}", "type": "reasoning", "summary": [], "encrypted_content": ENCRYPTED},
+            {
+                "id": f"fc_h{turn}",
+                "type": "function_call",
+                "call_id": f"call_h{turn}",
+                "name": "get_weather",
+                "arguments": json.dumps({"city": f"city {turn}"}),
+                "status": "completed",
+            },
+            {"type": "function_call_output", "call_id": f"call_h{turn}", "output": '{"temp_c": 21, "sky": "clear"}'},
+            {
+                "id": f"msg_h{turn}",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "phase": "final_answer",
+                "content": [
+                    {"type": "output_text", "text": f"It is 21 C and clear in city {turn}.", "annotations": []}
+                ],
+            },
+        ]
+        turn += 1
+    del items[count - 1 :]
+    # never end on a bare function call: a history cut there would be (rightly) refused by strict mode
+    while items and items[-1].get("type") == "function_call":
+        items[-1] = {"role": "user", "content": "Thanks."}
+    items.append({"role": "user", "content": "And tomorrow?"})
+    return items
+
+
+def make_call(client: openai.OpenAI, workload: str) -> Callable[[], object]:
+    if workload == "short":
+        return lambda: client.responses.create(model=MODEL, input="What is the capital of France?")
+    if workload == "stream":
+
+        def stream() -> object:
+            last = None
+            for event in client.responses.create(model=MODEL, input="What is the capital of France?", stream=True):
+                last = event
+            return last
+
+        return stream
+    items = replay_input(int(workload.removeprefix("replay_")))
+    return lambda: client.responses.create(
+        model=MODEL, input=items, store=False, include=["reasoning.encrypted_content"]  # type: ignore[arg-type]
+    )
+
+
+# -- subjects ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Harness:
+    client: openai.OpenAI
+    transport: CannedTransport
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    instrumentor: Any
+
+
+PEERS = {
+    # subject: (distribution, module, class)
+    "otel_responses": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    "otel_responses_strict": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    "genai_openai": (
+        "opentelemetry-instrumentation-genai-openai",
+        "opentelemetry.instrumentation.genai.openai",
+        "OpenAIInstrumentor",
+    ),
+    "traceloop": ("opentelemetry-instrumentation-openai", "opentelemetry.instrumentation.openai", "OpenAIInstrumentor"),
+    "openinference": (
+        "openinference-instrumentation-openai",
+        "openinference.instrumentation.openai",
+        "OpenAIInstrumentor",
+    ),
+}
+
+
+def build(subject: str, ledger: Any = None) -> Harness:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    instrumentor = None
+    if subject != "bare":
+        _, module, cls = PEERS[subject]
+        instrumentor = getattr(__import__(module, fromlist=[cls]), cls)()
+        options: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
+        if subject == "otel_responses_strict":
+            options["strict"] = True
+        if ledger is not None:
+            options["ledger"] = ledger
+        instrumentor.instrument(**options)
+    transport = CannedTransport()
+    client = openai.OpenAI(
+        api_key="sk-bench",
+        base_url="https://api.openai.com/v1",
+        max_retries=0,
+        http_client=openai.DefaultHttpxClient(transport=httpx2.MockTransport(transport)),
+    )
+    return Harness(client, transport, exporter, reader, instrumentor)
+
+
+def versions(subject: str) -> dict[str, str]:
+    names = ["openai", "httpx2", "pydantic", "opentelemetry-sdk", "opentelemetry-api", "wrapt"]
+    if subject in PEERS:
+        names.append(PEERS[subject][0])
+    found = {"python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "absent"
+    return found
+
+
+# -- timing ------------------------------------------------------------------------------------------------
+
+
+def percentile(sorted_values: list[int], fraction: float) -> float:
+    index = fraction * (len(sorted_values) - 1)
+    low = int(index)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (index - low)
+
+
+def time_workload(harness: Harness, workload: str, seconds: float) -> dict[str, Any]:
+    call = make_call(harness.client, workload)
+    exporter = harness.exporter
+    clock = time.perf_counter_ns
+    warm_until = clock() + int(seconds * 0.15e9)
+    warmups = 0
+    while warmups < 3 or clock() < warm_until:
+        call()
+        warmups += 1
+    exporter.clear()
+    call()
+    spans = exporter.get_finished_spans()
+    span_names = sorted({span.name for span in spans})
+    attribute_count = sum(len(span.attributes or {}) for span in spans)
+    start = clock()
+    for _ in range(3):
+        call()
+    per_call = (clock() - start) / 3
+    iterations = int(min(20_000, max(15, seconds * 1e9 / per_call)))
+    samples: list[int] = []
+    gc.collect()
+    for index in range(iterations):
+        if index % CLEAR_EVERY == 0:
+            exporter.clear()
+        begin = clock()
+        call()
+        samples.append(clock() - begin)
+    exporter.clear()
+    samples.sort()
+    return {
+        "iterations": iterations,
+        "median_us": percentile(samples, 0.5) / 1e3,
+        "p90_us": percentile(samples, 0.9) / 1e3,
+        "min_us": samples[0] / 1e3,
+        "spans_per_call": len(spans),
+        "span_names": span_names,
+        "attributes_per_call": attribute_count,
+    }
+
+
+def run_timing(subject: str, seconds: float, workloads: list[str]) -> dict[str, Any]:
+    harness = build(subject)
+    results = {}
+    for workload in workloads:
+        scale = 0.6 if workload == "replay_10000" else 1.0
+        results[workload] = time_workload(harness, workload, seconds * scale)
+        print(f"  {subject:22} {workload:13} {results[workload]['median_us']:10.1f} us", file=sys.stderr, flush=True)
+    return {"workloads": results}
+
+
+# -- memory ------------------------------------------------------------------------------------------------
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return -1
+
+
+def run_memory(subject: str, calls: int) -> dict[str, Any]:
+    """RSS after ``calls`` short calls (each with a new response id), sampled at the checkpoints; then, for this
+    package, the ledger's bytes per entry (tracemalloc: memory held with a full ledger minus memory once the
+    same ledger is emptied)."""
+    ledger = None
+    if subject.startswith("otel_responses"):
+        from otel_responses.ledger import InMemoryLedger
+
+        ledger = InMemoryLedger()
+    harness = build(subject, ledger)
+    call = make_call(harness.client, "short")
+    samples = []
+    checkpoints = [c for c in MEMORY_CHECKPOINTS if c <= calls]
+    for _ in range(200):  # warm-up: imports, caches, pydantic schemas
+        call()
+    harness.exporter.clear()
+    gc.collect()
+    samples.append({"calls": 0, "rss_kib": rss_kib(), "ledger_entries": len(ledger) if ledger is not None else 0})
+    started = time.perf_counter()
+    done = 0
+    for checkpoint in checkpoints:
+        while done < checkpoint:
+            call()
+            done += 1
+            if done % CLEAR_EVERY == 0:
+                harness.exporter.clear()
+        harness.exporter.clear()
+        gc.collect()
+        sample = {"calls": done, "rss_kib": rss_kib(), "ledger_entries": len(ledger) if ledger is not None else 0}
+        samples.append(sample)
+        print(f"  memory {subject}: {sample}", file=sys.stderr, flush=True)
+    result: dict[str, Any] = {"samples": samples, "seconds": time.perf_counter() - started}
+    if ledger is not None:
+        result["ledger"] = ledger_bytes_per_entry(ledger, call, harness.exporter)
+    return result
+
+
+def _empty(ledger: Any) -> None:
+    """Empty an InMemoryLedger in place (benchmark only: reaches into its private maps)."""
+    for name in ("_entries", "_locations", "_conversations", "_children", "_in_flight"):
+        getattr(ledger, name).clear()
+
+
+def ledger_bytes_per_entry(ledger: Any, call: Callable[[], object], exporter: InMemorySpanExporter) -> dict[str, Any]:
+    _empty(ledger)
+    gc.collect()
+    tracemalloc.start()
+    for index in range(ledger.capacity):
+        call()
+        if index % CLEAR_EVERY == 0:
+            exporter.clear()
+    exporter.clear()
+    gc.collect()
+    full = tracemalloc.get_traced_memory()[0]
+    entries = len(ledger)
+    _empty(ledger)
+    gc.collect()
+    empty = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return {
+        "capacity": ledger.capacity,
+        "entries": entries,
+        "bytes_full": full - empty,
+        "bytes_per_entry": (full - empty) / max(entries, 1),
+    }
+
+
+# -- profile -----------------------------------------------------------------------------------------------
+
+
+def run_profile(subject: str, seconds: float, workloads: list[str], top: int) -> dict[str, Any]:
+    harness = build(subject)
+    results = {}
+    for workload in workloads:
+        call = make_call(harness.client, workload)
+        for _ in range(20):
+            call()
+        harness.exporter.clear()
+        start = time.perf_counter()
+        call()
+        iterations = max(20, int(seconds / max(time.perf_counter() - start, 1e-6)))
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for index in range(iterations):
+            call()
+            if index % CLEAR_EVERY == 0:
+                harness.exporter.clear()
+        profiler.disable()
+        results[workload] = profile_rows(profiler, iterations, top)
+    return results
+
+
+def profile_rows(profiler: cProfile.Profile, iterations: int, top: int) -> dict[str, Any]:
+    stats = pstats.Stats(profiler, stream=io.StringIO())
+    raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+    rows = []
+    total_tt = 0.0
+    for (filename, line, name), (_cc, ncalls, tottime, cumtime, _callers) in raw.items():
+        total_tt += tottime
+        if "otel_responses" not in filename:
+            continue
+        short = filename[filename.index("otel_responses") :]
+        rows.append(
+            {
+                "function": f"{short}:{line}({name})",
+                "calls_per_call": ncalls / iterations,
+                "cum_us": cumtime / iterations * 1e6,
+                "self_us": tottime / iterations * 1e6,
+            }
+        )
+    by_cum = sorted(rows, key=lambda row: -row["cum_us"])[:top]
+    by_self = sorted(rows, key=lambda row: -row["self_us"])[:top]
+    return {
+        "iterations": iterations,
+        "profiled_call_us": total_tt / iterations * 1e6,
+        "package_self_us": sum(row["self_us"] for row in rows),
+        "top_cumulative": by_cum,
+        "top_self": by_self,
+    }
+
+
+# -- entry point -------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("subject", choices=["bare", *PEERS])
+    parser.add_argument("--mode", choices=["timing", "memory", "profile"], default="timing")
+    parser.add_argument("--seconds", type=float, default=3.0, help="target timed seconds per workload")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--calls", type=int, default=MEMORY_CHECKPOINTS[-1], help="memory mode: number of calls")
+    parser.add_argument("--top", type=int, default=15, help="profile mode: rows kept")
+    args = parser.parse_args(argv)
+    workloads = [w for w in args.workloads.split(",") if w]
+    result: dict[str, Any] = {"subject": args.subject, "mode": args.mode, "pid": os.getpid()}
+    result["versions"] = versions(args.subject)
+    try:
+        if args.mode == "timing":
+            result.update(run_timing(args.subject, args.seconds, workloads))
+        elif args.mode == "memory":
+            result.update(run_memory(args.subject, args.calls))
+        else:
+            result["profile"] = run_profile(args.subject, args.seconds, workloads, args.top)
+    except Exception as error:  # a peer that fails with this openai release is a result, not a crash
+        result["error"] = f"{type(error).__name__}: {error}"
+    json.dump(result, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

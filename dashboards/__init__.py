@@ -1,0 +1,1 @@
+"""Grafana dashboards and Prometheus alert rules for otel-responses, built as code (see dashboards/README.md)."""

@@ -1,0 +1,321 @@
+"""A pytest kit for regression tests of apps that use the Responses API: the emulator, clients for it, the
+instrumentation captured in memory, and assertions that name the lost context and its fix.
+
+Registered as the pytest plugin ``otel_responses`` (entry point group ``pytest11``), so its fixtures are there in
+every test session of a project that installs ``otel-responses``. Importing this module is cheap and needs neither
+``openai`` nor ``opentelemetry-sdk``: they, and the emulator, are imported only when a fixture or function is used.
+
+Fixtures: ``responses_emulator`` (session), ``responses_client``, ``responses_async_client``,
+``responses_telemetry``. Functions: ``capture()``, ``assert_no_context_loss()``, ``assert_signal()``,
+``assert_no_signal()``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import pytest
+
+from . import attributes as _attr
+from .signals import CATALOGUE, LOSS_SEVERITIES
+
+if TYPE_CHECKING:
+    import openai
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from .emulator import Emulator
+
+__all__ = [
+    "CapturedTelemetry",
+    "Spans",
+    "assert_no_context_loss",
+    "assert_no_signal",
+    "assert_signal",
+    "capture",
+    "responses_async_client",
+    "responses_client",
+    "responses_emulator",
+    "responses_telemetry",
+]
+
+_SDK_HINT = "pip install opentelemetry-sdk"
+_OPENAI_HINT = "pip install 'openai>=1.101.0'"
+
+
+@dataclass(repr=False)
+class CapturedTelemetry:
+    """What the instrumentation exported, read through the real OpenTelemetry SDK (in memory)."""
+
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+
+    @classmethod
+    def new(cls) -> CapturedTelemetry:
+        """Fresh providers with an in-memory span exporter and metric reader, not yet given to the
+        instrumentation (``capture()`` does that)."""
+        try:
+            from opentelemetry.sdk.metrics import MeterProvider
+            from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+            from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        except ImportError as exc:
+            raise ImportError(f"capturing telemetry needs the OpenTelemetry SDK: {_SDK_HINT}") from exc
+        exporter = InMemorySpanExporter()
+        tracer_provider = TracerProvider()
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+        reader = InMemoryMetricReader()
+        meter_provider = MeterProvider(metric_readers=[reader])
+        return cls(exporter, reader, tracer_provider, meter_provider)
+
+    def spans(self) -> list[ReadableSpan]:
+        """Every finished span, in the order they ended."""
+        return list(self.exporter.get_finished_spans())
+
+    def chat_spans(self) -> list[ReadableSpan]:
+        """Spans of create/parse calls only (``gen_ai.operation.name`` ``chat``; conversations.create and the
+        like make spans of their own)."""
+        return [s for s in self.spans() if (s.attributes or {}).get(_attr.GEN_AI_OPERATION_NAME) == "chat"]
+
+    def only_span(self) -> ReadableSpan:
+        """The single finished span; an ``AssertionError`` naming the spans when there is not exactly one."""
+        spans = self.spans()
+        if len(spans) != 1:
+            raise AssertionError(f"expected exactly one span, got {len(spans)}: {[s.name for s in spans]}")
+        return spans[0]
+
+    def metric_points(self, name: str) -> list[Any]:
+        """The data points of metric ``name`` collected so far (cumulative since ``capture()`` began)."""
+        data = self.reader.get_metrics_data()
+        points: list[Any] = []
+        if data is None:
+            return points
+        for resource_metrics in data.resource_metrics:
+            for scope_metrics in resource_metrics.scope_metrics:
+                for metric in scope_metrics.metrics:
+                    if metric.name == name:
+                        points.extend(metric.data.data_points)
+        return points
+
+    def signals(self) -> list[str]:
+        """The names of the signals raised, span by span in the order the spans ended."""
+        return [name for span in self.spans() for name in _signals_of(span)]
+
+    def clear(self) -> None:
+        """Forget the spans finished so far (metrics stay cumulative: SDK readers cannot be reset)."""
+        self.exporter.clear()
+
+    def __repr__(self) -> str:
+        spans = self.spans()
+        return f"<CapturedTelemetry: {len(spans)} span(s), signals {[n for s in spans for n in _signals_of(s)]}>"
+
+
+@contextmanager
+def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
+    """The instrumentation on, exporting to fresh in-memory providers, for the ``with`` block; off after it.
+
+    ``instrument_options`` are ``ResponsesInstrumentor().instrument()``'s settings (``strict=True``,
+    ``zdr=True``, ...); a bad one raises ``otel_responses.ConfigError``. The instrumentation must be off on entry
+    (not already on through ``opentelemetry-instrument`` or an enclosing ``capture()``), else ``RuntimeError``.
+    """
+    from .instrumentor import ResponsesInstrumentor
+
+    for own in ("tracer_provider", "meter_provider"):
+        if own in instrument_options:
+            raise TypeError(f"capture() makes its own {own}; read it from the CapturedTelemetry it yields")
+    instrumentor = ResponsesInstrumentor()
+    if instrumentor.is_instrumented_by_opentelemetry:
+        raise RuntimeError(
+            "the otel-responses instrumentation is already on (opentelemetry-instrument, an enclosing capture(), "
+            "or an instrument() call not undone): capture() could not see the spans; turn it off first"
+        )
+    telemetry = CapturedTelemetry.new()
+    instrumentor.instrument(
+        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **instrument_options
+    )
+    if not instrumentor.is_instrumented_by_opentelemetry:  # a dependency conflict: logged, nothing patched
+        raise RuntimeError(f"the instrumentation did not turn on: is a supported openai installed? {_OPENAI_HINT}")
+    try:
+        yield telemetry
+    finally:
+        instrumentor.uninstrument()
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def responses_emulator() -> Iterator[Emulator]:
+    """The local Responses API emulator (``otel_responses.emulator.Emulator``), running for the whole session."""
+    from .emulator import Emulator
+
+    with Emulator() as emulator:
+        yield emulator
+
+
+@pytest.fixture
+def responses_client(responses_emulator: Emulator) -> Iterator[openai.OpenAI]:
+    """An ``openai.OpenAI`` for the emulator (dummy key, no retries); closed after the test."""
+    _require_openai("responses_client")
+    client = responses_emulator.client()
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def responses_async_client(responses_emulator: Emulator) -> Iterator[openai.AsyncOpenAI]:
+    """An ``openai.AsyncOpenAI`` for the emulator; closed after the test.
+
+    It keeps no connection open between requests, so one client works across event loops (``asyncio.run`` in a
+    plain test, or an async test under pytest-asyncio or anyio) and is closed cleanly after the test.
+    """
+    import asyncio
+
+    _require_openai("responses_async_client")
+    client = responses_emulator.async_client(default_headers={"Connection": "close"})
+    try:
+        yield client
+    finally:
+        if not client.is_closed():  # on a loop of its own: the current event loop, if any, is left alone
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(client.close())
+            finally:
+                loop.close()
+
+
+@pytest.fixture
+def responses_telemetry() -> Iterator[CapturedTelemetry]:
+    """The instrumentation on for the test, with default settings; off afterwards. For settings, use
+    ``with capture(strict=True) as telemetry:`` in the test instead."""
+    with capture() as telemetry:
+        yield telemetry
+
+
+def _require_openai(needed_by: str) -> None:
+    try:
+        import openai  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(f"{needed_by} needs the openai SDK: {_OPENAI_HINT}") from exc
+
+
+# -- assertions ----------------------------------------------------------------------------------------------
+
+Spans: TypeAlias = "CapturedTelemetry | ReadableSpan | Iterable[ReadableSpan]"
+"""What the assertions accept: the captured telemetry (all its finished spans), one span, or spans."""
+
+
+def assert_no_context_loss(spans: Spans) -> None:
+    """Fail when any signal of severity ``error`` or ``warning`` was raised; the message names each span, signal,
+    severity and fix. Fails too when there is no span at all (the instrumentation was not on)."""
+    __tracebackhide__ = True
+    checked = _spans(spans, "assert_no_context_loss")
+    found = [(i, span, name) for i, span, name in _raised(checked) if CATALOGUE[name].severity in LOSS_SEVERITIES]
+    if found:
+        raise AssertionError(
+            _report(f"context lost: {_count(len(found))} of severity error or warning", found, checked)
+        )
+
+
+def assert_signal(spans: Spans, name: str) -> list[ReadableSpan]:
+    """Fail unless signal ``name`` was raised at least once; returns the spans that raised it. An unknown name
+    is a ``ValueError``."""
+    __tracebackhide__ = True
+    kind = CATALOGUE[_known(name)]
+    checked = _spans(spans, None)
+    hits = [span for _, span, raised in _raised(checked) if raised == name]
+    if not hits:
+        others = sorted({raised for _, _, raised in _raised(checked)})
+        raise AssertionError(
+            f"expected signal {name} ({kind.severity}: {kind.meaning}), but it was not raised on any of "
+            f"{len(checked)} span(s) {[s.name for s in checked]}; raised: {', '.join(others) or 'none'}"
+        )
+    return hits
+
+
+def assert_no_signal(spans: Spans, name: str) -> None:
+    """Fail when signal ``name`` was raised; the message names the spans, the severity and the fix. An unknown
+    name is a ``ValueError``. Fails too when there is no span at all."""
+    __tracebackhide__ = True
+    _known(name)
+    checked = _spans(spans, "assert_no_signal")
+    found = [(i, span, raised) for i, span, raised in _raised(checked) if raised == name]
+    if found:
+        raise AssertionError(_report(f"unexpected signal {name} raised {len(found)} time(s)", found, checked))
+
+
+def _known(name: str) -> str:
+    if name not in CATALOGUE:
+        close = difflib.get_close_matches(name, list(CATALOGUE), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known signals: {', '.join(CATALOGUE)}"
+        raise ValueError(f"unknown signal {name!r}{hint}")
+    return name
+
+
+def _spans(source: Spans, needs_some: str | None) -> list[ReadableSpan]:
+    if isinstance(source, CapturedTelemetry):
+        spans = source.spans()
+    elif isinstance(source, Iterable):
+        spans = list(source)
+    else:
+        spans = [source]
+    if needs_some is not None and not spans:
+        raise AssertionError(
+            f"{needs_some}: no span to check; was the instrumentation on? (the responses_telemetry fixture, or "
+            "`with capture() as telemetry:`, around the calls)"
+        )
+    return spans
+
+
+def _signals_of(span: ReadableSpan) -> tuple[str, ...]:
+    names = (span.attributes or {}).get(_attr.SIGNALS, ())
+    return tuple(str(n) for n in names) if isinstance(names, (list, tuple)) else ()
+
+
+def _raised(spans: list[ReadableSpan]) -> Iterator[tuple[int, ReadableSpan, str]]:
+    for index, span in enumerate(spans):
+        for name in _signals_of(span):
+            yield index, span, name
+
+
+def _count(n: int) -> str:
+    return f"{n} signal{'s' if n != 1 else ''}"
+
+
+def _report(headline: str, found: list[tuple[int, ReadableSpan, str]], spans: list[ReadableSpan]) -> str:
+    lines = [headline + ":"]
+    for index, span, name in found:
+        kind = CATALOGUE[name]
+        attributes = span.attributes or {}
+        response = attributes.get(_attr.GEN_AI_RESPONSE_ID)
+        where = f"span {span.name!r} (#{index + 1} of {len(spans)}{f', response {response}' if response else ''})"
+        lines.append(f"- {name} ({kind.severity}) on {where}: {kind.meaning}{_detail(span, name)}")
+        lines.append(f"  Fix: {kind.fix}.")
+    return "\n".join(lines)
+
+
+def _detail(span: ReadableSpan, name: str) -> str:
+    """The signal event's metadata (counts, item types, ids; never payload)."""
+    own = {_attr.SIGNAL_NAME, _attr.SIGNAL_SEVERITY}
+    for event in span.events:
+        attributes = event.attributes or {}
+        if event.name == _attr.SIGNAL_EVENT and attributes.get(_attr.SIGNAL_NAME) == name:
+            detail = {k.removeprefix("openai_responses."): v for k, v in attributes.items() if k not in own}
+            if detail:
+                return " [" + ", ".join(f"{k}={_value(v)}" for k, v in detail.items()) + "]"
+    return ""
+
+
+def _value(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
