@@ -34,12 +34,14 @@ class Outcome:
 
     @property
     def as_expected(self) -> bool:
-        """Healthy: every fact kept, no loss signal. Broken: each expected signal raised."""
+        """Each expected signal raised; healthy sessions also keep every fact and raise no loss signal."""
         scenario = self.transcript.scenario
+        raised = all(name in self.signals for name in scenario.raises)
         if scenario.mistake is None:
             loss = [n for n in self.signals if CATALOGUE[n].severity in LOSS_SEVERITIES]
-            return not loss and self.transcript.error is None and all(self.transcript.remembered.values())
-        return all(name in self.signals for name in scenario.raises)
+            kept = self.transcript.error is None and all(self.transcript.remembered.values())
+            return raised and not loss and kept
+        return raised
 
 
 @dataclass

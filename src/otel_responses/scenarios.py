@@ -43,12 +43,21 @@ class Scenario:
     mistake: str | None
     raises: tuple[str, ...]
     summary: str
+    compacted: bool = False  # server-side compaction past a low threshold; the app keeps from its item on
 
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("server_chain", "server_chain", None, (), "previous_response_id each turn, instructions re-sent"),
     Scenario("conversation", "conversation", None, (), "every turn written to one conversation"),
     Scenario("client_replay", "client_replay", None, (), "store=false, encrypted reasoning, every item replayed"),
+    Scenario(
+        "client_replay_compacted",
+        "client_replay",
+        None,
+        ("compaction",),
+        "as client_replay, compacted past a low threshold, history kept from the compaction item on",
+        compacted=True,
+    ),
     Scenario(
         "chain_unstored_parent",
         "server_chain",
@@ -186,11 +195,16 @@ class _Session:
             if turn == 4 and self.mistake == "history_cut":
                 self.history = self.history[3:]  # the oldest turn: its user message, reasoning and answer
             kwargs.update(input=list(self.history), store=False, include=[ENCRYPTED_REASONING])
+            if self.scenario.compacted:  # extra_body: not in the oldest supported SDK's signature
+                kwargs["extra_body"] = {"context_management": [{"type": "compaction", "compact_threshold": 40}]}
         response = self.client.responses.create(**kwargs)
         self.previous = response.id
         self.t.response_ids.append(response.id)
         if mode == "client_replay":
-            self.history += self.replayed(response.output)
+            kept = self.replayed(response.output)
+            types = [getattr(item, "type", None) for item in kept]
+            # After a compaction item, what came before it may be dropped: it stands for all of it.
+            self.history = kept[types.index("compaction") :] if "compaction" in types else self.history + kept
         return response
 
     def replayed(self, output: list[Any]) -> list[Any]:
