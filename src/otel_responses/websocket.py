@@ -15,7 +15,7 @@ from typing import Any
 from .operations import OPERATIONS
 from .streams import StreamObserver
 from .telemetry import Telemetry
-from .wrappers import Switch, Wrapper, begin
+from .wrappers import Switch, Wrapper, await_through, begin, call_through
 
 _log = logging.getLogger(__name__)
 _PENDING = "_otel_responses_pending"
@@ -82,14 +82,7 @@ def create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
         call = _start(switch, telemetry, instance, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        refusal = call.refusal()
-        if refusal is not None:
-            raise refusal
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
+        result = call_through(call, wrapped, args, kwargs)
         _sent(call, instance)
         return result
 
@@ -103,14 +96,7 @@ def async_create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
         call = _start(switch, telemetry, instance, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        refusal = call.refusal()
-        if refusal is not None:
-            raise refusal
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
+        result = await await_through(call, wrapped, args, kwargs)
         _sent(call, instance)
         return result
 

@@ -249,6 +249,32 @@ def begin(
         return None
 
 
+def call_through(call: _Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Strict mode's refusal, then the wrapped call; a failure is recorded and re-raised unchanged."""
+    refusal = call.refusal()
+    if refusal is not None:
+        raise refusal
+    try:
+        return wrapped(*args, **kwargs)
+    except BaseException as exc:
+        call.failed(exc)
+        raise
+
+
+async def await_through(
+    call: _Call, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The coroutine twin of :func:`call_through`."""
+    refusal = call.refusal()
+    if refusal is not None:
+        raise refusal
+    try:
+        return await wrapped(*args, **kwargs)
+    except BaseException as exc:
+        call.failed(exc)
+        raise
+
+
 def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
     """A wrapt wrapper for a synchronous method."""
 
@@ -256,14 +282,7 @@ def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper
         call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        refusal = call.refusal()
-        if refusal is not None:
-            raise refusal
-        try:
-            result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
+        result = call_through(call, wrapped, args, kwargs)
         if call.req.stream:
             return call.stream(result, SyncStreamProxy)
         call.succeeded(result, _raw_mode(kwargs))
@@ -281,14 +300,7 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrappe
         call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        refusal = call.refusal()
-        if refusal is not None:
-            raise refusal
-        try:
-            result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.failed(exc)
-            raise
+        result = await await_through(call, wrapped, args, kwargs)
         if call.req.stream:
             return call.stream(result, AsyncStreamProxy)
         call.succeeded(result, _raw_mode(kwargs))
