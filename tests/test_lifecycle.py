@@ -249,3 +249,23 @@ def test_every_patched_class_is_left_exactly_as_it_was(emulator: Emulator) -> No
         instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
         instrumentor.uninstrument()
     assert {cls: dict(cls.__dict__) for cls in classes} == before
+
+
+def test_an_internal_failure_is_swallowed_counted_and_logged_without_payload(
+    emulator: Emulator, captured: Captured, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import otel_responses.wrappers as wrappers
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("payload-like text that must not be logged")
+
+    monkeypatch.setattr(wrappers, "run_response_checks", broken)
+    with caplog.at_level("DEBUG", logger="otel_responses"):
+        response = emulator.client().responses.create(model=MODEL, input="Remember this: the marker is F-1.")
+    assert response.output_text == "Noted marker F-1."
+    (point,) = captured.metric_points("openai_responses.instrumentation.errors")
+    assert point.attributes == {"openai_responses.instrumentation.step": "record_response"}
+    assert point.value == 1
+    assert "record_response failed (RuntimeError at test_lifecycle.py:" in caplog.text
+    assert "payload-like" not in caplog.text
+    assert captured.only_span().end_time is not None

@@ -77,6 +77,8 @@ METRIC_CALLS: Final = "openai_responses.calls"
 METRIC_SIGNALS: Final = "openai_responses.signals"
 METRIC_TOKENS: Final = "openai_responses.tokens"
 METRIC_ENCRYPTED_ITEMS: Final = "openai_responses.reasoning.encrypted_items"
+METRIC_INTERNAL_ERRORS: Final = "openai_responses.instrumentation.errors"
+INSTRUMENTATION_STEP: Final = "openai_responses.instrumentation.step"
 TOKEN_KIND: Final = "openai_responses.token.kind"
 DIRECTION: Final = "openai_responses.direction"
 

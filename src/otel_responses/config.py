@@ -97,6 +97,6 @@ def resolve_version(version: InstructionsVersion, instructions: str | None) -> s
     try:
         resolved = version(instructions)
     except Exception:  # a user callback must not break the app's call
-        _log.debug("instructions_version resolver failed", exc_info=True)
+        _log.debug("otel-responses: the instructions_version resolver failed; no version recorded")
         return None
     return resolved if isinstance(resolved, str) else None

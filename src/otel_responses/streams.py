@@ -4,7 +4,6 @@ collection of an abandoned stream."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from time import perf_counter
@@ -24,7 +23,6 @@ if TYPE_CHECKING:
 else:  # older wrapt releases cannot be subscripted at run time
     _Proxy = wrapt.ObjectProxy
 
-_log = logging.getLogger(__name__)
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
@@ -68,7 +66,7 @@ class StreamObserver:
                 code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
                 self.fail_with(code if isinstance(code, str) and code else "error")
         except Exception:
-            _log.debug("observing a stream event failed", exc_info=True)
+            call.telemetry.internal_error("observe_stream_event")
 
     def _terminal(self, response: Any, kind: str) -> None:
         call = self._take()

@@ -5,6 +5,9 @@ Attribute dictionaries are built once per call and handed to the SDK whole; no p
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import sys
 from typing import Any
 
 from opentelemetry.metrics import Meter
@@ -16,6 +19,7 @@ from .config import Settings
 from .facts import RequestFacts, ResponseFacts, bounded_types
 from .signals import LOSS_SEVERITIES, Signal
 
+_log = logging.getLogger(__name__)
 Attributes = dict[str, AttributeValue]
 Server = tuple[str | None, int | None]
 
@@ -58,6 +62,11 @@ class Telemetry:
             a.METRIC_ENCRYPTED_ITEMS,
             unit="{item}",
             description="Reasoning items carrying encrypted_content, returned (output) and replayed (input).",
+        )
+        self.internal_errors = meter.create_counter(
+            a.METRIC_INTERNAL_ERRORS,
+            unit="{error}",
+            description="Failures inside the instrumentation, by step; swallowed, the app never sees them.",
         )
         self.signal_counter = meter.create_counter(
             a.METRIC_SIGNALS,
@@ -231,6 +240,21 @@ class Telemetry:
         if resp.output_tokens is not None:
             self.token_usage.record(resp.output_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_OUTPUT})
         span.end()
+
+    def internal_error(self, step: str) -> None:
+        """Count and log (at debug, without the message, which may echo payload) a swallowed failure.
+
+        Call from an ``except`` block."""
+        exc = sys.exc_info()[1]
+        where = ""
+        tb = exc.__traceback__ if exc is not None else None
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        if tb is not None:
+            where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
+        _log.debug("otel-responses: %s failed (%s%s); the app is unaffected", step, type(exc).__qualname__, where)
+        with contextlib.suppress(Exception):  # the metrics SDK itself failing: nothing more to do
+            self.internal_errors.add(1, {a.INSTRUMENTATION_STEP: step})
 
     def first_chunk(self, span: Span, req: RequestFacts, server: Server, seconds: float) -> None:
         """The first event of a stream arrived."""

@@ -47,7 +47,7 @@ def _sent(call: Any, instance: Any) -> None:
     try:
         _pending(getattr(instance, "_connection", instance)).append(StreamObserver(call, None))
     except Exception:
-        _log.debug("tracking a WebSocket response failed", exc_info=True)
+        call.telemetry.internal_error("track_websocket_response")
         call.finish(None)
 
 
@@ -66,7 +66,7 @@ def _received(connection: Any, event: Any) -> None:
         if observer.done:
             queue.popleft()
     except Exception:
-        _log.debug("observing a WebSocket event failed", exc_info=True)
+        _log.debug("otel-responses: observing a WebSocket event failed; the app is unaffected")
 
 
 def _closed(connection: Any) -> None:

@@ -8,7 +8,6 @@ mode, which refuses a request that would lose context before it is sent.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import Token
 from time import perf_counter
@@ -28,7 +27,6 @@ from .signals import STRICT, ContextLossError, Signal
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 from .telemetry import Server, Telemetry
 
-_log = logging.getLogger(__name__)
 _RAW_HEADER = "X-Stainless-Raw-Response"
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
@@ -146,7 +144,7 @@ class _Call:
         try:
             otel_context.detach(self.token)
         except Exception:
-            _log.debug("detaching the context failed", exc_info=True)
+            self.telemetry.internal_error("detach_context")
         self.token = None
 
     def _close(self) -> float:
@@ -156,7 +154,7 @@ class _Call:
             try:
                 self.settings.ledger.leave(self.flight)
             except Exception:
-                _log.debug("leaving the ledger failed", exc_info=True)
+                self.telemetry.internal_error("ledger_leave")
         return seconds
 
     def refusal(self) -> ContextLossError | None:
@@ -165,7 +163,7 @@ class _Call:
             blocking = [s for s in self.signals if s.name in STRICT] if self.settings.strict else []
             error = ContextLossError(blocking) if blocking else None
         except Exception:
-            _log.debug("strict-mode check failed; the request is sent", exc_info=True)
+            self.telemetry.internal_error("strict_check")
             return None
         if error is not None:
             self.failed(error)
@@ -177,7 +175,7 @@ class _Call:
         try:
             return proxy(result, self)
         except Exception:
-            _log.debug("wrapping a stream failed; it is returned as is", exc_info=True)
+            self.telemetry.internal_error("wrap_stream")
             self.finish(None)
             return result
 
@@ -185,13 +183,13 @@ class _Call:
         try:
             resp = _result_facts(self.op, result, raw_mode, self.settings)
         except Exception:
-            _log.debug("reading the response failed", exc_info=True)
+            self.telemetry.internal_error("read_response")
             resp = None
         if resp is None and raw_mode is not None:
             try:
                 self.telemetry.tag_request_id(self.span, _raw_request_id(result))
             except Exception:
-                _log.debug("reading the raw response failed", exc_info=True)
+                self.telemetry.internal_error("read_raw_response")
         self.finish(resp)
 
     def finish(
@@ -219,7 +217,7 @@ class _Call:
                 self.op.records_usage,
             )
         except Exception:
-            _log.debug("recording a response failed", exc_info=True)
+            self.telemetry.internal_error("record_response")
             self.span.end()
 
     def failed(self, exc: BaseException) -> None:
@@ -227,7 +225,7 @@ class _Call:
         try:
             self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
         except Exception:
-            _log.debug("recording an error failed", exc_info=True)
+            self.telemetry.internal_error("record_error")
             self.span.end()
 
 
@@ -245,7 +243,7 @@ def begin(
     try:
         return _Call(telemetry, op, instance, args, kwargs, exempt)
     except Exception:
-        _log.debug("starting the span failed; the call goes on uninstrumented", exc_info=True)
+        telemetry.internal_error("start_call")
         return None
 
 
@@ -322,7 +320,7 @@ def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wr
         try:
             return PaginatorProxy(paginator, call)
         except Exception:
-            _log.debug("wrapping a paginator failed; it is returned as is", exc_info=True)
+            telemetry.internal_error("wrap_paginator")
             call.finish(None)
             return paginator
 
