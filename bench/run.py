@@ -1,0 +1,309 @@
+"""The benchmark of otel_responses against the bare client and three peer instrumentations.
+
+    /work/venv-dev/bin/python bench/run.py            # or any venv with otel-responses, openai, opentelemetry-sdk
+
+Every subject runs in its own process; the peers each in their own virtualenv under
+``~/.cache/otel-responses-bench/<name>`` (created here when missing, with the same ``openai`` and
+``opentelemetry-sdk`` versions as the running interpreter). The runner interleaves short bursts of every subject,
+round after round, so that a slow minute of a shared machine hits every subject alike. Then it measures this
+package's memory over 100,000 calls and profiles its hot path. Results: ``bench/results/latest.{json,md}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import venv
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import IO, Any
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "worker.py"
+CACHE = Path(os.environ.get("OTEL_RESPONSES_BENCH_CACHE", Path.home() / ".cache" / "otel-responses-bench"))
+OURS = "otel_responses"
+BARE = "bare"
+# subject -> (venv name, distribution to install, module to import); None: the running interpreter
+PEERS: dict[str, tuple[str, str, str]] = {
+    "genai_openai": (
+        "genai",
+        "opentelemetry-instrumentation-genai-openai",
+        "opentelemetry.instrumentation.genai.openai",
+    ),
+    "traceloop": ("traceloop", "opentelemetry-instrumentation-openai", "opentelemetry.instrumentation.openai"),
+    "openinference": ("openinference", "openinference-instrumentation-openai", "openinference.instrumentation.openai"),
+}
+SUBJECTS = (BARE, OURS, f"{OURS}_strict", *PEERS)
+WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
+HUGE = "replay_10000"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- environments ------------------------------------------------------------------------------------------
+
+
+def ensure_venv(subject: str) -> tuple[str | None, str | None]:
+    """The interpreter of a peer's virtualenv, created and installed if missing; or (None, why it failed)."""
+    name, dist, module = PEERS[subject]
+    home = CACHE / name
+    python = home / "bin" / "python"
+    pins = [f"openai=={metadata.version('openai')}", f"opentelemetry-sdk=={metadata.version('opentelemetry-sdk')}"]
+    stamp = home / "bench-installed.txt"
+    wanted = " ".join([*pins, dist])
+    if not stamp.exists() or stamp.read_text() != wanted:
+        log(f"installing {wanted} into {home}")
+        venv.create(home, with_pip=True, clear=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *pins, dist], capture_output=True, text=True, check=False
+        )
+        if done.returncode != 0:
+            return None, f"pip install failed: {done.stderr.strip().splitlines()[-1:]}"
+        stamp.write_text(wanted)
+    probe = subprocess.run([str(python), "-c", f"import {module}, openai"], capture_output=True, text=True, check=False)
+    if probe.returncode != 0:
+        return None, f"import failed: {probe.stderr.strip().splitlines()[-1:]}"
+    return str(python), None
+
+
+# -- the interleaved timing --------------------------------------------------------------------------------
+
+
+@dataclass
+class Process:
+    subject: str
+    popen: subprocess.Popen[str]
+    versions: dict[str, str]
+    shapes: dict[str, Any] = field(default_factory=dict)
+    total: dict[str, list[int]] = field(default_factory=dict)
+    net: dict[str, list[int]] = field(default_factory=dict)
+    error: str | None = None
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        stdin: IO[str] = self.popen.stdin  # type: ignore[assignment]
+        stdout: IO[str] = self.popen.stdout  # type: ignore[assignment]
+        stdin.write(json.dumps(request) + "\n")
+        stdin.flush()
+        line = stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.subject} worker died")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+
+def start(subject: str, python: str) -> Process:
+    popen = subprocess.Popen(
+        [python, str(WORKER), subject, "--mode", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+    )
+    line = popen.stdout.readline() if popen.stdout else ""
+    if not line:
+        popen.wait()
+        return Process(subject, popen, {}, error=f"worker exited with {popen.returncode} before it was ready")
+    hello = json.loads(line)
+    return Process(subject, popen, hello["versions"])
+
+
+def timing(processes: list[Process], workloads: list[str], seconds: float, rounds: int) -> None:
+    live = [p for p in processes if p.error is None]
+    for workload in workloads:
+        huge = workload == HUGE
+        per_call: dict[str, float] = {}
+        for process in live:
+            try:
+                warm = 1 if huge else 2 if workload == "replay_1000" else 5
+                process.shapes[workload] = process.ask({"op": "warm", "workload": workload, "n": warm})
+                if not huge:  # one call of 10,000 items is a burst of its own
+                    probe = process.ask({"op": "burst", "workload": workload, "n": 1 if warm == 2 else 3})
+                    per_call[process.subject] = min(probe["total_ns"])
+            except Exception as error:
+                process.error = f"{workload}: {type(error).__name__}: {error}"
+        live = [p for p in live if p.error is None]
+        workload_rounds = max(1, rounds - 3) if huge else rounds
+        for number in range(workload_rounds):
+            order = live[number % len(live) :] + live[: number % len(live)]
+            for process in order:
+                n = 1 if huge else max(1, round(seconds / workload_rounds * 1e9 / per_call[process.subject]))
+                answer = process.ask({"op": "burst", "workload": workload, "n": n})
+                process.total.setdefault(workload, []).extend(answer["total_ns"])
+                process.net.setdefault(workload, []).extend(answer["net_ns"])
+        for process in live:
+            median = statistics.median(process.total[workload]) / 1e3
+            log(f"  {workload:13} {process.subject:22} median {median:12.1f} us")
+
+
+def percentile(values: list[int], fraction: float) -> float:
+    ordered = sorted(values)
+    index = fraction * (len(ordered) - 1)
+    low = int(index)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (index - low)
+
+
+def stats(process: Process, workload: str) -> dict[str, Any]:
+    total, net = process.total[workload], process.net[workload]
+    return {
+        "n": len(total),
+        "median_us": percentile(total, 0.5) / 1e3,
+        "p90_us": percentile(total, 0.9) / 1e3,
+        "net_median_us": percentile(net, 0.5) / 1e3,
+        "net_p90_us": percentile(net, 0.9) / 1e3,
+        **process.shapes.get(workload, {}),
+    }
+
+
+# -- memory and profile ------------------------------------------------------------------------------------
+
+
+def one_shot(python: str, subject: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run([python, str(WORKER), subject, *args], stdout=subprocess.PIPE, text=True, check=False)
+    if done.returncode != 0 or not done.stdout:
+        return {"error": f"worker exited with {done.returncode}"}
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+# -- report ------------------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, str]:
+    found = {"python": platform.python_version(), "platform": platform.platform()}
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
+        for line in lscpu.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("Model name", "CPU(s)"):
+                found[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return found
+
+
+def render(results: dict[str, Any]) -> str:
+    table = results["timing"]
+    lines = [f"Machine: {results['machine']}", ""]
+    lines.append("| workload | subject | n | median µs | p90 µs | added µs | x bare | net median µs | net added µs |")
+    lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    for workload in results["workloads"]:
+        bare = table.get(BARE, {}).get(workload)
+        for subject in SUBJECTS:
+            row = table.get(subject, {}).get(workload)
+            if row is None:
+                continue
+            added = row["median_us"] - bare["median_us"] if bare else float("nan")
+            ratio = row["median_us"] / bare["median_us"] if bare else float("nan")
+            net_added = row["net_median_us"] - bare["net_median_us"] if bare else float("nan")
+            lines.append(
+                f"| {workload} | {subject} | {row['n']} | {row['median_us']:.0f} | {row['p90_us']:.0f} | "
+                f"{added:+.0f} | {ratio:.2f} | {row['net_median_us']:.0f} | {net_added:+.0f} |"
+            )
+    lines += ["", "Ratio of otel_responses' added time to each peer's (net of the SDK transform, medians):", ""]
+    lines.append("| workload | " + " | ".join(PEERS) + " |")
+    lines.append("|---|" + "--:|" * len(PEERS))
+    for workload in results["workloads"]:
+        cells = []
+        for peer in PEERS:
+            ratio = results["ratios"].get(workload, {}).get(peer)
+            cells.append(f"{ratio:.2f}" if isinstance(ratio, float) else "—")
+        lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    if results.get("slope_us_per_1000"):
+        lines += ["", f"otel_responses cost per 1,000 replayed items: {results['slope_us_per_1000']}"]
+    if results.get("errors"):
+        lines += ["", "Subjects that could not run: " + json.dumps(results["errors"])]
+    return "\n".join(lines) + "\n"
+
+
+def ratios_and_slope(results: dict[str, Any]) -> None:
+    table = results["timing"]
+    bare = table.get(BARE, {})
+    results["ratios"] = {}
+    for workload in results["workloads"]:
+        if workload not in bare or workload not in table.get(OURS, {}):
+            continue
+        ours = table[OURS][workload]["net_median_us"] - bare[workload]["net_median_us"]
+        results["ratios"][workload] = {}
+        for peer in PEERS:
+            if workload in table.get(peer, {}):
+                theirs = table[peer][workload]["net_median_us"] - bare[workload]["net_median_us"]
+                results["ratios"][workload][peer] = ours / theirs if theirs > 0 else None
+    if all(w in table.get(OURS, {}) for w in ("replay_1000", HUGE)):
+        slopes = {}
+        for key in ("median_us", "net_median_us"):
+            added = {w: table[OURS][w][key] - bare[w][key] for w in ("replay_1000", HUGE)}
+            slopes[key] = round((added[HUGE] - added["replay_1000"]) / 9, 1)
+        results["slope_us_per_1000"] = slopes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0, help="timed seconds per subject and workload")
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds per workload (10,000 items: 3 fewer)")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument("--subjects", default=",".join(SUBJECTS))
+    parser.add_argument("--memory-calls", type=int, default=100_000)
+    parser.add_argument("--skip", default="", help="comma-separated parts to skip: timing, memory, profile")
+    parser.add_argument("--out", type=Path, default=HERE / "results")
+    args = parser.parse_args(argv)
+    workloads = [w for w in args.workloads.split(",") if w]
+    subjects = [s for s in args.subjects.split(",") if s]
+    skip = set(args.skip.split(","))
+    started = time.time()
+    results: dict[str, Any] = {"machine": machine(), "workloads": workloads, "errors": {}, "versions": {}}
+    results["settings"] = {"seconds": args.seconds, "rounds": args.rounds, "memory_calls": args.memory_calls}
+
+    if "timing" not in skip:
+        processes = []
+        for subject in subjects:
+            python, why = (sys.executable, None) if subject not in PEERS else ensure_venv(subject)
+            if python is None:
+                results["errors"][subject] = why
+                continue
+            process = start(subject, python)
+            processes.append(process)
+            results["versions"][subject] = process.versions
+        timing(processes, workloads, args.seconds, args.rounds)
+        results["timing"] = {}
+        for process in processes:
+            if process.popen.stdin:
+                process.popen.stdin.close()
+            process.popen.wait()
+            if process.error is not None:
+                results["errors"][process.subject] = process.error
+            results["timing"][process.subject] = {w: stats(process, w) for w in workloads if w in process.total}
+        ratios_and_slope(results)
+    if "memory" not in skip:
+        log("memory: otel_responses, then the bare client")
+        results["memory"] = {
+            OURS: one_shot(sys.executable, OURS, "--mode", "memory", "--calls", str(args.memory_calls)),
+            # the bare client, for comparison, over the first quarter
+            BARE: one_shot(sys.executable, BARE, "--mode", "memory", "--calls", str(args.memory_calls // 4)),
+        }
+    if "profile" not in skip:
+        log("profile: otel_responses")
+        results["profile"] = one_shot(
+            sys.executable, OURS, "--mode", "profile", "--workloads", "short,replay_1000", "--seconds", "8"
+        )
+    results["elapsed_s"] = round(time.time() - started)
+    args.out.mkdir(exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(results, indent=1))
+    if "timing" in results:
+        text = render(results)
+        (args.out / "latest.md").write_text(text)
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
