@@ -1,6 +1,6 @@
 """The benchmark of otel_responses against the bare client and three peer instrumentations.
 
-    /work/venv-dev/bin/python bench/run.py            # or any venv with otel-responses, openai, opentelemetry-sdk
+    .venv/bin/python bench/run.py            # or any venv with otel-responses, openai, opentelemetry-sdk
 
 Every subject runs in its own process; the peers each in their own virtualenv under
 ``~/.cache/otel-responses-bench/<name>`` (created here when missing, with the same ``openai`` and
