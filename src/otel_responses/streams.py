@@ -4,6 +4,7 @@ collection of an abandoned stream."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from time import perf_counter
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 else:  # older wrapt releases cannot be subscripted at run time
     _Proxy = wrapt.ObjectProxy
 
+_log = logging.getLogger(__name__)
 _TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
@@ -54,19 +56,22 @@ class StreamObserver:
         if call is None:
             return
         try:
-            if not self._first_chunk:
-                self._first_chunk = True
-                call.telemetry.first_chunk(call.span, call.req, call.server, perf_counter() - call.started)
-            kind = getattr(event, "type", None)
-            if kind == "response.output_item.done":
-                self._items.append(item_meta(getattr(event, "item", None), call.settings.fingerprinter))
-            elif kind in _TERMINAL:
-                self._terminal(getattr(event, "response", None), kind)
-            elif kind == "error":
-                code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
-                self.fail_with(code if isinstance(code, str) and code else "error")
+            self._observe(call, event)
         except Exception:
             call.telemetry.internal_error("observe_stream_event")
+
+    def _observe(self, call: _Call, event: Any) -> None:
+        if not self._first_chunk:
+            self._first_chunk = True
+            call.telemetry.first_chunk(call.span, call.req, call.server, perf_counter() - call.started)
+        kind = getattr(event, "type", None)
+        if kind == "response.output_item.done":
+            self._items.append(item_meta(getattr(event, "item", None), call.settings.fingerprinter))
+        elif kind in _TERMINAL:
+            self._terminal(getattr(event, "response", None), kind)
+        elif kind == "error":
+            code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
+            self.fail_with(code if isinstance(code, str) and code else "error")
 
     def _terminal(self, response: Any, kind: str) -> None:
         call = self._take()
@@ -109,6 +114,16 @@ def _request_id(stream: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _safely(observe: Callable[[Any], None], event: Any) -> None:
+    """The app's events come first: nothing the observer does may reach the app's iteration."""
+    try:
+        observe(event)
+    except Exception as exc:
+        _log.debug(
+            "otel-responses: observing a stream event failed (%s); the app is unaffected", type(exc).__qualname__
+        )
+
+
 class SyncStreamProxy(_Proxy):
     """A ``Stream`` that reports its events; everything else passes through."""
 
@@ -129,7 +144,7 @@ class SyncStreamProxy(_Proxy):
         except BaseException as exc:
             observer.raised(exc)
             raise
-        observer.event(event)
+        _safely(observer.event, event)
         return event
 
     def __enter__(self) -> SyncStreamProxy:
@@ -172,7 +187,7 @@ class AsyncStreamProxy(_Proxy):
         except BaseException as exc:
             observer.raised(exc)
             raise
-        observer.event(event)
+        _safely(observer.event, event)
         return event
 
     async def __aenter__(self) -> AsyncStreamProxy:
