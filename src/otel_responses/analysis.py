@@ -19,7 +19,6 @@ class Link:
     """An earlier response whose output items appear in a replay."""
 
     entry: Entry
-    first_position: int
     app_messages_before: int  # app messages between the latest compaction item (or the start) and this link
     compactions_before: int
     seen: set[int] = field(default_factory=set)
@@ -91,7 +90,7 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         entry, index = found
         link = links.get(entry.response_id)
         if link is None:
-            link = Link(entry, position, app_before[position], compactions_before[position])
+            link = Link(entry, app_before[position], compactions_before[position])
             links[entry.response_id] = link
         link.seen.add(index)
         sent, returned = items[position], entry.outputs[index]

@@ -109,7 +109,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         items: tuple[ItemMeta, ...] = (USER_TEXT,)
     elif is_sequence(raw_input):
         fingerprints = settings.fingerprinter
-        items = tuple(item_meta(item, fingerprints) for item in raw_input)
+        items = tuple(item_meta(item, fingerprints, sent=True) for item in raw_input)
     else:
         items = ()
     encrypted_in = 0

@@ -68,8 +68,12 @@ def _message_text(content: object) -> str | None:
     return "".join(texts)
 
 
-def item_meta(item: object, fingerprints: Fingerprinter) -> ItemMeta:
-    """Metadata of one item, whatever its shape; unknown shapes give type ``unknown``."""
+def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> ItemMeta:
+    """Metadata of one item, whatever its shape; unknown shapes give type ``unknown``.
+
+    ``sent``: an item of a request. Its assistant text is fingerprinted only when it has no id (a replay of
+    the text alone): an item with an id is recognised by the id, so hashing its text would be wasted work.
+    """
     if isinstance(item, dict):
         get: Any = item.get
     else:
@@ -95,7 +99,7 @@ def item_meta(item: object, fingerprints: Fingerprinter) -> ItemMeta:
         if isinstance(payload, str) and payload:
             encrypted = True
             fingerprint = fingerprints.number(payload)
-    elif role == "assistant" and item_type == "message":
+    elif role == "assistant" and item_type == "message" and not (sent and item_id is not None):
         text = _message_text(get("content"))
         if text is not None:
             fingerprint = fingerprints.number(text)
