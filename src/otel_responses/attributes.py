@@ -48,6 +48,8 @@ REQUEST_ID: Final = "openai_responses.request_id"
 STATE_MODE: Final = "openai_responses.state.mode"
 STORE: Final = "openai_responses.store"
 ZDR: Final = "openai_responses.zdr"
+# Set (true) when a shared ledger could not be read for this call: its checks used local knowledge only.
+LEDGER_UNAVAILABLE: Final = "openai_responses.ledger.unavailable"
 INSTRUCTIONS_HASH: Final = "openai_responses.instructions.hash"
 INSTRUCTIONS_VERSION: Final = "openai_responses.instructions.version"
 INPUT_ITEM_TYPES: Final = "openai_responses.input.item_types"

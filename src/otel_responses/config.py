@@ -85,7 +85,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
         )
         ledger = InMemoryLedger(capacity)
-    elif not all(callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave")):
+    elif not all(callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave", "unavailable")):
         raise ConfigError("ledger must implement otel_responses.ledger.Ledger")
     return Settings(zdr, version, max_types, Fingerprinter(key), strict, ledger)
 

@@ -13,6 +13,7 @@ import secrets
 KEY_BYTES = 32
 _EXPORTED = b"otelr-instr"
 _INTERNAL = b"otelr-item"
+_KEY_ID = b"otelr-keyid"
 
 
 class Fingerprinter:
@@ -35,6 +36,12 @@ class Fingerprinter:
         ).hexdigest()
         self._last = (value, digest)
         return digest
+
+    def key_id(self) -> str:
+        """A short id of the key (a keyed hash of nothing): processes sharing a key share it, and it says
+        nothing about the key. A shared ledger namespaces its entries with it, so a rotated key never
+        compares fingerprints made under the old one."""
+        return hashlib.blake2b(b"", key=self._key, digest_size=6, person=_KEY_ID).hexdigest()
 
     def number(self, value: str) -> int:
         """Internal 64-bit fingerprint of a payload (assistant text, encrypted content); never exported."""

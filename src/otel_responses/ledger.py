@@ -68,6 +68,11 @@ class Ledger(LedgerView, Protocol):
 
     def leave(self, key: str) -> None: ...
 
+    def unavailable(self) -> bool:
+        """True when a read made for the current call could not reach a shared store (the checks then used
+        what this process knows); reading it resets it. Always False for a ledger with no remote part."""
+        ...
+
 
 class InMemoryLedger:
     """At most ``capacity`` entries, oldest evicted first, with an index from item ids and text fingerprints to entries.
@@ -160,6 +165,9 @@ class InMemoryLedger:
                 self._in_flight[key] = count
             else:
                 self._in_flight.pop(key, None)
+
+    def unavailable(self) -> bool:
+        return False
 
 
 def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:

@@ -74,7 +74,7 @@ class Telemetry:
             description="Context-loss signals raised, by signal name, severity, state mode and model.",
         )
 
-    def start(self, req: RequestFacts, server: Server) -> Span:
+    def start(self, req: RequestFacts, server: Server, ledger_unavailable: bool = False) -> Span:
         """Open the CLIENT span with every request-side attribute, so samplers see them."""
         attrs: Attributes = {
             a.GEN_AI_OPERATION_NAME: req.operation,
@@ -109,6 +109,8 @@ class Telemetry:
             attrs[a.INSTRUCTIONS_VERSION] = req.instructions_version
         if req.include:
             attrs[a.INCLUDE] = list(req.include)
+        if ledger_unavailable:
+            attrs[a.LEDGER_UNAVAILABLE] = True
         name = f"{req.operation} {req.model}" if req.model else req.operation
         return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
 

@@ -130,7 +130,7 @@ class _Call:
                 concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
         signals = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
         self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
-        self.span = telemetry.start(req, self.server)
+        self.span = telemetry.start(req, self.server, ledger.unavailable())
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.started = perf_counter()
 
