@@ -69,6 +69,7 @@ def label(attribute: str) -> str:
 CALLS = label(attr.METRIC_CALLS) + "_total"
 SIGNALS = label(attr.METRIC_SIGNALS) + "_total"
 TOKENS = label(attr.METRIC_TOKENS) + "_total"
+TOKEN_USAGE_SUM = label(attr.METRIC_TOKEN_USAGE) + "_sum"
 ENCRYPTED_ITEMS = label(attr.METRIC_ENCRYPTED_ITEMS) + "_total"
 DURATION = label(attr.METRIC_OPERATION_DURATION) + "_seconds"
 
@@ -80,6 +81,7 @@ STATE_MODE = label(attr.STATE_MODE)
 STORE = label(attr.STORE)
 CONTEXT_LOSS = label(attr.CONTEXT_LOSS)
 TOKEN_KIND = label(attr.TOKEN_KIND)
+TOKEN_TYPE = label(attr.GEN_AI_TOKEN_TYPE)
 DIRECTION = label(attr.DIRECTION)
 ERROR_TYPE = label(attr.ERROR_TYPE)
 #: The service: ``job`` as Prometheus sets it when scraping, or as the Collector's prometheus exporter derives
@@ -144,6 +146,14 @@ def share(metric: str, part: str, whole: Sequence[str] = (), by: Sequence[str] =
     part_rate = f"{fn}({sel(metric, part)}[{window}])"
     whole_rate = f"{fn}({sel(metric, *whole)}[{window}])"
     return f"{group(by)}({part_rate} or 0 * {whole_rate})\n/\n{group(by)}({whole_rate})"
+
+
+def cache_hit_ratio() -> str:
+    """Cached input tokens (a counter) over input tokens (the GenAI histogram's sum), per model; 0 when none hit."""
+    by = (MODEL,)
+    cached = f"rate({sel(TOKENS, eq(TOKEN_KIND, 'cached_input'))}[{RATE}])"
+    inputs = f"rate({sel(TOKEN_USAGE_SUM, eq(TOKEN_TYPE, 'input'))}[{RATE}])"
+    return f"{group(by)}({cached} or 0 * {inputs})\n/\n{group(by)}({inputs})"
 
 
 def quantile(q: float) -> str:
@@ -422,12 +432,14 @@ def context_health() -> Dashboard:
         .with_panel(
             series(
                 "Token usage",
-                "Tokens per second by kind, from each response's usage: input (all prompt tokens), cached_input "
-                "(the part served from the prompt cache, included in input), output, and reasoning (included in "
-                "output). Input growing turn after turn is normal when history is replayed; a sudden drop can mean "
-                "history was cut.",
+                "Tokens per second from each response's usage: input (all prompt tokens) and output, from the GenAI "
+                "token histogram; cached_input (the part of input served from the prompt cache) and reasoning (the "
+                "part of output spent thinking), from openai_responses.tokens. Input growing turn after turn is "
+                "normal when history is replayed; a sudden drop can mean history was cut.",
                 unit="suffix: tokens/s",
-            ).with_target(prom(f"sum by ({TOKEN_KIND}) (rate({sel(TOKENS)}[{RATE}]))", legend(TOKEN_KIND)))
+            )
+            .with_target(prom(f"sum by ({TOKEN_TYPE}) (rate({sel(TOKEN_USAGE_SUM)}[{RATE}]))", legend(TOKEN_TYPE)))
+            .with_target(prom(f"sum by ({TOKEN_KIND}) (rate({sel(TOKENS)}[{RATE}]))", legend(TOKEN_KIND), ref="B"))
         )
         .with_panel(
             series(
@@ -438,12 +450,7 @@ def context_health() -> Dashboard:
                 unit="percentunit",
             )
             .max(1)
-            .with_target(
-                prom(
-                    share(TOKENS, eq(TOKEN_KIND, "cached_input"), (eq(TOKEN_KIND, "input"),), by=(MODEL,)),
-                    legend(MODEL),
-                )
-            )
+            .with_target(prom(cache_hit_ratio(), legend(MODEL)))
         )
         .with_panel(
             series(

@@ -163,7 +163,7 @@ def test_every_panel_has_a_description_and_uses_the_datasource_variables() -> No
     filters = re.escape('{job=~"$service", gen_ai_request_model=~"$model"')
     unfiltered = re.compile(rf"\b(?:openai_responses|gen_ai)_\w+_(?:total|bucket|count|sum)\b(?!{filters})")
     for title, expr in _expressions():
-        assert "_total{" in expr or "_bucket{" in expr or "_count{" in expr, title
+        assert any(f"_{suffix}{{" in expr for suffix in ("total", "bucket", "count", "sum")), title
         assert not unfiltered.search(expr), (title, expr)
 
 

@@ -82,6 +82,9 @@ METRIC_ENCRYPTED_ITEMS: Final = "openai_responses.reasoning.encrypted_items"
 METRIC_INTERNAL_ERRORS: Final = "openai_responses.instrumentation.errors"
 INSTRUMENTATION_STEP: Final = "openai_responses.instrumentation.step"
 TOKEN_KIND: Final = "openai_responses.token.kind"
+# The parts of usage the GenAI token histogram (input, output) cannot show.
+TOKEN_KIND_CACHED_INPUT: Final = "cached_input"
+TOKEN_KIND_REASONING: Final = "reasoning"
 DIRECTION: Final = "openai_responses.direction"
 
 # Advised bucket boundaries of the GenAI conventions.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry.metrics import Meter
@@ -18,10 +19,16 @@ from . import attributes as a
 from .config import Settings
 from .facts import RequestFacts, ResponseFacts, bounded_types
 from .signals import LOSS_SEVERITIES, Signal
+from .tally import Tally, observable_tally
 
 _log = logging.getLogger(__name__)
 Attributes = dict[str, AttributeValue]
 Server = tuple[str | None, int | None]
+
+_ATTR_CACHE_SIZE = 1024
+_INPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_INPUT)
+_OUTPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_OUTPUT)
+_NO_SIGNALS: tuple[str, ...] = ()
 
 
 class Telemetry:
@@ -30,6 +37,7 @@ class Telemetry:
     def __init__(self, tracer: Tracer, meter: Meter, settings: Settings) -> None:
         self.tracer = tracer
         self.settings = settings
+        self._attr_cache: dict[tuple[object, ...], Attributes] = {}
         self.duration = meter.create_histogram(
             a.METRIC_OPERATION_DURATION,
             unit="s",
@@ -42,7 +50,8 @@ class Telemetry:
             description="Number of input and output tokens used.",
             explicit_bucket_boundaries_advisory=list(a.TOKEN_USAGE_BUCKETS),
         )
-        self.calls = meter.create_counter(
+        self.calls = observable_tally(
+            meter,
             a.METRIC_CALLS,
             unit="{call}",
             description="Responses API calls by state mode, store flag and operation.",
@@ -53,12 +62,15 @@ class Telemetry:
             description="Time from the request to the first chunk of a streamed response.",
             explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
         )
-        self.tokens = meter.create_counter(
+        self.tokens = observable_tally(
+            meter,
             a.METRIC_TOKENS,
             unit="{token}",
-            description="Tokens by kind: input, output, cached_input (a part of input), reasoning (a part of output).",
+            description="Tokens the GenAI usage histogram cannot show: cached_input (a part of input) and reasoning "
+            "(a part of output).",
         )
-        self.encrypted_items = meter.create_counter(
+        self.encrypted_items = observable_tally(
+            meter,
             a.METRIC_ENCRYPTED_ITEMS,
             unit="{item}",
             description="Reasoning items carrying encrypted_content, returned (output) and replayed (input).",
@@ -114,74 +126,105 @@ class Telemetry:
         name = f"{req.operation} {req.model}" if req.model else req.operation
         return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
 
-    def _metric_attrs(self, req: RequestFacts, server: Server, response_model: str | None) -> Attributes:
-        attrs: Attributes = {
-            a.GEN_AI_OPERATION_NAME: req.operation,
-            a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
-        }
-        if req.model is not None:
-            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
-        if response_model is not None:
-            attrs[a.GEN_AI_RESPONSE_MODEL] = response_model
-        if server[0] is not None:
-            attrs[a.SERVER_ADDRESS] = server[0]
-        if server[1] is not None:
-            attrs[a.SERVER_PORT] = server[1]
+    def _cached(self, key: tuple[object, ...], build: Callable[[], Attributes]) -> Attributes:
+        """The attribute dict for ``key``, built once. Metric attributes repeat call after call (a handful of
+        operations, models and servers); the SDK only reads them, so one shared dict per key saves building
+        and filling a new one per recording. Bounded: cleared when full (a model name per user, say)."""
+        attrs = self._attr_cache.get(key)
+        if attrs is None:
+            if len(self._attr_cache) >= _ATTR_CACHE_SIZE:
+                self._attr_cache.clear()
+            attrs = self._attr_cache[key] = build()
         return attrs
 
-    def _count_call(self, req: RequestFacts, signals: list[Signal]) -> None:
-        attrs: Attributes = {
-            a.GEN_AI_OPERATION_NAME: req.operation,
-            a.CONTEXT_LOSS: any(s.severity in LOSS_SEVERITIES for s in signals),
-        }
-        if req.state_mode is not None:
-            attrs[a.STATE_MODE] = req.state_mode
-            attrs[a.STORE] = req.store
-        if req.model is not None:
-            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
-        self.calls.add(1, attrs)
+    def _metric_attrs(
+        self, req: RequestFacts, server: Server, response_model: str | None, extra: tuple[str, str] | None = None
+    ) -> Attributes:
+        """The GenAI client metrics' attributes, with one more (error type, token type) if given."""
 
-    def _count_tokens_and_reasoning(self, req: RequestFacts, resp: ResponseFacts) -> None:
-        """Token counts by type (cached and reasoning included, for cache-hit and reasoning panels) and the
-        encrypted reasoning items sent and returned (round trips)."""
-        base: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation}
-        if req.model is not None:
-            base[a.GEN_AI_REQUEST_MODEL] = req.model
-        for kind, value in (
-            ("input", resp.input_tokens),
-            ("output", resp.output_tokens),
-            ("cached_input", resp.cached_tokens),
-            ("reasoning", resp.reasoning_tokens),
-        ):
-            if value:
-                self.tokens.add(value, {**base, a.TOKEN_KIND: kind})
+        def build() -> Attributes:
+            attrs: Attributes = {
+                a.GEN_AI_OPERATION_NAME: req.operation,
+                a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
+            }
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            _put(attrs, a.GEN_AI_RESPONSE_MODEL, response_model)
+            _put(attrs, a.SERVER_ADDRESS, server[0])
+            _put(attrs, a.SERVER_PORT, server[1])
+            if extra is not None:
+                attrs[extra[0]] = extra[1]
+            return attrs
+
+        return self._cached(("m", req.operation, req.model, response_model, server, extra), build)
+
+    def _count_call(self, req: RequestFacts, context_loss: bool) -> None:
+        def build() -> Attributes:
+            attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
+            if req.state_mode is not None:
+                attrs[a.STATE_MODE] = req.state_mode
+                attrs[a.STORE] = req.store
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            return attrs
+
+        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and req.store, req.model)
+        self.calls.add(key, self._cached(key, build), 1)
+
+    def _count_by_model(self, tally: Tally, req: RequestFacts, name: str, value: str, amount: int) -> None:
+        """Add to a counter by operation, request model and one more attribute (token kind, direction)."""
+
+        def build() -> Attributes:
+            attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, name: value}
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            return attrs
+
+        key = ("k", req.operation, req.model, name, value)
+        tally.add(key, self._cached(key, build), amount)
+
+    def _count_usage(self, req: RequestFacts, resp: ResponseFacts, metric_attrs_key: tuple[Server, str | None]) -> None:
+        """Token usage (the GenAI histogram: input and output), the parts of it the histogram cannot show
+        (cached input, reasoning output: for cache-hit and reasoning panels) and encrypted reasoning items sent
+        and returned (round trips). Zero counts are not recorded: a counter's missing series reads as zero."""
+        server, response_model = metric_attrs_key
+        if resp.input_tokens is not None:
+            self.token_usage.record(resp.input_tokens, self._metric_attrs(req, server, response_model, _INPUT))
+        if resp.output_tokens is not None:
+            self.token_usage.record(resp.output_tokens, self._metric_attrs(req, server, response_model, _OUTPUT))
+        if resp.cached_tokens:
+            self._count_by_model(self.tokens, req, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens)
+        if resp.reasoning_tokens:
+            self._count_by_model(self.tokens, req, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens)
         if req.encrypted_input_count:
-            self.encrypted_items.add(req.encrypted_input_count, {**base, a.DIRECTION: "input"})
+            self._count_by_model(self.encrypted_items, req, a.DIRECTION, "input", req.encrypted_input_count)
         if resp.encrypted_output_count:
-            self.encrypted_items.add(resp.encrypted_output_count, {**base, a.DIRECTION: "output"})
+            self._count_by_model(self.encrypted_items, req, a.DIRECTION, "output", resp.encrypted_output_count)
 
-    def _signals(self, span: Span, req: RequestFacts, signals: list[Signal], tool_check: str | None) -> None:
-        """Signals as one attribute list, one event each, and the counter; metadata only."""
-        attrs: Attributes = {
-            a.SIGNALS: list(dict.fromkeys(s.name for s in signals)),
-            a.CONTEXT_LOSS: any(s.severity in LOSS_SEVERITIES for s in signals),
-        }
-        if tool_check is not None:
-            attrs[a.TOOL_CALLS_CHECK] = tool_check
-        span.set_attributes(attrs)
+    def _signals(self, span: Span, req: RequestFacts, signals: list[Signal], attrs: Attributes) -> bool:
+        """Signals into ``attrs`` (one list), one span event each, and the counter; metadata only.
+
+        Returns whether any of them is a context loss."""
         if not signals:
-            return
-        metric_attrs: Attributes = {}
-        if req.state_mode is not None:
-            metric_attrs[a.STATE_MODE] = req.state_mode
-        if req.model is not None:
-            metric_attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+            attrs[a.SIGNALS] = _NO_SIGNALS
+            attrs[a.CONTEXT_LOSS] = False
+            return False
+        context_loss = any(s.severity in LOSS_SEVERITIES for s in signals)
+        attrs[a.SIGNALS] = list(dict.fromkeys(s.name for s in signals))
+        attrs[a.CONTEXT_LOSS] = context_loss
         for signal in signals:
             span.add_event(
                 a.SIGNAL_EVENT,
                 {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **signal.detail},
             )
-            self.signal_counter.add(1, {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **metric_attrs})
+            self.signal_counter.add(1, self._signal_attrs(req, signal))
+        return context_loss
+
+    def _signal_attrs(self, req: RequestFacts, signal: Signal) -> Attributes:
+        def build() -> Attributes:
+            attrs: Attributes = {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity}
+            _put(attrs, a.STATE_MODE, req.state_mode)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            return attrs
+
+        return self._cached(("s", signal.name, signal.severity, req.state_mode, req.model), build)
 
     def succeed(
         self,
@@ -199,25 +242,33 @@ class Telemetry:
 
         ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``).
         """
-        self._count_call(req, signals)
-        self._signals(span, req, signals, tool_check)
-        metric_attrs = self._metric_attrs(req, server, resp.model if resp else None)
-        if error_type is not None:
-            span.set_attribute(a.ERROR_TYPE, error_type)
-            span.set_status(Status(StatusCode.ERROR, error_type))
-            self.duration.record(seconds, {**metric_attrs, a.ERROR_TYPE: error_type})
-        else:
-            self.duration.record(seconds, metric_attrs)
-        if resp is None:
-            span.end()
-            return
         attrs: Attributes = {}
+        _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
+        self._count_call(req, self._signals(span, req, signals, attrs))
+        response_model = resp.model if resp is not None else None
+        if error_type is not None:
+            attrs[a.ERROR_TYPE] = error_type
+            span.set_status(Status(StatusCode.ERROR, error_type))
+            self.duration.record(seconds, self._metric_attrs(req, server, response_model, (a.ERROR_TYPE, error_type)))
+        else:
+            self.duration.record(seconds, self._metric_attrs(req, server, response_model))
+        if resp is not None:
+            self._response_attrs(req, resp, attrs)
+        span.set_attributes(attrs)
+        if resp is not None and records_usage:
+            self._count_usage(req, resp, (server, response_model))
+        span.end()
+
+    def _response_attrs(self, req: RequestFacts, resp: ResponseFacts, attrs: Attributes) -> None:
         if resp.has_output:
             attrs[a.OUTPUT_ITEM_TYPES] = bounded_types(resp.output_items, self.settings.max_item_types)
             attrs[a.OUTPUT_ITEM_COUNT] = len(resp.output_items)
             attrs[a.REASONING_ENCRYPTED_OUTPUT_COUNT] = resp.encrypted_output_count
         if req.state_mode is not None or resp.has_output:
-            attrs[a.COMPACTION] = req.compaction or resp.compaction or req.operation == a.OPERATION_COMPACT
+            compaction = req.compaction or resp.compaction or req.operation == a.OPERATION_COMPACT
+            attrs[a.COMPACTION] = compaction
+            if compaction:
+                attrs[a.GEN_AI_CONVERSATION_COMPACTED] = True
         _put(attrs, a.GEN_AI_RESPONSE_ID, resp.response_id)
         _put(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
         _put(attrs, a.REQUEST_ID, resp.request_id)
@@ -230,18 +281,6 @@ class Telemetry:
             attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [resp.finish_reason]
         if resp.conversation_id is not None and req.conversation_id is None:
             attrs[a.GEN_AI_CONVERSATION_ID] = resp.conversation_id
-        if attrs.get(a.COMPACTION):
-            attrs[a.GEN_AI_CONVERSATION_COMPACTED] = True
-        span.set_attributes(attrs)
-        if not records_usage:
-            span.end()
-            return
-        self._count_tokens_and_reasoning(req, resp)
-        if resp.input_tokens is not None:
-            self.token_usage.record(resp.input_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_INPUT})
-        if resp.output_tokens is not None:
-            self.token_usage.record(resp.output_tokens, {**metric_attrs, a.GEN_AI_TOKEN_TYPE: a.TOKEN_TYPE_OUTPUT})
-        span.end()
 
     def internal_error(self, step: str) -> None:
         """Count and log (at debug, without the message, which may echo payload) a swallowed failure.
@@ -280,10 +319,10 @@ class Telemetry:
     ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
         error_type = type(exc).__qualname__
-        self._count_call(req, signals)
-        self._signals(span, req, signals, tool_check)
-        self.duration.record(seconds, {**self._metric_attrs(req, server, None), a.ERROR_TYPE: error_type})
         attrs: Attributes = {a.ERROR_TYPE: error_type}
+        _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
+        self._count_call(req, self._signals(span, req, signals, attrs))
+        self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, error_type)))
         _put(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
         _put(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
@@ -292,7 +331,7 @@ class Telemetry:
         span.end()
 
 
-def _put(attrs: Attributes, key: str, value: str | int | None) -> None:
+def _put(attrs: Attributes, key: str, value: AttributeValue | None) -> None:
     if value is not None:
         attrs[key] = value
 

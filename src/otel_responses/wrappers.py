@@ -42,14 +42,24 @@ class Switch:
         self.on = True
 
 
+_last_server: tuple[object, Server] = (None, (None, None))
+
+
 def _server(instance: Any) -> Server:
+    """Host and port of the client's base URL. The last answer is kept by the URL object's identity (the
+    client's own, the same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
+    global _last_server
     url = getattr(getattr(instance, "_client", None), "base_url", None)
+    last = _last_server
+    if url is last[0] and url is not None:
+        return last[1]
     host = getattr(url, "host", None)
     if not isinstance(host, str) or not host:
         return None, None
     port = getattr(url, "port", None)
     if not isinstance(port, int):
         port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
+    _last_server = (url, (host, port))
     return host, port
 
 
