@@ -79,5 +79,15 @@ def test_readme_documents_every_signal_with_its_severity_and_fix() -> None:
 def test_readme_documents_every_setting() -> None:
     from otel_responses.config import ENV_PREFIX
 
-    for name in ("ZDR", "INSTRUCTIONS_VERSION", "MAX_ITEM_TYPES", "HASH_KEY", "STRICT", "LEDGER_CAPACITY"):
+    for name in (
+        "ZDR",
+        "INSTRUCTIONS_VERSION",
+        "MAX_ITEM_TYPES",
+        "HASH_KEY",
+        "STRICT",
+        "LEDGER_CAPACITY",
+        "LEDGER_URL",
+        "LEDGER_TTL",
+        "LEDGER_TIMEOUT",
+    ):
         assert f"`{ENV_PREFIX}{name}`" in README

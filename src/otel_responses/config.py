@@ -3,16 +3,31 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .fingerprint import Fingerprinter, key_from_text
-from .ledger import DEFAULT_CAPACITY, InMemoryLedger, Ledger
+from .ledger import DEFAULT_CAPACITY, InMemoryLedger, Ledger, SharedLedger
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
+# A shared ledger's entries expire after an hour: long enough for the turns of a conversation to reach other
+# workers (a user's think time, tool runs, a background response polled to its end), short enough that Redis
+# holds about an hour of traffic (an entry and its keys take well under 1 KB). A chain continued after that is
+# not checked against its parent: a missed signal, never a false one.
+DEFAULT_LEDGER_TTL = 3600
+# Reads sit on the call path: 50 ms is generous for a Redis in the same network (a loopback read takes about
+# 0.1 ms) and bounds what a stalled Redis can add to a call.
+DEFAULT_LEDGER_TIMEOUT = 0.05
+_HASH_KEY_HINT = (
+    "a shared ledger needs the same hash_key in every process (a per-process random key would make fingerprints and "
+    "instructions hashes never match across processes): set hash_key=... or OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
+    "HASH_KEY to one long random secret for the whole fleet, e.g. the output of "
+    "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+)
 
 InstructionsVersion = str | Callable[[str | None], str | None] | None
 
@@ -59,10 +74,49 @@ def _as_positive_int(name: str, value: object) -> int:
     return number
 
 
+def _as_seconds(name: str, value: object) -> float:
+    try:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+    return number
+
+
+def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int) -> Ledger:
+    """A ``RedisLedger`` for ``ledger_url``; errors never repeat the URL (it may hold a password)."""
+    from .redis_ledger import RedisLedger, check_url
+
+    try:
+        valid = check_url(url)
+    except ValueError as exc:
+        raise ConfigError(f"ledger_url: {exc}") from None
+    try:
+        return RedisLedger(valid, ttl_seconds=ttl, timeout_seconds=timeout, local_capacity=capacity)
+    except ImportError:
+        raise ConfigError("ledger_url needs the redis package: pip install 'otel-responses[redis]'") from None
+    except ValueError:
+        raise ConfigError("ledger_url is not a Redis URL the redis package can use") from None
+
+
 def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
     """Keywords win over environment variables; unknown keywords are an error, not silently ignored."""
     env = os.environ if environ is None else environ
-    known = {"zdr", "instructions_version", "max_item_types", "hash_key", "strict", "ledger", "ledger_capacity"}
+    known = {
+        "zdr",
+        "instructions_version",
+        "max_item_types",
+        "hash_key",
+        "strict",
+        "ledger",
+        "ledger_capacity",
+        "ledger_url",
+        "ledger_ttl",
+        "ledger_timeout",
+    }
     unknown = set(config) - known
     if unknown:
         raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
@@ -80,14 +134,29 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     key = key_from_text(raw_key) if isinstance(raw_key, str) else raw_key
     strict = _as_bool("strict", config.get("strict", _env("STRICT", env) or False))
     ledger = config.get("ledger")
+    url = config.get("ledger_url", _env("LEDGER_URL", env))
+    ttl = _as_positive_int("ledger_ttl", config.get("ledger_ttl", _env("LEDGER_TTL", env) or DEFAULT_LEDGER_TTL))
+    timeout = _as_seconds(
+        "ledger_timeout", config.get("ledger_timeout", _env("LEDGER_TIMEOUT", env) or DEFAULT_LEDGER_TIMEOUT)
+    )
+    if ledger is not None and config.get("ledger_url") is not None:
+        raise ConfigError("give either ledger or ledger_url, not both")
+    shared = callable(getattr(ledger, "bind", None)) if ledger is not None else url is not None
+    if shared and not raw_key:
+        raise ConfigError(_HASH_KEY_HINT)
     if ledger is None:
         capacity = _as_positive_int(
             "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
         )
-        ledger = InMemoryLedger(capacity)
-    elif not all(callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave", "unavailable")):
+        ledger = InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity)
+    elif not all(
+        callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave", "unavailable")
+    ):
         raise ConfigError("ledger must implement otel_responses.ledger.Ledger")
-    return Settings(zdr, version, max_types, Fingerprinter(key), strict, ledger)
+    fingerprinter = Fingerprinter(key)
+    if shared:
+        cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
+    return Settings(zdr, version, max_types, fingerprinter, strict, ledger)
 
 
 def resolve_version(version: InstructionsVersion, instructions: str | None) -> str | None:

@@ -10,9 +10,12 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .items import CALL_OUTPUT_TYPES, ItemMeta
+
+if TYPE_CHECKING:
+    from .fingerprint import Fingerprinter
 
 DEFAULT_CAPACITY = 4096
 # Memory per entry is bounded whatever the history length: only this many output items are kept.
@@ -74,6 +77,13 @@ class Ledger(LedgerView, Protocol):
         ...
 
 
+class SharedLedger(Ledger, Protocol):
+    """A ledger shared by several processes. ``bind`` gives it the fleet's fingerprinter before any call: it
+    namespaces the store by the key's id, so processes with different keys never compare fingerprints."""
+
+    def bind(self, fingerprinter: Fingerprinter) -> None: ...
+
+
 class InMemoryLedger:
     """At most ``capacity`` entries, oldest evicted first, with an index from item ids and text fingerprints to entries.
 
@@ -127,20 +137,44 @@ class InMemoryLedger:
     def record(self, entry: Entry, parent_id: str | None) -> None:
         """Remember a response (replacing an older entry with its id) and evict the oldest past capacity."""
         with self._lock:
-            if entry.response_id in self._entries:
-                self._forget(entry.response_id)
-            self._entries[entry.response_id] = entry
-            for index, meta in enumerate(entry.outputs):
-                if meta.id is not None:
-                    self._locations[meta.id] = (entry.response_id, index)
-                if meta.role == "assistant" and meta.fingerprint is not None:
-                    self._locations[meta.fingerprint] = (entry.response_id, index)
-            if entry.conversation_id is not None:
-                self._conversations[entry.conversation_id] = entry.response_id
+            self._store(entry)
             if parent_id is not None and parent_id in self._entries:
                 self._children.add(parent_id)
-            while len(self._entries) > self.capacity:
-                self._forget(next(iter(self._entries)))
+            self._evict()
+
+    def cache(self, entry: Entry) -> None:
+        """Remember a response learnt from elsewhere (a shared store). Unlike ``record``, it takes over an item's
+        location or its conversation only from an older entry: an old entry read back must not stand in for a
+        later one (an assistant text, say, returned by several responses)."""
+        with self._lock:
+            self._store(entry, newer_only=True)
+            self._evict()
+
+    def _store(self, entry: Entry, newer_only: bool = False) -> None:
+        if entry.response_id in self._entries:
+            self._forget(entry.response_id)
+        self._entries[entry.response_id] = entry
+        for index, meta in enumerate(entry.outputs):
+            if meta.id is not None:
+                self._index(meta.id, entry, index, newer_only)
+            if meta.role == "assistant" and meta.fingerprint is not None:
+                self._index(meta.fingerprint, entry, index, newer_only)
+        conversation = entry.conversation_id
+        if conversation is not None and (not newer_only or self._older(self._conversations.get(conversation), entry)):
+            self._conversations[conversation] = entry.response_id
+
+    def _index(self, key: Key, entry: Entry, index: int, newer_only: bool) -> None:
+        if not newer_only or self._older(self._locations.get(key, (None,))[0], entry):
+            self._locations[key] = (entry.response_id, index)
+
+    def _older(self, response_id: str | None, entry: Entry) -> bool:
+        """True when ``response_id`` names no entry, or one not newer than ``entry``."""
+        current = self._entries.get(response_id) if response_id is not None else None
+        return current is None or current.response_id == entry.response_id or current.sequence <= entry.sequence
+
+    def _evict(self) -> None:
+        while len(self._entries) > self.capacity:
+            self._forget(next(iter(self._entries)))
 
     def _forget(self, response_id: str) -> None:
         entry = self._entries.pop(response_id)

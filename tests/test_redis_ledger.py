@@ -1,0 +1,706 @@
+"""The Redis-backed shared ledger (issue 9), against a real `redis-server` on 127.0.0.1 started here.
+
+Two OS processes (a subprocess and this one) share one Redis and the real `openai` client talks to the emulator:
+checks that need a parent created in the other process raise what they raise in one process. Redis stopped or
+hung mid-run never reaches the app nor slows a call past the read timeout, the span says the ledger was
+unavailable, and checks resume when Redis is back. Entries expire; nothing in Redis holds a planted secret.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import redis
+
+from otel_responses import ConfigError, ResponsesInstrumentor
+from otel_responses.attributes import LEDGER_UNAVAILABLE
+from otel_responses.config import ENV_PREFIX, settings_from
+from otel_responses.emulator import Emulator
+from otel_responses.fingerprint import Fingerprinter, key_from_text
+from otel_responses.items import ItemMeta
+from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
+from otel_responses.redis_ledger import RedisLedger, decode_entry, encode_entry
+from otel_responses.testing import CapturedTelemetry, capture
+
+from .ledger_scenarios import (
+    INSTRUCTIONS,
+    MODEL,
+    REASONING_MODEL,
+    REPLAYS,
+    TOOLS,
+    first_turns,
+    replay,
+    tool_request,
+)
+from .test_leaks import _WINDOW, EMULATOR_SAFE_UNITS, PARAMS, Secrets, client_kwargs, closing, emulator_session
+
+ROOT = Path(__file__).resolve().parents[1]
+REDIS_SERVER = shutil.which("redis-server") or next(
+    (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None
+)
+pytestmark = pytest.mark.skipif(
+    REDIS_SERVER is None, reason="redis-server is not installed (CI installs Debian's redis-server: see .ci/run)"
+)
+
+KEY = "fleet-shared-test-key-4c0ffee"
+OTHER_KEY = "another-fleet-key-after-rotation"
+
+
+# -- a real redis-server ---------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RedisServer:
+    """`redis-server` on 127.0.0.1, no persistence, in a temporary directory; restartable on the same port."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def url(self, db: int = 0) -> str:
+        return f"redis://127.0.0.1:{self.port}/{db}"
+
+    def client(self, db: int = 0) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.port, db=db, socket_timeout=5)
+
+    def start(self) -> None:
+        assert REDIS_SERVER is not None
+        command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(
+            [*command, "--dir", str(self.directory), "--daemonize", "no"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                with self.client() as probe:
+                    if probe.ping():
+                        return
+            except redis.ConnectionError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
+                time.sleep(0.02)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # in case a test left it paused
+            self.process.terminate()
+            self.process.wait(10)
+        self.process = None
+
+    def pause(self) -> None:
+        """SIGSTOP: connections are still accepted by the kernel, nothing answers (a hung Redis)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """Database 0, emptied for the test (database 1 holds the two-process session)."""
+    with redis_server.client() as admin:
+        admin.flushdb()
+    return redis_server.url()
+
+
+@pytest.fixture
+def ledgers() -> Iterator[list[RedisLedger]]:
+    """Ledgers the test made, closed after it."""
+    made: list[RedisLedger] = []
+    yield made
+    for ledger in made:
+        ledger.close(timeout=1)
+
+
+@pytest.fixture(scope="module")
+def client(emulator: Emulator) -> Iterator[openai.OpenAI]:
+    shared = emulator.client()
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+def new_ledger(made: list[RedisLedger], url: str, **options: Any) -> RedisLedger:
+    ledger = RedisLedger(url, **options)
+    made.append(ledger)
+    return ledger
+
+
+def all_keys(admin: redis.Redis) -> list[bytes]:
+    return list(admin.scan_iter(match="*", count=1000))
+
+
+def attrs(span: Any) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
+    return [tuple(attrs(span)["openai_responses.signals"]) for span in cap.chat_spans()]
+
+
+# -- the scenarios both processes run ------------------------------------------------------------------------
+
+
+def chain_turns(client: openai.OpenAI, out: dict[str, Any], cap: CapturedTelemetry) -> dict[str, tuple[str, ...]]:
+    """Process B chains to A's unstored response and to its response with instructions, without them."""
+    cap.clear()
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model=MODEL, input="What is the marker?", previous_response_id=out["unstored"])
+    second = client.responses.create(
+        model=MODEL, input="What are the constraints?", previous_response_id=out["instructions"]
+    )
+    assert "constraints=none" in second.output_text  # the model really lost them
+    unstored, instructions = chat_signals(cap)
+    return {"unstored": unstored, "instructions": instructions}
+
+
+def replay_turns(client: openai.OpenAI, out: dict[str, Any], cap: CapturedTelemetry) -> dict[str, tuple[str, ...]]:
+    """Process B replays A's output, once per variant; the signals of each."""
+    raised: dict[str, tuple[str, ...]] = {}
+    for variant in REPLAYS:
+        cap.clear()
+        replay(client, variant, out[variant])
+        (raised[variant],) = chat_signals(cap)
+    return raised
+
+
+PROCESS_A = """
+import json, sys
+import openai
+from otel_responses import ResponsesInstrumentor
+from tests.ledger_scenarios import first_turns
+
+ResponsesInstrumentor().instrument()  # the ledger URL and hash key come from the environment
+client = openai.OpenAI(base_url=sys.argv[1], api_key="emulator-key", max_retries=0)
+print(json.dumps(first_turns(client)))
+# No flush here: the ledger hands its queued writes to Redis at exit.
+"""
+
+
+@pytest.fixture(scope="module")
+def process_a(redis_server: RedisServer, emulator: Emulator) -> dict[str, Any]:
+    """Process A's first turns, made in a subprocess sharing database 1 of the Redis."""
+    url = redis_server.url(db=1)
+    with redis_server.client(db=1) as admin:
+        admin.flushdb()
+    env = {**os.environ, f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}HASH_KEY": KEY}
+    done = subprocess.run(
+        [sys.executable, "-c", PROCESS_A, emulator.base_url],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    out: dict[str, Any] = json.loads(done.stdout)
+    return {**out, "url": url}
+
+
+# -- two OS processes ----------------------------------------------------------------------------------------
+
+
+def test_two_processes_raise_unstored_parent_and_instructions_dropped(
+    process_a: dict[str, Any], client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    ledger = new_ledger(ledgers, process_a["url"])
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        raised = chain_turns(client, process_a, cap)
+    assert raised == {"unstored": ("unstored_parent",), "instructions": ("instructions_dropped",)}
+    unstored, dropped = cap.chat_spans()
+    assert LEDGER_UNAVAILABLE not in attrs(unstored)
+    assert LEDGER_UNAVAILABLE not in attrs(dropped)
+    assert ledger.stats()["reads"] >= 2
+
+
+def test_replay_across_processes_is_analysed_as_in_one(
+    process_a: dict[str, Any], client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    # The same turns in one process, in-process ledger: what B must match.
+    with capture(hash_key=KEY) as one:
+        alone = replay_turns(client, first_turns(client), one)
+    assert alone == REPLAYS
+    ledger = new_ledger(ledgers, process_a["url"])
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        across = replay_turns(client, process_a, cap)
+    assert across == alone
+    assert not [span for span in cap.spans() if LEDGER_UNAVAILABLE in attrs(span)]
+
+
+def test_a_process_with_another_key_sees_nothing(
+    process_a: dict[str, Any], client: openai.OpenAI, ledgers: list[RedisLedger], redis_server: RedisServer
+) -> None:
+    """A rotated key: entries made under the old one are invisible (silent, never compared), then expire."""
+    ledger = new_ledger(ledgers, process_a["url"])
+    with capture(ledger=ledger, hash_key=OTHER_KEY) as cap:
+        raised = {**chain_turns(client, process_a, cap), **replay_turns(client, process_a, cap)}
+    assert set(raised) == {"unstored", "instructions", *REPLAYS}
+    assert set(raised.values()) == {()}
+    old = f"otel-responses:{Fingerprinter(key_from_text(KEY)).key_id()}:"
+    new = f"otel-responses:{Fingerprinter(key_from_text(OTHER_KEY)).key_id()}:"
+    assert ledger.namespace == new[:-1]
+    assert ledger.flush(5)
+    with redis_server.client(db=1) as admin:
+        keys = [key.decode() for key in all_keys(admin)]
+    assert any(key.startswith(old) for key in keys)
+    assert any(key.startswith(new) for key in keys)
+    assert all(key.startswith((old, new)) for key in keys)
+
+
+# -- conversations and fast paths across two ledgers in this process -----------------------------------------
+
+
+def test_conversation_turns_across_processes_raise_no_false_signal(
+    redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    """Turn 1 on A returns a tool call; B answers it in the conversation; A's next turn must see B's turn as the
+    latest (its own older entry, with the call pending, would raise a false missing_tool_output)."""
+    a, b = new_ledger(ledgers, redis_url), new_ledger(ledgers, redis_url)
+    conversation = client.conversations.create()
+    with capture(ledger=a, hash_key=KEY) as cap_a:
+        first = client.responses.create(
+            model=MODEL, input=[tool_request()], tools=TOOLS, conversation=conversation.id, instructions=INSTRUCTIONS
+        )
+    assert a.flush(5)
+    call = next(item for item in first.output if item.type == "function_call")
+    with capture(ledger=b, hash_key=KEY) as cap_b:
+        client.responses.create(
+            model=MODEL,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "shipped"}],
+            tools=TOOLS,
+            conversation=conversation.id,
+            instructions=INSTRUCTIONS,
+        )
+    assert b.flush(5)
+    with capture(ledger=a, hash_key=KEY) as cap_a:
+        client.responses.create(model=MODEL, input="And now?", conversation=conversation.id, instructions=INSTRUCTIONS)
+        client.responses.create(model=MODEL, input="Constraints?", conversation=conversation.id)
+    assert chat_signals(cap_b) == [()]  # without the shared ledger: orphan_tool_output
+    assert chat_signals(cap_a) == [(), ("instructions_dropped",)]
+
+
+def test_sequences_order_entries_across_processes() -> None:
+    a = RedisLedger("redis://127.0.0.1:1/0")
+    b = RedisLedger("redis://127.0.0.1:1/0")
+    first = a.next_sequence()
+    second = b.next_sequence()
+    third = a.next_sequence()
+    assert first < second < third
+    assert abs(first - time.time_ns()) < 60 * 10**9
+    burst = [a.next_sequence() for _ in range(1000)]
+    assert burst == sorted(set(burst))
+
+
+# -- Redis slow, down, and back ------------------------------------------------------------------------------
+
+
+def test_redis_hung_or_stopped_mid_run_never_reaches_the_app(
+    tmp_path: Path, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    timeout, backoff = 0.05, 0.4
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        a = new_ledger(ledgers, server.url(), backoff_seconds=backoff)
+        b = new_ledger(ledgers, server.url(), timeout_seconds=timeout, backoff_seconds=backoff)
+        with capture(ledger=a, hash_key=KEY):
+            parents = [
+                client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id for _ in range(3)
+            ]
+        assert a.flush(5)
+
+        def chained(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, float]:
+            cap.clear()
+            started = time.perf_counter()
+            client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parent)
+            elapsed = time.perf_counter() - started
+            (span,) = cap.chat_spans()
+            return tuple(attrs(span)["openai_responses.signals"]), attrs(span).get(LEDGER_UNAVAILABLE, False), elapsed
+
+        with capture(ledger=b, hash_key=KEY) as cap:
+            healthy = chained(cap, parents[0])
+            assert healthy[:2] == (("instructions_dropped",), False)
+
+            server.pause()  # hung: the read waits out the timeout, once
+            hung = chained(cap, parents[1])
+            within_backoff = chained(cap, parents[1])  # Redis not asked again until the backoff ends
+            server.resume()
+            assert hung[:2] == ((), True)
+            assert within_backoff[:2] == ((), True)
+            assert timeout <= hung[2] < healthy[2] + timeout + 0.5
+            assert within_backoff[2] < healthy[2] + 0.25
+            assert b.stats()["read_failures"] == 1
+            assert b.stats()["reads_skipped"] >= 1
+
+            server.stop()  # down: refused at once
+            time.sleep(backoff + 0.1)
+            down = chained(cap, parents[2])
+            assert down[:2] == ((), True)
+            assert down[2] < healthy[2] + timeout + 0.5
+            assert b.stats()["read_failures"] == 2
+        # A writes while Redis is down: the call goes on, the write is tried twice and dropped.
+        with capture(ledger=a, hash_key=KEY) as cap_a:
+            client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+        assert a.flush(5)
+        assert a.stats()["write_failures"] == 1
+        assert chat_signals(cap_a) == [()]
+
+        server.start()  # the same port, empty: checks resume and the writer reconnects
+        time.sleep(backoff + 0.1)
+        with capture(ledger=a, hash_key=KEY):
+            late = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id
+        assert a.flush(5)
+        with capture(ledger=b, hash_key=KEY) as cap:
+            resumed = chained(cap, late)
+        assert resumed[:2] == (("instructions_dropped",), False)
+    finally:
+        server.stop()
+
+
+def test_redis_down_at_startup_breaks_nothing(client: openai.OpenAI) -> None:
+    nothing_there = f"redis://127.0.0.1:{free_port()}/0"
+    with capture(ledger_url=nothing_there, hash_key=KEY, ledger_timeout=0.05) as cap:
+        first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+        started = time.perf_counter()
+        client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id)
+        elapsed = time.perf_counter() - started
+    single, chained = cap.chat_spans()
+    assert LEDGER_UNAVAILABLE not in attrs(single)  # no check needed a parent: Redis was not asked
+    # The parent is known here; Redis was asked whether it already had a child, and could not answer.
+    assert attrs(chained)[LEDGER_UNAVAILABLE] is True
+    assert attrs(chained)["openai_responses.signals"] == ("instructions_dropped",)  # from local knowledge
+    assert elapsed < 1.0
+
+
+def test_a_failed_read_at_the_end_of_a_call_does_not_mark_the_next_one() -> None:
+    """Reads made after a span began (the conversation's latest, when conversation items are written) are
+    followed by a record, which clears the flag: it belonged to a call whose span could no longer say it."""
+    ledger = RedisLedger(f"redis://127.0.0.1:{free_port()}/0", backoff_seconds=0)
+    ledger.bind(Fingerprinter(key_from_text(KEY)))
+    try:
+        assert ledger.latest_in_conversation("conv_1") is None
+        ledger.record(_entry(1), None)
+        assert ledger.unavailable() is False
+        assert ledger.get("resp_elsewhere") is None
+        assert ledger.unavailable() is True  # a read for the current call: it says so, once
+        assert ledger.unavailable() is False
+        assert ledger.stats()["read_failures"] == 2
+    finally:
+        ledger.close(timeout=3)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_worker_writes_through_its_own_writer(redis_url: str, ledgers: list[RedisLedger]) -> None:
+    """A pre-forking server builds the ledger in its master: each worker needs a writer thread of its own."""
+    ledger = new_ledger(ledgers, redis_url)
+    ledger.bind(Fingerprinter(key_from_text(KEY)))
+    ledger.record(_entry(1), None)  # the writer thread starts in the parent
+    assert ledger.flush(5)
+    child = _entry(1)
+    child = Entry("resp_from_child", 2, True, None, None, child.outputs, 1, 0)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 2
+        try:
+            ledger.record(child, None)
+            code = 0 if ledger.flush(5) else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with redis.Redis.from_url(redis_url) as admin:
+        assert admin.exists(f"{ledger.namespace}:r:resp_from_child") == 1
+
+
+# -- bounded: TTL and size -----------------------------------------------------------------------------------
+
+
+def test_entries_expire(redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]) -> None:
+    a = new_ledger(ledgers, redis_url, ttl_seconds=1)
+    with capture(ledger=a, hash_key=KEY):
+        before = client.responses.create(model=MODEL, input="Hello.", store=False)
+        after = client.responses.create(model=REASONING_MODEL, input=[tool_request()], store=False, tools=TOOLS)
+    assert a.flush(5)
+    with redis.Redis.from_url(redis_url) as admin:
+        keys = all_keys(admin)
+        kinds = {key.decode().split(":")[2] for key in keys}
+        assert {"r", "i", "f"} <= kinds
+        assert all(0 < admin.pttl(key) <= 1000 for key in keys)  # every key expires
+        with capture(ledger=new_ledger(ledgers, redis_url), hash_key=KEY) as cap, pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="Marker?", previous_response_id=before.id)
+        assert chat_signals(cap) == [("unstored_parent",)]
+        deadline = time.monotonic() + 5
+        while admin.exists(*keys) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert admin.exists(*keys) == 0
+    with capture(ledger=new_ledger(ledgers, redis_url), hash_key=KEY) as cap, pytest.raises(openai.BadRequestError):
+        client.responses.create(model=MODEL, input="Marker?", previous_response_id=after.id)
+    assert chat_signals(cap) == [()]  # gone: the check is silent, not wrong
+
+
+def _entry(outputs: int, id_chars: int = 40) -> Entry:
+    metas = tuple(
+        ItemMeta("function_call", f"fc_{i:03d}_" + "x" * id_chars, f"call_{i}", None, None, False)
+        for i in range(outputs)
+    )
+    return Entry("resp_big", 1, True, "0123456789abcdef", "conv_big", metas, 3, 0)
+
+
+def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> None:
+    entry = _entry(MAX_OUTPUT_ITEMS, id_chars=200)
+    whole = encode_entry(entry, 1 << 20)
+    assert whole is not None
+    assert whole[1] == MAX_OUTPUT_ITEMS
+    assert len(whole[0]) > 1024
+    data, kept = encode_entry(entry, 1024) or (b"", 0)
+    assert 0 < kept < MAX_OUTPUT_ITEMS
+    assert len(data) <= 1024
+    trimmed = decode_entry(data, 1024)
+    assert trimmed is not None
+    assert trimmed.outputs == entry.outputs[:kept]
+
+    ledger = new_ledger(ledgers, redis_url, max_entry_bytes=1024)
+    ledger.bind(Fingerprinter(key_from_text(KEY)))
+    ledger.record(entry, None)
+    assert ledger.flush(5)
+    assert ledger.stats()["trimmed"] == 1
+    with redis.Redis.from_url(redis_url) as admin:
+        stored = admin.get(f"{ledger.namespace}:r:resp_big")
+        assert stored is not None
+        assert len(stored) <= 1024
+        located = sum(1 for key in all_keys(admin) if b":i:" in key)
+    assert located == kept
+    reader = new_ledger(ledgers, redis_url, max_entry_bytes=1024)
+    reader.bind(Fingerprinter(key_from_text(KEY)))
+    found = reader.locate([entry.outputs[0].id or "", entry.outputs[-1].id or ""])
+    assert found[0] is not None
+    assert found[1] is None  # dropped past the cap: absent, not an error
+
+
+def test_malformed_or_foreign_values_are_absent(
+    redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    ledger = new_ledger(ledgers, redis_url)
+    ledger.bind(Fingerprinter(key_from_text(KEY)))
+    ns = ledger.namespace
+    good = encode_entry(_entry(2), 8192)
+    assert good is not None
+    planted: dict[str, bytes] = {
+        f"{ns}:r:resp_junk": b"not json at all",
+        f"{ns}:r:resp_short": b"[1]",
+        f"{ns}:r:resp_types": b'[1,"resp_types","seq",1,null,null,0,0,[]]',
+        f"{ns}:r:resp_future": b'[2,"resp_future",1,1,null,null,0,0,[]]',
+        f"{ns}:r:resp_other": good[0],  # a valid entry under another response's key
+        f"{ns}:r:resp_deep": b"[" * 5000 + b"]" * 5000,
+        f"{ns}:r:resp_huge": b"[" + b"1," * 200_000 + b"1]",
+        f"{ns}:r:resp_badmeta": b'[1,"resp_badmeta",1,1,null,null,0,0,[["message",null,null,null,null,true,-1]]]',
+        f"{ns}:i:item_junk": b"\xff\xfe",
+        f"{ns}:i:item_index": b"99:resp_big",
+        f"{ns}:i:item_points_to_junk": b"0:resp_junk",
+        f"{ns}:c:conv_junk": b"{}",
+        f"{ns}:c:conv_other": good[0],  # an entry of conversation conv_big
+    }
+    with redis.Redis.from_url(redis_url) as admin:
+        admin.mset(planted)
+    for response_id in ("resp_junk", "resp_short", "resp_types", "resp_future", "resp_other", "resp_deep"):
+        assert ledger.get(response_id) is None, response_id
+    assert ledger.get("resp_huge") is None
+    assert ledger.get("resp_badmeta") is None
+    assert ledger.locate(["item_junk", "item_index", "item_points_to_junk", 12345]) == [None] * 4
+    assert ledger.latest_in_conversation("conv_junk") is None
+    assert ledger.latest_in_conversation("conv_other") is None
+    assert ledger.stats()["undecodable"] >= 10
+    assert ledger.unavailable() is False  # malformed is not unreachable
+    with capture(ledger=ledger, hash_key=KEY) as cap, pytest.raises(openai.APIStatusError):
+        client.responses.create(model=MODEL, input="Hi.", previous_response_id="resp_junk")
+    assert chat_signals(cap) == [()]
+
+
+# -- nothing in Redis but metadata ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store", [True, False])
+def test_redis_holds_no_secret_nor_payload(
+    store: bool, redis_url: str, emulator: Emulator, ledgers: list[RedisLedger]
+) -> None:
+    """Secrets planted in instructions, user and assistant text, tool arguments and outputs, metadata, MCP
+    credentials, every emulator-safe item type; the emulator's encrypted content and replies. Every key and value
+    is then read back and searched for them, their 12-character pieces, base64 and hex digests."""
+    ledger = new_ledger(ledgers, redis_url)
+    secrets = []
+    with capture(ledger=ledger, hash_key=KEY):
+        for n, model in enumerate((REASONING_MODEL, MODEL)):
+            s = Secrets(f"redis-{store}-{n}".encode(), ("Remember this: the marker is ", "\n"))
+            with closing(emulator.client(**client_kwargs(s))) as planted_client:
+                emulator_session(planted_client, s, model, store, set(PARAMS), list(EMULATOR_SAFE_UNITS))
+                conversation = planted_client.conversations.create()
+                planted_client.responses.create(
+                    model=model,
+                    input=s.text("conversation.turn") + " Please use lookup.",
+                    conversation=conversation.id,
+                    instructions=s.text("conversation.instructions"),
+                    metadata={"k": s.text("conversation.metadata")},
+                )
+            secrets.append(s)
+    assert ledger.flush(5)
+    haystack: list[tuple[str, str]] = []
+    with redis.Redis.from_url(redis_url) as admin:
+        for key in all_keys(admin):
+            value = admin.get(key)
+            assert value is not None
+            assert admin.ttl(key) > 0
+            haystack.append(("key", key.decode("utf-8", "replace")))
+            haystack.append((key.decode("utf-8", "replace"), value.decode("utf-8", "replace")))
+    kinds = {text.split(":")[2] for place, text in haystack if place == "key"}
+    assert {"r", "i", "f", "c"} <= kinds, kinds  # entries, item and text locations, conversations were written
+    assert len(haystack) > 20
+    for s in secrets:
+        needles = s.needles()
+        assert len(needles) > 100
+        leaks = _leaks(haystack, needles)
+        assert not leaks, [(needles[n], [p for p, t in haystack if n in t][:3]) for n in leaks[:5]]
+    # The search would see one: the emulator's encrypted content, or a piece of a planted secret.
+    observed = next(value for name, value in secrets[0].observed.items() if "encrypted" in name)
+    assert _leaks([*haystack, ("planted", json.dumps([1, observed]))], secrets[0].needles())
+    core = next(iter(secrets[1].cores.values()))
+    assert _leaks([*haystack, ("planted", f"0:resp_{core[3:16]}")], secrets[1].needles())
+
+
+def _leaks(haystack: list[tuple[str, str]], needles: dict[str, tuple[str, str]]) -> list[str]:
+    joined = "\x00".join(text for _, text in haystack)
+    grams = {joined[i : i + _WINDOW] for i in range(len(joined) - _WINDOW + 1)}
+    return [needle for needle in needles if needle[:_WINDOW] in grams and needle in joined]
+
+
+# -- configuration -------------------------------------------------------------------------------------------
+
+
+def test_ledger_url_from_the_environment(
+    redis_url: str, client: openai.OpenAI, monkeypatch: pytest.MonkeyPatch, ledgers: list[RedisLedger]
+) -> None:
+    env = {
+        f"{ENV_PREFIX}LEDGER_URL": redis_url,
+        f"{ENV_PREFIX}HASH_KEY": KEY,
+        f"{ENV_PREFIX}LEDGER_TTL": "120",
+        f"{ENV_PREFIX}LEDGER_TIMEOUT": "0.2",
+    }
+    settings = settings_from({}, env)
+    assert isinstance(settings.ledger, RedisLedger)
+    ledgers.append(settings.ledger)
+    assert settings.ledger.ttl_seconds == 120
+    assert math.isclose(settings.ledger.timeout_seconds, 0.2)
+    assert settings.ledger.namespace == f"otel-responses:{settings.fingerprinter.key_id()}"
+    keyword = settings_from({"ledger_ttl": 60}, env).ledger
+    assert isinstance(keyword, RedisLedger)
+    ledgers.append(keyword)
+    assert keyword.ttl_seconds == 60  # the keyword wins
+    assert isinstance(settings_from({}, {}).ledger, InMemoryLedger)  # the default stays in-process
+
+    other = new_ledger(ledgers, redis_url)
+    with capture(ledger=other, hash_key=KEY):
+        parent = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+    assert other.flush(5)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with capture() as cap:
+        child = client.responses.create(model=MODEL, input="Constraints?", previous_response_id=parent.id)
+    assert chat_signals(cap) == [("instructions_dropped",)]
+    with redis.Redis.from_url(redis_url) as admin:
+        deadline = time.monotonic() + 5
+        written = f"{settings.ledger.namespace}:r:{child.id}"
+        while not admin.exists(written) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert 0 < admin.ttl(written) <= 120
+
+
+def test_a_shared_ledger_needs_a_hash_key(redis_url: str, ledgers: list[RedisLedger]) -> None:
+    password_url = "redis://:hunter2-not-to-be-echoed@127.0.0.1:1/0"
+    for config, env in (
+        ({"ledger_url": redis_url}, {}),
+        ({}, {f"{ENV_PREFIX}LEDGER_URL": password_url}),
+        ({"ledger": new_ledger(ledgers, redis_url)}, {}),
+    ):
+        with pytest.raises(ConfigError, match="same hash_key in every process") as info:
+            settings_from(config, env)
+        assert f"{ENV_PREFIX}HASH_KEY" in str(info.value)
+        assert "hunter2" not in str(info.value)
+    with pytest.raises(ConfigError, match="hash_key"):
+        ResponsesInstrumentor().instrument(ledger_url=redis_url)
+    assert not ResponsesInstrumentor().is_instrumented_by_opentelemetry
+    assert isinstance(settings_from({"ledger_url": redis_url, "hash_key": KEY}, {}).ledger, RedisLedger)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"ledger_ttl": "0"}, "ledger_ttl must be a positive integer"),
+        ({"ledger_ttl": -5}, "ledger_ttl must be a positive integer"),
+        ({"ledger_ttl": "an hour"}, "ledger_ttl must be a positive integer"),
+        ({"ledger_ttl": 1.5}, "ledger_ttl must be a positive integer"),
+        ({"ledger_timeout": "0"}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_timeout": -0.1}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_timeout": "nan"}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_timeout": "inf"}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_timeout": "fast"}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_timeout": True}, "ledger_timeout must be a positive number of seconds"),
+        ({"ledger_url": "http://:hunter2@cache:6379"}, "redis://, rediss:// or unix://"),
+        ({"ledger_url": "cache:6379"}, "redis://, rediss:// or unix://"),
+        ({"ledger_url": 6379}, "redis://, rediss:// or unix://"),
+        ({"ledger_url": "redis://127.0.0.1:1", "ledger": object()}, "either ledger or ledger_url"),
+    ],
+)
+def test_bad_ledger_settings_are_config_errors(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        ResponsesInstrumentor().instrument(hash_key=KEY, **config)
+    assert "hunter2" not in str(info.value)
+    assert not ResponsesInstrumentor().is_instrumented_by_opentelemetry
+
+
+def test_bad_ledger_settings_from_the_environment() -> None:
+    for name, value in (("LEDGER_TTL", "-1"), ("LEDGER_TIMEOUT", "0"), ("LEDGER_URL", "memcached://x")):
+        with pytest.raises(ConfigError, match=name.lower()):
+            settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}{name}": value})
+
+
+def test_redis_package_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "redis", None)  # `import redis` now fails as if not installed
+    with pytest.raises(ConfigError, match=r"pip install 'otel-responses\[redis\]'"):
+        settings_from({"ledger_url": "redis://127.0.0.1:1/0", "hash_key": KEY}, {})
+    with pytest.raises(ImportError, match=r"otel-responses\[redis\]"):
+        RedisLedger("redis://127.0.0.1:1/0")
+    assert settings_from({}, {}).ledger.unavailable() is False  # the in-process default needs no redis
