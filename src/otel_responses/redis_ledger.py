@@ -48,6 +48,9 @@ DEFAULT_MAX_ENTRY_BYTES = 8192
 DEFAULT_BACKOFF_SECONDS = 1.0
 DEFAULT_QUEUE_SIZE = 10_000
 URL_SCHEMES = ("redis", "rediss", "unix")
+# What stats() counts: Redis reads made, failed and skipped (backoff); entries written, lost to failed writes,
+# dropped (queue full, or too big even without output items), trimmed to the size cap; values that did not decode.
+COUNTS = ("reads", "read_failures", "reads_skipped", "writes", "write_failures", "dropped", "trimmed", "undecodable")
 INSTALL_HINT = "pip install 'otel-responses[redis]'"
 
 # Writes are off the call path: a slower network may take longer than a read may.
@@ -267,19 +270,7 @@ class RedisLedger:
         self._retry_at = 0.0  # monotonic time before which reads do not go to Redis
         self._last_sequence = 0
         self._sequence_lock = threading.Lock()
-        self._counts: dict[str, int] = dict.fromkeys(
-            (
-                "reads",
-                "read_failures",
-                "reads_skipped",
-                "writes",
-                "write_failures",
-                "dropped",
-                "trimmed",
-                "undecodable",
-            ),
-            0,
-        )
+        self._counts: dict[str, int] = dict.fromkeys(COUNTS, 0)
         self._counts_lock = threading.Lock()
         self._jobs: deque[_Job] = deque()
         self._pending = 0  # queued or being written
