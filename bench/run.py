@@ -12,14 +12,19 @@ package's memory over 100,000 calls and profiles its hot path. Results: ``bench/
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import venv
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -29,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 CACHE = Path(os.environ.get("OTEL_RESPONSES_BENCH_CACHE", Path.home() / ".cache" / "otel-responses-bench"))
 OURS = "otel_responses"
+REDIS_URL_ENV = "OTEL_RESPONSES_BENCH_REDIS_URL"  # as in worker.py
 BARE = "bare"
 # subject -> (venv name, distribution to install, module to import); None: the running interpreter
 PEERS: dict[str, tuple[str, str, str]] = {
@@ -40,7 +46,8 @@ PEERS: dict[str, tuple[str, str, str]] = {
     "traceloop": ("traceloop", "opentelemetry-instrumentation-openai", "opentelemetry.instrumentation.openai"),
     "openinference": ("openinference", "openinference-instrumentation-openai", "openinference.instrumentation.openai"),
 }
-SUBJECTS = (BARE, OURS, f"{OURS}_strict", *PEERS)
+REDIS = f"{OURS}_redis"  # our instrumentation with the shared ledger on a local redis-server
+SUBJECTS = (BARE, OURS, f"{OURS}_strict", REDIS, *PEERS)
 WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
 HUGE = "replay_10000"
 
@@ -86,6 +93,11 @@ class Process:
     shapes: dict[str, Any] = field(default_factory=dict)
     total: dict[str, list[int]] = field(default_factory=dict)
     net: dict[str, list[int]] = field(default_factory=dict)
+    cpu: dict[str, list[int]] = field(default_factory=dict)
+    # the same process with its instrumentation switched off (paired figure)
+    off_net: dict[str, list[int]] = field(default_factory=dict)
+    off_cpu: dict[str, list[int]] = field(default_factory=dict)
+    off_clean: bool = False
     error: str | None = None
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -118,6 +130,11 @@ def start(subject: str, python: str) -> Process:
 
 def timing(processes: list[Process], workloads: list[str], seconds: float, rounds: int) -> None:
     live = [p for p in processes if p.error is None]
+    for process in live:
+        if process.subject != BARE:
+            process.off_clean = bool(process.ask({"op": "check_off"})["clean"])
+            if not process.off_clean:
+                log(f"  {process.subject}: uninstrument() leaves spans; no paired figure")
     for workload in workloads:
         huge = workload == HUGE
         per_call: dict[str, float] = {}
@@ -136,9 +153,20 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
             order = live[number % len(live) :] + live[: number % len(live)]
             for process in order:
                 n = 1 if huge else max(1, round(seconds / workload_rounds * 1e9 / per_call[process.subject]))
-                answer = process.ask({"op": "burst", "workload": workload, "n": n})
-                process.total.setdefault(workload, []).extend(answer["total_ns"])
-                process.net.setdefault(workload, []).extend(answer["net_ns"])
+                # instrumented, and (paired) the same process with it off, in alternating order
+                switches = [True] if process.subject == BARE or not process.off_clean else [True, False]
+                for instrumented in switches if number % 2 == 0 else switches[::-1]:
+                    request = {"op": "burst", "workload": workload, "n": n, "instrumented": instrumented}
+                    answer = process.ask(request)
+                    if instrumented:
+                        process.total.setdefault(workload, []).extend(answer["total_ns"])
+                        process.net.setdefault(workload, []).extend(answer["net_ns"])
+                        process.cpu.setdefault(workload, []).extend(answer["cpu_ns"])
+                    else:
+                        process.off_net.setdefault(workload, []).extend(answer["net_ns"])
+                        process.off_cpu.setdefault(workload, []).extend(answer["cpu_ns"])
+                if process.subject != BARE and process.off_clean:
+                    process.ask({"op": "burst", "workload": "short", "n": 1, "instrumented": True})
         for process in live:
             median = statistics.median(process.total[workload]) / 1e3
             log(f"  {workload:13} {process.subject:22} median {median:12.1f} us")
@@ -153,14 +181,29 @@ def percentile(values: list[int], fraction: float) -> float:
 
 
 def stats(process: Process, workload: str) -> dict[str, Any]:
-    total, net = process.total[workload], process.net[workload]
+    total, net, cpu = process.total[workload], process.net[workload], process.cpu[workload]
     return {
         "n": len(total),
         "median_us": percentile(total, 0.5) / 1e3,
         "p90_us": percentile(total, 0.9) / 1e3,
         "net_median_us": percentile(net, 0.5) / 1e3,
         "net_p90_us": percentile(net, 0.9) / 1e3,
+        "net_cpu_median_us": percentile(cpu, 0.5) / 1e3,
+        "net_cpu_p90_us": percentile(cpu, 0.9) / 1e3,
+        **_paired(process, workload),
         **process.shapes.get(workload, {}),
+    }
+
+
+def _paired(process: Process, workload: str) -> dict[str, Any]:
+    """Added time as on-minus-off medians within the one process (net of the SDK transform)."""
+    off_net, off_cpu = process.off_net.get(workload), process.off_cpu.get(workload)
+    if not off_net or not off_cpu:
+        return {}
+    return {
+        "paired_n_off": len(off_net),
+        "paired_added_us": (percentile(process.net[workload], 0.5) - percentile(off_net, 0.5)) / 1e3,
+        "paired_cpu_added_us": (percentile(process.cpu[workload], 0.5) - percentile(off_cpu, 0.5)) / 1e3,
     }
 
 
@@ -194,8 +237,11 @@ def machine() -> dict[str, str]:
 def render(results: dict[str, Any]) -> str:
     table = results["timing"]
     lines = [f"Machine: {results['machine']}", ""]
-    lines.append("| workload | subject | n | median µs | p90 µs | added µs | x bare | net median µs | net added µs |")
-    lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    lines.append(
+        "| workload | subject | n | median µs | p90 µs | added µs | x bare | net median µs | net added µs "
+        "| net CPU median µs | net CPU added µs |"
+    )
+    lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for workload in results["workloads"]:
         bare = table.get(BARE, {}).get(workload)
         for subject in SUBJECTS:
@@ -205,19 +251,42 @@ def render(results: dict[str, Any]) -> str:
             added = row["median_us"] - bare["median_us"] if bare else float("nan")
             ratio = row["median_us"] / bare["median_us"] if bare else float("nan")
             net_added = row["net_median_us"] - bare["net_median_us"] if bare else float("nan")
+            cpu_added = row["net_cpu_median_us"] - bare["net_cpu_median_us"] if bare else float("nan")
             lines.append(
                 f"| {workload} | {subject} | {row['n']} | {row['median_us']:.0f} | {row['p90_us']:.0f} | "
-                f"{added:+.0f} | {ratio:.2f} | {row['net_median_us']:.0f} | {net_added:+.0f} |"
+                f"{added:+.0f} | {ratio:.2f} | {row['net_median_us']:.0f} | {net_added:+.0f} | "
+                f"{row['net_cpu_median_us']:.0f} | {cpu_added:+.0f} |"
             )
-    lines += ["", "Ratio of otel_responses' added time to each peer's (net of the SDK transform, medians):", ""]
-    lines.append("| workload | " + " | ".join(PEERS) + " |")
-    lines.append("|---|" + "--:|" * len(PEERS))
+    lines += [
+        "",
+        "Paired: added time in the same process, instrumentation on minus off (net of the SDK transform, medians, µs):",
+        "",
+        "| workload | " + " | ".join(s for s in SUBJECTS if s != BARE) + " |",
+        "|---|" + "--:|" * (len(SUBJECTS) - 1),
+    ]
     for workload in results["workloads"]:
         cells = []
-        for peer in PEERS:
-            ratio = results["ratios"].get(workload, {}).get(peer)
-            cells.append(f"{ratio:.2f}" if isinstance(ratio, float) else "—")
+        for subject in SUBJECTS:
+            if subject == BARE:
+                continue
+            row = table.get(subject, {}).get(workload, {})
+            wall, cpu = row.get("paired_added_us"), row.get("paired_cpu_added_us")
+            cells.append(f"{wall:+.0f} (CPU {cpu:+.0f})" if wall is not None and cpu is not None else "—")
         lines.append(f"| {workload} | " + " | ".join(cells) + " |")
+    for basis, title in (
+        ("paired", "paired added wall time"),
+        ("net", "added wall time (against the bare process)"),
+        ("net_cpu", "added CPU time of the calling thread (against the bare process)"),
+    ):
+        lines += ["", f"Ratio of otel_responses' {title} to each peer's (net of the SDK transform, medians):", ""]
+        lines.append("| workload | " + " | ".join(PEERS) + " |")
+        lines.append("|---|" + "--:|" * len(PEERS))
+        for workload in results["workloads"]:
+            cells = []
+            for peer in PEERS:
+                ratio = results["ratios"].get(basis, {}).get(workload, {}).get(peer)
+                cells.append(f"{ratio:.2f}" if isinstance(ratio, float) else "—")
+            lines.append(f"| {workload} | " + " | ".join(cells) + " |")
     if results.get("slope_us_per_1000"):
         lines += ["", f"otel_responses cost per 1,000 replayed items: {results['slope_us_per_1000']}"]
     if results.get("errors"):
@@ -229,21 +298,64 @@ def ratios_and_slope(results: dict[str, Any]) -> None:
     table = results["timing"]
     bare = table.get(BARE, {})
     results["ratios"] = {}
-    for workload in results["workloads"]:
-        if workload not in bare or workload not in table.get(OURS, {}):
-            continue
-        ours = table[OURS][workload]["net_median_us"] - bare[workload]["net_median_us"]
-        results["ratios"][workload] = {}
-        for peer in PEERS:
-            if workload in table.get(peer, {}):
-                theirs = table[peer][workload]["net_median_us"] - bare[workload]["net_median_us"]
-                results["ratios"][workload][peer] = ours / theirs if theirs > 0 else None
+    for basis in ("paired", "net", "net_cpu"):
+        ratios: dict[str, dict[str, float | None]] = {}
+        for workload in results["workloads"]:
+            ours = _added(table, bare, OURS, workload, basis)
+            if ours is None:
+                continue
+            ratios[workload] = {}
+            for peer in PEERS:
+                theirs = _added(table, bare, peer, workload, basis)
+                if theirs is not None:
+                    ratios[workload][peer] = ours / theirs if theirs > 0 else None
+        results["ratios"][basis] = ratios
     if all(w in table.get(OURS, {}) for w in ("replay_1000", HUGE)):
         slopes = {}
-        for key in ("median_us", "net_median_us"):
+        for key in ("median_us", "net_median_us", "net_cpu_median_us"):
             added = {w: table[OURS][w][key] - bare[w][key] for w in ("replay_1000", HUGE)}
             slopes[key] = round((added[HUGE] - added["replay_1000"]) / 9, 1)
         results["slope_us_per_1000"] = slopes
+
+
+def _added(table: dict[str, Any], bare: dict[str, Any], subject: str, workload: str, basis: str) -> float | None:
+    row = table.get(subject, {}).get(workload)
+    if row is None:
+        return None
+    if basis == "paired":
+        value = row.get("paired_added_us")
+        return float(value) if value is not None else None
+    if workload not in bare:
+        return None
+    key = f"{basis}_median_us"
+    return float(row[key] - bare[workload][key])
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str | None]:
+    """A throwaway redis-server on 127.0.0.1 for the shared-ledger subject; None when it is not installed."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with tempfile.TemporaryDirectory() as workdir:
+        server = subprocess.Popen(
+            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+                time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            server.terminate()
+            server.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -264,21 +376,28 @@ def main(argv: list[str] | None = None) -> int:
     results["settings"] = {"seconds": args.seconds, "rounds": args.rounds, "memory_calls": args.memory_calls}
 
     if "timing" not in skip:
-        processes = []
-        for subject in subjects:
-            python, why = (sys.executable, None) if subject not in PEERS else ensure_venv(subject)
-            if python is None:
-                results["errors"][subject] = why
-                continue
-            process = start(subject, python)
-            processes.append(process)
-            results["versions"][subject] = process.versions
-        timing(processes, workloads, args.seconds, args.rounds)
+        with redis_server() as redis_url:
+            if redis_url is None and REDIS in subjects:
+                subjects.remove(REDIS)
+                results["errors"][REDIS] = "redis-server is not installed"
+            if redis_url is not None:
+                os.environ[REDIS_URL_ENV] = redis_url
+            processes = []
+            for subject in subjects:
+                python, why = (sys.executable, None) if subject not in PEERS else ensure_venv(subject)
+                if python is None:
+                    results["errors"][subject] = why
+                    continue
+                process = start(subject, python)
+                processes.append(process)
+                results["versions"][subject] = process.versions
+            timing(processes, workloads, args.seconds, args.rounds)
+            for process in processes:
+                if process.popen.stdin:
+                    process.popen.stdin.close()
+                process.popen.wait()
         results["timing"] = {}
         for process in processes:
-            if process.popen.stdin:
-                process.popen.stdin.close()
-            process.popen.wait()
             if process.error is not None:
                 results["errors"][process.subject] = process.error
             results["timing"][process.subject] = {w: stats(process, w) for w in workloads if w in process.total}

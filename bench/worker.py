@@ -37,6 +37,7 @@ ENCRYPTED = "gAAAAAB" + "x9Kq2mZ7" * 127  # ~1 KB, the size of a typical encrypt
 CLEAR_EVERY = 256  # exporter cleared this often, outside the timed region
 REPLAY_SIZES = (10, 100, 1_000, 10_000)
 WORKLOADS = ("short", "stream", *(f"replay_{n}" for n in REPLAY_SIZES))
+REDIS_URL_ENV = "OTEL_RESPONSES_BENCH_REDIS_URL"
 MEMORY_CHECKPOINTS = (1_000, 10_000, 25_000, 50_000, 100_000)
 
 # -- canned bodies ---------------------------------------------------------------------------------------
@@ -249,12 +250,15 @@ class Harness:
     exporter: InMemorySpanExporter
     reader: InMemoryMetricReader
     instrumentor: Any
+    options: dict[str, Any]
 
 
 PEERS = {
     # subject: (distribution, module, class)
     "otel_responses": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "otel_responses_strict": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    # The shared ledger on Redis (issue 9): run.py starts redis-server and passes its URL in REDIS_URL_ENV.
+    "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
         "opentelemetry-instrumentation-genai-openai",
         "opentelemetry.instrumentation.genai.openai",
@@ -282,9 +286,16 @@ def build(subject: str, ledger: Any = None) -> Harness:
         options: dict[str, Any] = {"tracer_provider": tracer_provider, "meter_provider": meter_provider}
         if subject == "otel_responses_strict":
             options["strict"] = True
+        if subject == "otel_responses_redis":  # one ledger (one writer thread) across instrument() cycles
+            from otel_responses.redis_ledger import RedisLedger
+
+            options["ledger"] = RedisLedger(os.environ[REDIS_URL_ENV])
+            options["hash_key"] = "bench-fleet-key"
         if ledger is not None:
             options["ledger"] = ledger
         instrumentor.instrument(**options)
+    else:
+        options = {}
     transport = CannedTransport()
     client = openai.OpenAI(
         api_key="sk-bench",
@@ -292,7 +303,7 @@ def build(subject: str, ledger: Any = None) -> Harness:
         max_retries=0,
         http_client=openai.DefaultHttpxClient(transport=httpx2.MockTransport(transport)),
     )
-    return Harness(client, transport, exporter, reader, instrumentor)
+    return Harness(client, transport, exporter, reader, instrumentor, options)
 
 
 def versions(subject: str) -> dict[str, str]:
@@ -322,14 +333,16 @@ class TransformClock:
         import openai.resources.responses.responses as module
 
         self.ns = 0
+        self.cpu_ns = 0
         original = getattr(module, "maybe_transform")  # noqa: B009 - not re-exported
-        clock = time.perf_counter_ns
+        clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
 
         def timed(*args: Any, **kwargs: Any) -> Any:
-            begin = clock()
+            begin, cpu_begin = clock(), cpu_clock()
             try:
                 return original(*args, **kwargs)
             finally:
+                self.cpu_ns += cpu_clock() - cpu_begin
                 self.ns += clock() - begin
 
         setattr(module, "maybe_transform", timed)  # noqa: B010
@@ -343,6 +356,29 @@ class Subject:
         self.harness = build(name)
         self.calls = {workload: make_call(self.harness.client, workload) for workload in WORKLOADS}
         self.shapes: dict[str, dict[str, Any]] = {}
+        self.instrumented = self.harness.instrumentor is not None
+
+    def switch(self, on: bool) -> None:
+        """Instrumentation on or off in this same process, for the paired figure: the instrumentation's added time
+        as on-minus-off bursts of one process, free of the differences between processes (memory layout, a
+        neighbour's load on one core) that dominate a comparison with the bare client's process."""
+        instrumentor = self.harness.instrumentor
+        if instrumentor is None or on == self.instrumented:
+            return
+        if on:
+            instrumentor.instrument(**self.harness.options)
+        else:
+            instrumentor.uninstrument()
+        self.instrumented = on
+
+    def off_is_clean(self) -> bool:
+        """True when ``uninstrument()`` really leaves no span behind (else the paired figure would mislead)."""
+        self.switch(False)
+        self.harness.exporter.clear()
+        self.calls["short"]()
+        clean = not self.harness.exporter.get_finished_spans()
+        self.switch(True)
+        return clean
 
     def warm(self, workload: str, calls: int) -> dict[str, Any]:
         """Run ``calls`` untimed calls; describe the spans of the last one."""
@@ -359,23 +395,29 @@ class Subject:
         }
 
     def burst(self, workload: str, iterations: int) -> dict[str, list[int]]:
-        """``iterations`` timed calls: per call, the whole time and the time less the SDK's request transform."""
+        """``iterations`` timed calls: per call, the whole time, the time less the SDK's request transform, and the
+        calling thread's CPU time less the transform's (immune to the process being preempted on a shared machine;
+        work moved to other threads is not in it, but its cost to this thread through the GIL is)."""
         call, exporter, transform = self.calls[workload], self.harness.exporter, self.transform
-        clock = time.perf_counter_ns
+        clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
         total: list[int] = []
         net: list[int] = []
+        cpu: list[int] = []
         gc.collect()
         for index in range(iterations):
             if index % CLEAR_EVERY == 0:
                 exporter.clear()
-            before = transform.ns
+            before, cpu_before = transform.ns, transform.cpu_ns
+            cpu_begin = cpu_clock()
             begin = clock()
             call()
             elapsed = clock() - begin
+            cpu_elapsed = cpu_clock() - cpu_begin
             total.append(elapsed)
             net.append(elapsed - (transform.ns - before))
+            cpu.append(cpu_elapsed - (transform.cpu_ns - cpu_before))
         exporter.clear()
-        return {"total_ns": total, "net_ns": net}
+        return {"total_ns": total, "net_ns": net, "cpu_ns": cpu}
 
 
 def serve(name: str) -> None:
@@ -387,7 +429,10 @@ def serve(name: str) -> None:
         request = json.loads(line)
         if request["op"] == "warm":
             answer: dict[str, Any] = subject.warm(request["workload"], request["n"])
+        elif request["op"] == "check_off":
+            answer = {"clean": subject.off_is_clean()}
         else:
+            subject.switch(request.get("instrumented", True))
             answer = subject.burst(request["workload"], request["n"])
         print(json.dumps(answer), flush=True)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
 from .items import CALL_OUTPUT_TYPES, OUTPUT_CALL_TYPES, ItemMeta
-from .ledger import Entry, Key, LedgerView
+from .ledger import Entry, LedgerView
 
 # Output items a replay must carry back (hosted tool calls such as web searches need not be).
 REPLAYED_TYPES = frozenset({"message", "reasoning", "compaction", *CALL_OUTPUT_TYPES})
@@ -55,44 +55,24 @@ class Analysis:
         return max(self.links, key=lambda link: link.entry.sequence) if self.links else None
 
 
-def _lookup_keys(items: tuple[ItemMeta, ...]) -> tuple[list[Key], list[int]]:
-    keys: list[Key] = []
-    positions: list[int] = []
-    for position, meta in enumerate(items):
-        if meta.id is not None:
-            keys.append(meta.id)
-        elif meta.role == "assistant" and meta.fingerprint is not None:
-            keys.append(meta.fingerprint)
-        else:
-            continue
-        positions.append(position)
-    return keys, positions
-
-
 def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
     """Match replayed items to the responses that returned them; note modified payloads and lost phases."""
-    keys, positions = _lookup_keys(req.input_items)
-    if not keys:
+    lookups = req.lookups
+    if not lookups:
         return
-    located = ledger.locate(keys)
+    located = ledger.locate([lookup.key for lookup in lookups])
     items = req.input_items
-    # App messages since the latest compaction item, and compaction items, before each position.
-    app_before = [0] * (len(items) + 1)
-    compactions_before = [0] * (len(items) + 1)
-    for position, meta in enumerate(items):
-        is_compaction = meta.type == "compaction"
-        app_before[position + 1] = 0 if is_compaction else app_before[position] + meta.from_app
-        compactions_before[position + 1] = compactions_before[position] + is_compaction
     links: dict[str, Link] = {}
-    for position, found in zip(positions, located, strict=True):
+    for lookup, found in zip(lookups, located, strict=True):
         if found is None:
             continue
         entry, index = found
         link = links.get(entry.response_id)
         if link is None:
-            link = Link(entry, app_before[position], compactions_before[position])
+            link = Link(entry, lookup.app_messages_before, lookup.compactions_before)
             links[entry.response_id] = link
         link.seen.add(index)
+        position = lookup.position
         sent, returned = items[position], entry.outputs[index]
         if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
             analysis.resolved[position] = returned
@@ -112,8 +92,9 @@ def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis) -> N
     outputs: dict[str, int] = {}
     tools = analysis.tools
     resolved = analysis.resolved
-    for position, sent in enumerate(req.input_items):
-        meta = resolved.get(position, sent) if resolved else sent
+    items = req.input_items
+    for position in req.tool_positions:
+        meta = resolved.get(position, items[position]) if resolved else items[position]
         if meta.call_id is None:
             continue
         if meta.type in CALL_OUTPUT_TYPES:

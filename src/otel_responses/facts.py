@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
-from .items import USER_TEXT, ItemMeta, is_sequence, item_meta
+from .items import APP_ROLES, USER_TEXT, ItemMeta, is_sequence, item_meta
 
 SERVER_CHAIN = "server_chain"
 CONVERSATION = "conversation"
@@ -42,6 +42,57 @@ class RequestFacts:
     app_messages: int = 0  # app messages after the latest compaction item (all of them when there is none)
     compactions: int = 0
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
+    # Found in the same pass over the items, for the analysis against the ledger:
+    lookups: tuple[Lookup, ...] = ()  # items the ledger may know, by id or assistant-text fingerprint
+    tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
+
+
+class Lookup(NamedTuple):
+    """An input item the ledger may know, and what precedes it in the input."""
+
+    key: str | int  # the item's id, or the fingerprint of an assistant message replayed as text
+    position: int
+    app_messages_before: int  # app messages since the latest compaction item before it (or the start)
+    compactions_before: int
+
+
+_new_lookup = tuple.__new__  # skips NamedTuple's Python-level __new__: one per replayed item with an id
+
+
+class _Scan(NamedTuple):
+    encrypted_in: int
+    compactions: int
+    app_messages: int
+    user_messages: int
+    only_app_messages: bool
+    lookups: tuple[Lookup, ...]
+    tool_positions: tuple[int, ...]
+
+
+def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
+    """One pass over the input items' metadata: every count and position the checks and the analysis need."""
+    encrypted_in = compactions = app_since = user_messages = 0
+    only_app = True
+    lookups: list[Lookup] = []
+    tool_positions: list[int] = []
+    for position, meta in enumerate(items):
+        kind = meta.type
+        key = meta.id if meta.id is not None else (meta.fingerprint if meta.role == "assistant" else None)
+        if key is not None:
+            lookups.append(_new_lookup(Lookup, (key, position, app_since, compactions)))
+        if meta.call_id is not None or kind == "item_reference":
+            tool_positions.append(position)
+        if kind == "message" and meta.role in APP_ROLES:
+            app_since += 1
+            user_messages += meta.role == "user"
+            continue
+        only_app = False
+        if kind == "reasoning":
+            encrypted_in += meta.encrypted
+        elif kind == "compaction":
+            compactions += 1
+            app_since = 0  # a compaction item stands for everything before it
+    return _Scan(encrypted_in, compactions, app_since, user_messages, only_app, tuple(lookups), tuple(tool_positions))
 
 
 @dataclass(slots=True)
@@ -86,20 +137,14 @@ def _conversation_id(value: object) -> str | None:
     return _str(getattr(value, "id", None))
 
 
-def _state_mode(previous: str | None, conversation: str | None, items: tuple[ItemMeta, ...]) -> str:
+def _state_mode(previous: str | None, conversation: str | None, scan: _Scan) -> str:
     if previous and conversation:
         return CONFLICT
     if previous:
         return SERVER_CHAIN
     if conversation:
         return CONVERSATION
-    user_messages = 0
-    for meta in items:
-        if not meta.from_app:
-            return CLIENT_REPLAY
-        if meta.role == "user":
-            user_messages += 1
-    return CLIENT_REPLAY if user_messages > 1 else SINGLE_TURN
+    return SINGLE_TURN if scan.only_app_messages and scan.user_messages <= 1 else CLIENT_REPLAY
 
 
 def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
@@ -112,17 +157,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         items = tuple(item_meta(item, fingerprints, sent=True) for item in raw_input)
     else:
         items = ()
-    encrypted_in = 0
-    compactions = 0
-    app_messages = 0
-    for meta in items:
-        if meta.from_app:
-            app_messages += 1
-        elif meta.type == "reasoning":
-            encrypted_in += meta.encrypted
-        elif meta.type == "compaction":
-            compactions += 1
-            app_messages = 0  # a compaction item stands for everything before it
+    scan = _scan(items)
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
@@ -132,7 +167,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
     return RequestFacts(
         operation=operation,
         model=_str(kwargs.get("model")),
-        state_mode=_state_mode(previous, conversation, items),
+        state_mode=_state_mode(previous, conversation, scan),
         store=kwargs.get("store") is not False,  # the API stores when `store` is omitted
         previous_response_id=previous,
         conversation_id=conversation,
@@ -141,17 +176,20 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         input_items=items,
         include=include,
         encrypted_requested=ENCRYPTED_REASONING in include,
-        encrypted_input_count=encrypted_in,
-        compaction=compactions > 0,
+        encrypted_input_count=scan.encrypted_in,
+        compaction=scan.compactions > 0,
         service_tier=_str(kwargs.get("service_tier")),
         stream=kwargs.get("stream") is True,
-        app_messages=app_messages,
-        compactions=compactions,
+        app_messages=scan.app_messages,
+        compactions=scan.compactions,
+        lookups=scan.lookups,
+        tool_positions=scan.tool_positions,
     )
 
 
 def conversation_facts(operation: str, conversation_id: object, items: tuple[ItemMeta, ...]) -> RequestFacts:
     """Facts of a Conversations API call; ``items`` are those it writes into the conversation."""
+    scan = _scan(items)
     return RequestFacts(
         operation=operation,
         model=None,
@@ -168,6 +206,8 @@ def conversation_facts(operation: str, conversation_id: object, items: tuple[Ite
         compaction=False,
         service_tier=None,
         stream=False,
+        lookups=scan.lookups,
+        tool_positions=scan.tool_positions,
     )
 
 

@@ -13,7 +13,7 @@ from .fingerprint import Fingerprinter
 
 _ENCRYPTED_TYPES = frozenset({"reasoning", "compaction"})
 # Message roles an app writes itself; anything else in an input list came from an earlier response.
-_APP_ROLES = frozenset({"user", "system", "developer"})
+APP_ROLES = frozenset({"user", "system", "developer"})
 
 # Client-executed tool calls and the output item that must answer each, paired by `call_id`.
 CALL_OUTPUT_TYPES = {
@@ -44,7 +44,7 @@ class ItemMeta(NamedTuple):
     @property
     def from_app(self) -> bool:
         """True for a message the app itself writes (user, system, developer), not model output."""
-        return self.type == "message" and self.role in _APP_ROLES
+        return self.type == "message" and self.role in APP_ROLES
 
 
 USER_TEXT = ItemMeta("message", None, None, "user", None, False)
@@ -91,11 +91,16 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
 
     ``sent``: an item of a request. Its assistant text is fingerprinted only when it has no id (a replay of
     the text alone): an item with an id is recognised by the id, so hashing its text would be wasted work.
+    Runs once per replayed item, so the string checks are written out rather than calling a helper.
     """
-    get = _fields(item)
+    get = item.get if isinstance(item, dict) else _fields(item)
     raw_type = get("type")
-    role = _text_or_none(get("role"))
-    item_id = _text_or_none(get("id"))
+    role = get("role")
+    if not isinstance(role, str):
+        role = None
+    item_id = get("id")
+    if not isinstance(item_id, str):
+        item_id = None
     if isinstance(raw_type, str):
         item_type = raw_type
     elif role is not None:
@@ -104,11 +109,12 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
         item_type = "item_reference"  # ItemReference: `type` is optional.
     else:
         item_type = "unknown"
-    fingerprint = None
+    fingerprint = call_id = phase = None
     encrypted = False
-    call_id = phase = None
     if item_type == "message":
-        phase = _text_or_none(get("phase"))
+        phase = get("phase")
+        if not isinstance(phase, str):
+            phase = None
         if role == "assistant" and not (sent and item_id is not None):
             text = _message_text(get("content"))
             if text is not None:
@@ -119,8 +125,14 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
             encrypted = True
             fingerprint = fingerprints.number(payload)
     else:
-        call_id = _text_or_none(get("call_id"))
-    return ItemMeta(item_type, item_id, call_id, role, phase, encrypted, fingerprint)
+        call_id = get("call_id")
+        if not isinstance(call_id, str):
+            call_id = None
+    return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint))
+
+
+# NamedTuple's generated __new__ is a Python-level wrapper; building the tuple directly skips a frame per item.
+_new_meta = tuple.__new__
 
 
 def is_sequence(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
