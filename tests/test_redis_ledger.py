@@ -310,7 +310,7 @@ def test_conversation_turns_across_processes_raise_no_false_signal(
     with capture(ledger=a, hash_key=KEY) as cap_a:
         client.responses.create(model=MODEL, input="And now?", conversation=conversation.id, instructions=INSTRUCTIONS)
         client.responses.create(model=MODEL, input="Constraints?", conversation=conversation.id)
-    assert chat_signals(cap_b) == [()]  # without the shared ledger: orphan_tool_output
+    assert chat_signals(cap_b) == [()]  # the output answers the call pending in A's turn
     assert chat_signals(cap_a) == [(), ("instructions_dropped",)]
 
 

@@ -677,6 +677,18 @@ def test_orphan_tool_output_near_miss_call_pending_in_parent(client: openai.Open
     assert_clean(span, tool_check="ok")
 
 
+def test_orphan_tool_output_near_miss_parent_unknown(client: openai.OpenAI, captured: Captured) -> None:
+    """A parent this process never saw (evicted, made elsewhere) may hold the call: silence, not an orphan."""
+    ResponsesInstrumentor().uninstrument()
+    first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    ResponsesInstrumentor().instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider)
+    client.responses.create(
+        model=MODEL, input=[tool_output(function_call(first).call_id)], previous_response_id=first.id, tools=TOOLS
+    )
+    (span,) = captured.spans()
+    assert_clean(span, tool_check="ok")
+
+
 def test_orphan_tool_output_near_miss_call_by_item_reference(client: openai.OpenAI, captured: Captured) -> None:
     """store=true: the call may be sent as an item reference; the API resolves it and accepts the output."""
     first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)

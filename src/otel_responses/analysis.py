@@ -86,8 +86,12 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
     analysis.links = list(links.values())
 
 
-def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis) -> None:
-    """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls."""
+def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis, parent_known: bool) -> None:
+    """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls.
+
+    ``parent_known``: False when the request continues a response or conversation the ledger does not know
+    (evicted, made by another process, a shared ledger out of reach): an output may answer one of its calls,
+    so none is called an orphan."""
     calls: dict[str, int] = {}
     outputs: dict[str, int] = {}
     tools = analysis.tools
@@ -112,7 +116,7 @@ def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis) -> N
         if call_id in calls:
             if position < calls[call_id]:
                 tools.before_call.append(call_id)
-        elif call_id not in pending_set:
+        elif call_id not in pending_set and parent_known:
             tools.orphans.append(call_id)
     tools.missing.extend(call_id for call_id in calls if call_id not in outputs)
     tools.missing.extend(call_id for call_id in pending if call_id not in outputs)
@@ -135,5 +139,6 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         pending: tuple[str, ...] = ()
     else:
         pending = analysis.parent.pending_calls if analysis.parent is not None else ()
-    _tools(req, pending, analysis)
+    continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
+    _tools(req, pending, analysis, parent_known=analysis.parent is not None or not continues)
     return analysis
