@@ -97,7 +97,7 @@ class Process:
     # the same process with its instrumentation switched off (paired figure)
     off_net: dict[str, list[int]] = field(default_factory=dict)
     off_cpu: dict[str, list[int]] = field(default_factory=dict)
-    off_clean: bool = False
+    off: str | None = None  # how the worker calls without the instrumentation: "bypass", "toggle" or None
     error: str | None = None
 
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -132,9 +132,9 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
     live = [p for p in processes if p.error is None]
     for process in live:
         if process.subject != BARE:
-            process.off_clean = bool(process.ask({"op": "check_off"})["clean"])
-            if not process.off_clean:
-                log(f"  {process.subject}: uninstrument() leaves spans; no paired figure")
+            process.off = process.ask({"op": "off"})["off"]
+            how = process.off or "nothing: no paired figure"
+            log(f"  {process.subject}: calls without the instrumentation by {how}")
     for workload in workloads:
         huge = workload == HUGE
         per_call: dict[str, float] = {}
@@ -153,20 +153,12 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
             order = live[number % len(live) :] + live[: number % len(live)]
             for process in order:
                 n = 1 if huge else max(1, round(seconds / workload_rounds * 1e9 / per_call[process.subject]))
-                # instrumented, and (paired) the same process with it off, in alternating order
-                switches = [True] if process.subject == BARE or not process.off_clean else [True, False]
-                for instrumented in switches if number % 2 == 0 else switches[::-1]:
-                    request = {"op": "burst", "workload": workload, "n": n, "instrumented": instrumented}
-                    answer = process.ask(request)
-                    if instrumented:
-                        process.total.setdefault(workload, []).extend(answer["total_ns"])
-                        process.net.setdefault(workload, []).extend(answer["net_ns"])
-                        process.cpu.setdefault(workload, []).extend(answer["cpu_ns"])
-                    else:
-                        process.off_net.setdefault(workload, []).extend(answer["net_ns"])
-                        process.off_cpu.setdefault(workload, []).extend(answer["cpu_ns"])
-                if process.subject != BARE and process.off_clean:
-                    process.ask({"op": "burst", "workload": "short", "n": 1, "instrumented": True})
+                answer = process.ask({"op": "burst", "workload": workload, "n": n})
+                process.total.setdefault(workload, []).extend(answer["total_ns"])
+                process.net.setdefault(workload, []).extend(answer["net_ns"])
+                process.cpu.setdefault(workload, []).extend(answer["cpu_ns"])
+                process.off_net.setdefault(workload, []).extend(answer["off_net_ns"])
+                process.off_cpu.setdefault(workload, []).extend(answer["off_cpu_ns"])
         for process in live:
             median = statistics.median(process.total[workload]) / 1e3
             log(f"  {workload:13} {process.subject:22} median {median:12.1f} us")

@@ -219,25 +219,27 @@ def replay_input(count: int) -> list[dict[str, Any]]:
     return items
 
 
-def make_call(client: openai.OpenAI, workload: str) -> Callable[[], object]:
+def make_call(client: openai.OpenAI, workload: str, original: bool = False) -> Callable[[], object]:
+    """The workload's call. ``original``: through the ``__wrapped__`` of an instrumentation's wrapt wrapper of
+    ``responses.create``, i.e. the SDK's own method with the instrumentation installed but bypassed."""
+
+    def create(**kwargs: Any) -> Any:
+        method = client.responses.create
+        return (getattr(method, "__wrapped__") if original else method)(**kwargs)  # noqa: B009
+
     if workload == "short":
-        return lambda: client.responses.create(model=MODEL, input="What is the capital of France?")
+        return lambda: create(model=MODEL, input="What is the capital of France?")
     if workload == "stream":
 
         def stream() -> object:
             last = None
-            for event in client.responses.create(model=MODEL, input="What is the capital of France?", stream=True):
+            for event in create(model=MODEL, input="What is the capital of France?", stream=True):
                 last = event
             return last
 
         return stream
     items = replay_input(int(workload.removeprefix("replay_")))
-    return lambda: client.responses.create(
-        model=MODEL,
-        input=items,  # type: ignore[arg-type]
-        store=False,
-        include=["reasoning.encrypted_content"],
-    )
+    return lambda: create(model=MODEL, input=items, store=False, include=["reasoning.encrypted_content"])
 
 
 # -- subjects ----------------------------------------------------------------------------------------------
@@ -357,11 +359,11 @@ class Subject:
         self.calls = {workload: make_call(self.harness.client, workload) for workload in WORKLOADS}
         self.shapes: dict[str, dict[str, Any]] = {}
         self.instrumented = self.harness.instrumentor is not None
+        self.originals: dict[str, Callable[[], object]] = {}
+        self.off = self._choose_off()
 
     def switch(self, on: bool) -> None:
-        """Instrumentation on or off in this same process, for the paired figure: the instrumentation's added time
-        as on-minus-off bursts of one process, free of the differences between processes (memory layout, a
-        neighbour's load on one core) that dominate a comparison with the bare client's process."""
+        """Instrumentation on or off (``uninstrument()``) in this process."""
         instrumentor = self.harness.instrumentor
         if instrumentor is None or on == self.instrumented:
             return
@@ -371,14 +373,25 @@ class Subject:
             instrumentor.uninstrument()
         self.instrumented = on
 
-    def off_is_clean(self) -> bool:
-        """True when ``uninstrument()`` really leaves no span behind (else the paired figure would mislead)."""
+    def _choose_off(self) -> str | None:
+        """How this process makes a call without its instrumentation, for the paired figure: through the wrapper's
+        ``__wrapped__`` (``"bypass"``: nothing to switch), else by ``uninstrument()`` around the call
+        (``"toggle"``, outside the timed region); None when neither leaves the call without spans."""
+        if self.harness.instrumentor is None:
+            return None
+        exporter = self.harness.exporter
+        if hasattr(self.harness.client.responses.create, "__wrapped__"):
+            self.originals = {w: make_call(self.harness.client, w, original=True) for w in WORKLOADS}
+            exporter.clear()
+            self.originals["short"]()
+            if not exporter.get_finished_spans():
+                return "bypass"
         self.switch(False)
-        self.harness.exporter.clear()
+        exporter.clear()
         self.calls["short"]()
-        clean = not self.harness.exporter.get_finished_spans()
+        clean = not exporter.get_finished_spans()
         self.switch(True)
-        return clean
+        return "toggle" if clean else None
 
     def warm(self, workload: str, calls: int) -> dict[str, Any]:
         """Run ``calls`` untimed calls; describe the spans of the last one."""
@@ -397,27 +410,46 @@ class Subject:
     def burst(self, workload: str, iterations: int) -> dict[str, list[int]]:
         """``iterations`` timed calls: per call, the whole time, the time less the SDK's request transform, and the
         calling thread's CPU time less the transform's (immune to the process being preempted on a shared machine;
-        work moved to other threads is not in it, but its cost to this thread through the GIL is)."""
-        call, exporter, transform = self.calls[workload], self.harness.exporter, self.transform
+        work moved to other threads is not in it, but its cost to this thread through the GIL is).
+
+        Paired: each instrumented call is followed (or, every other time, preceded) by one made without the
+        instrumentation in this same process (``off_*``), so a slow second of a shared machine, or this process's
+        own memory layout, weighs on both alike; on minus off is the instrumentation's added time."""
+        exporter, transform = self.harness.exporter, self.transform
+        on_call = self.calls[workload]
+        off_call = self.originals[workload] if self.off == "bypass" else on_call
+        toggle = self.off == "toggle"
         clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
-        total: list[int] = []
-        net: list[int] = []
-        cpu: list[int] = []
-        gc.collect()
-        for index in range(iterations):
-            if index % CLEAR_EVERY == 0:
-                exporter.clear()
+        names = ("total_ns", "net_ns", "cpu_ns", "off_net_ns", "off_cpu_ns")
+        samples: dict[str, list[int]] = {name: [] for name in names}
+
+        def timed(call: Callable[[], object], prefix: str) -> None:
             before, cpu_before = transform.ns, transform.cpu_ns
             cpu_begin = cpu_clock()
             begin = clock()
             call()
             elapsed = clock() - begin
             cpu_elapsed = cpu_clock() - cpu_begin
-            total.append(elapsed)
-            net.append(elapsed - (transform.ns - before))
-            cpu.append(cpu_elapsed - (transform.cpu_ns - cpu_before))
+            if not prefix:
+                samples["total_ns"].append(elapsed)
+            samples[prefix + "net_ns"].append(elapsed - (transform.ns - before))
+            samples[prefix + "cpu_ns"].append(cpu_elapsed - (transform.cpu_ns - cpu_before))
+
+        gc.collect()
+        for index in range(iterations):
+            if index % CLEAR_EVERY == 0:
+                exporter.clear()
+            if self.off is None:
+                timed(on_call, "")
+                continue
+            for off in (False, True) if index % 2 == 0 else (True, False):
+                if toggle:
+                    self.switch(not off)
+                timed(off_call if off else on_call, "off_" if off else "")
+        if toggle:
+            self.switch(True)
         exporter.clear()
-        return {"total_ns": total, "net_ns": net, "cpu_ns": cpu}
+        return samples
 
 
 def serve(name: str) -> None:
@@ -429,10 +461,9 @@ def serve(name: str) -> None:
         request = json.loads(line)
         if request["op"] == "warm":
             answer: dict[str, Any] = subject.warm(request["workload"], request["n"])
-        elif request["op"] == "check_off":
-            answer = {"clean": subject.off_is_clean()}
+        elif request["op"] == "off":
+            answer = {"off": subject.off}
         else:
-            subject.switch(request.get("instrumented", True))
             answer = subject.burst(request["workload"], request["n"])
         print(json.dumps(answer), flush=True)
 
