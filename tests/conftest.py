@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+import openai
 import pytest
 
 from otel_responses import testing
@@ -55,6 +56,16 @@ def no_span_used_after_its_end() -> Iterator[None]:
 @pytest.fixture(scope="session")
 def emulator(responses_emulator: Emulator) -> Emulator:
     return responses_emulator
+
+
+@pytest.fixture(scope="module")
+def client(emulator: Emulator) -> Iterator[openai.OpenAI]:
+    """One client per module: building one costs more than a call to the emulator."""
+    shared = emulator.client()
+    try:
+        yield shared
+    finally:
+        shared.close()
 
 
 @pytest.fixture

@@ -145,15 +145,6 @@ def ledgers() -> Iterator[list[RedisLedger]]:
         ledger.close(timeout=1)
 
 
-@pytest.fixture(scope="module")
-def client(emulator: Emulator) -> Iterator[openai.OpenAI]:
-    shared = emulator.client()
-    try:
-        yield shared
-    finally:
-        shared.close()
-
-
 def new_ledger(made: list[RedisLedger], url: str, **options: Any) -> RedisLedger:
     ledger = RedisLedger(url, **options)
     made.append(ledger)

@@ -151,16 +151,6 @@ def instrumented(**config: Any) -> Iterator[Captured]:
         instrumentor.uninstrument()
 
 
-@pytest.fixture(scope="module")
-def client(emulator: Emulator) -> Iterator[openai.OpenAI]:
-    """One client for the module: building one costs more than a call to the emulator."""
-    shared = emulator.client()
-    try:
-        yield shared
-    finally:
-        shared.close()
-
-
 def test_catalogue_matches_the_design_table() -> None:
     """The 18 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
