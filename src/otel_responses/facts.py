@@ -70,7 +70,10 @@ class _Scan(NamedTuple):
 
 
 def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
-    """One pass over the input items' metadata: every count and position the checks and the analysis need."""
+    """One pass over the input items' metadata: every count and position the checks and the analysis need.
+
+    An app message is one the app itself writes (a ``message`` with role user, system or developer), not model
+    output; the only place that decides it."""
     encrypted_in = compactions = app_since = user_messages = 0
     only_app = True
     lookups: list[Lookup] = []

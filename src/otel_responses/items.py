@@ -41,17 +41,8 @@ class ItemMeta(NamedTuple):
     encrypted: bool
     fingerprint: int | None = None
 
-    @property
-    def from_app(self) -> bool:
-        """True for a message the app itself writes (user, system, developer), not model output."""
-        return self.type == "message" and self.role in APP_ROLES
-
 
 USER_TEXT = ItemMeta("message", None, None, "user", None, False)
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _message_text(content: object) -> str | None:
