@@ -32,7 +32,6 @@ if sys.version_info < (3, 11):
     pytest.skip("grafana-foundation-sdk needs Python 3.11", allow_module_level=True)
 
 from dashboards import build
-
 from otel_responses.signals import CATALOGUE
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -597,7 +597,7 @@ def _free_port() -> int:
 
 def test_cli_serves_and_prints_base_url() -> None:
     port = _free_port()
-    src = str(Path(__file__).resolve().parents[1] / "src")
+    src = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     process = subprocess.Popen(
         [sys.executable, "-m", "otel_responses.emulator", "--port", str(port)],
