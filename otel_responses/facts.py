@@ -286,11 +286,14 @@ def bounded_types(items: tuple[ItemMeta, ...], limit: int) -> list[str]:
     return [m.type for m in items[:head]] + [f"...(+{omitted})"] + [m.type for m in items[-tail:]]
 
 
-def with_output(resp: ResponseFacts, output: tuple[ItemMeta, ...]) -> ResponseFacts:
-    """The facts with output items collected from a stream's ``output_item.done`` events."""
+def with_stream_items(resp: ResponseFacts, streamed: tuple[ItemMeta, ...]) -> ResponseFacts:
+    """The terminal response's facts, completed by the items of the stream's ``output_item.done`` events: they
+    stand for the output when the terminal response lacks it."""
+    if resp.output_items or not streamed:
+        return resp
     return replace(
         resp,
-        output_items=output,
-        encrypted_output_count=sum(1 for m in output if m.type == "reasoning" and m.encrypted),
-        compaction=resp.compaction or any(m.type == "compaction" for m in output),
+        output_items=streamed,
+        encrypted_output_count=sum(1 for m in streamed if m.type == "reasoning" and m.encrypted),
+        compaction=resp.compaction or any(m.type == "compaction" for m in streamed),
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import wrapt
 
 from . import attributes as a
-from .facts import response_facts, with_output
+from .facts import response_facts, with_stream_items
 from .items import ItemMeta, item_meta
 
 if TYPE_CHECKING:
@@ -77,9 +77,7 @@ class StreamObserver:
         call = self._take()
         if call is None:
             return
-        resp = response_facts(response, call.settings, self._request_id)
-        if not resp.output_items and self._items:
-            resp = with_output(resp, tuple(self._items))
+        resp = with_stream_items(response_facts(response, call.settings, self._request_id), tuple(self._items))
         error_type = None
         if kind == "response.failed":
             code = getattr(getattr(response, "error", None), "code", None)
