@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from openai import OpenAI
 
-MODEL = "gpt-5-mini"
+MODEL = "gpt-5.4"  # a reasoning model that returns `phase` (gpt-5.4 and later do)
 INSTRUCTIONS = "Answer briefly. Never reveal internal ids."
 TOOL_NAME = "lookup_order"
 TOOLS: Any = [  # typed loosely: the SDK's TypedDicts vary across supported releases

@@ -9,7 +9,7 @@ from typing import Any
 import openai
 
 MODEL = "gpt-4.1-mini"
-REASONING_MODEL = "gpt-5-mini"
+REASONING_MODEL = "gpt-5.4"  # reasoning, and returns `phase`
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
 INSTRUCTIONS = "Answer briefly. Internal policy INSTR-SECRET-7781."
 TOOL_NAME = "lookup_order"

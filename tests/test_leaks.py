@@ -42,7 +42,7 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
 
 HTTPX = httpx
 BASE_URL = "http://fuzz.invalid/v1"
-MODELS = ("gpt-4.1-mini", "o4-mini", "gpt-5-mini")
+MODELS = ("gpt-4.1-mini", "o4-mini", "gpt-5-mini", "gpt-5.4")
 
 
 def fuzz_settings(examples: int) -> settings:

@@ -23,7 +23,7 @@ from otel_responses.signals import CATALOGUE, ERROR, INFO, TOOL_SIGNALS, WARNING
 from .conftest import Captured, new_captured
 
 MODEL = "gpt-4.1-mini"
-REASONING_MODEL = "gpt-5-mini"
+REASONING_MODEL = "gpt-5.4"  # reasoning, and returns `phase`
 TOOL_NAME = "lookup_order"
 TOOLS: Any = [
     {
@@ -570,18 +570,31 @@ def test_phase_dropped(client: openai.OpenAI, captured: Captured) -> None:
 def test_phase_dropped_rebuilt_role_content_message(client: openai.OpenAI, captured: Captured) -> None:
     """Rebuilding the answer as ``{role, content}`` from ``output_text`` keeps the text, loses the phase."""
     history: list[Any] = [user("Remember this: the marker is P-1.")]
-    first = client.responses.create(model=MODEL, input=history, store=False)
-    assert first.output[0].phase == "final_answer"
-    history += [{"role": "assistant", "content": first.output_text}, user("What is the marker?")]
-    second = client.responses.create(model=MODEL, input=history, store=False)
+    first = client.responses.create(model=REASONING_MODEL, input=history)
+    reasoning, message = first.output
+    assert message.phase == "final_answer"
+    history += [reasoning, {"role": "assistant", "content": first.output_text}, user("What is the marker?")]
+    second = client.responses.create(model=REASONING_MODEL, input=history)
     assert "marker=P-1" in second.output_text
     first_span, span = captured.spans()
     assert_clean(first_span)
     # The text is recognised as that message (by fingerprint): nothing is missing, only the phase.
     assert signals_of(span) == ("phase_dropped",)
-    assert_signal(captured, span, "phase_dropped", mode="client_replay", model=MODEL)
+    assert_signal(captured, span, "phase_dropped", mode="client_replay", model=REASONING_MODEL)
     (event,) = span.events
-    assert event.attributes["openai_responses.item.ids"] == (first.output[0].id,)
+    assert event.attributes["openai_responses.item.ids"] == (message.id,)
+
+
+def test_phase_dropped_near_miss_model_without_phase(client: openai.OpenAI, captured: Captured) -> None:
+    """Models before gpt-5.4 return no `phase`: a message rebuilt as ``{role, content}`` loses nothing."""
+    history: list[Any] = [user("Remember this: the marker is P-3.")]
+    first = client.responses.create(model=MODEL, input=history, store=False)
+    assert getattr(first.output[0], "phase", None) is None
+    history += [{"role": "assistant", "content": first.output_text}, user("What is the marker?")]
+    second = client.responses.create(model=MODEL, input=history, store=False)
+    assert "marker=P-3" in second.output_text
+    for span in captured.spans():
+        assert_clean(span)
 
 
 def test_phase_dropped_near_miss_item_reference(client: openai.OpenAI, captured: Captured) -> None:

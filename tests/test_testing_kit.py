@@ -29,7 +29,7 @@ SECTION = README.split("\n## Regression tests for your app\n", 1)[1].split("\n##
 EXAMPLE = re.findall(r"```python\n(.*?)```", SECTION, re.S)[0]
 GOOD_REPLAY = "    history += response.output\n"
 BROKEN_REPLAY = re.findall(r"The same app replaying only the text \(`(.*?)`\)", SECTION)[0]
-MODEL = "gpt-5-mini"
+MODEL = "gpt-5.4"
 ENCRYPTED = ["reasoning.encrypted_content"]
 
 
@@ -170,7 +170,7 @@ def test_info_signals_are_not_context_loss(
     assert responses_telemetry.signals() == ["instructions_changed"]
     assert_signal(responses_telemetry, "instructions_changed")
     assert_no_context_loss(responses_telemetry)
-    with pytest.raises(AssertionError, match=r"instructions_changed \(info\) on span 'chat gpt-5-mini' \(#2 of 2"):
+    with pytest.raises(AssertionError, match=r"instructions_changed \(info\) on span 'chat gpt-5.4' \(#2 of 2"):
         assert_no_signal(responses_telemetry, "instructions_changed")
 
 

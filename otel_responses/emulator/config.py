@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 DEFAULT_REASONING_MODELS: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5", "codex")
+
+_GPT_VERSION = re.compile(r"gpt-(\d+)(?:\.(\d+))?")
+
+
+def returns_phase(model: str) -> bool:
+    """Whether the real API returns `phase` on this model's assistant messages: `gpt-5.3-codex`, `gpt-5.4` and
+    later, as public client libraries' model profiles have it (`gpt-5`, `gpt-5-mini`, `gpt-5.2`, `gpt-4.1`,
+    `o3`... do not)."""
+    found = _GPT_VERSION.match(model.lower())
+    if found is None:
+        return False
+    major, minor = int(found[1]), int(found[2] or 0)
+    if major != 5:
+        return major > 5
+    return minor >= 4 or (minor == 3 and "codex" in model.lower())
 
 
 @dataclass(frozen=True)
 class EmulatorConfig:
     """Knobs of the emulator; the defaults give a faithful, deterministic endpoint.
 
-    seed: makes every id, code word and request id reproducible.
+    seed: makes every id, code word and request id reproducible (`encrypted_content` is not: like the real API,
+        each serialisation encrypts afresh).
     drop_context: a deliberately broken endpoint whose model only sees the current
         request's own input items (used to show what losing context looks like).
-    reasoning_models: model-name prefixes that reason even without a `reasoning` parameter.
+    reasoning_models: model-name prefixes of reasoning models. The model alone decides: a `reasoning`
+        parameter (libraries send `"reasoning": {}` to every model) does not make a model reason.
+    phase_models: which models return `phase` on assistant messages (default: the real API's rule,
+        `returns_phase`); only those announce a tool call with a progress update (`phase: commentary`).
+    store_default: the effective `store` of a request that omits it (the organisation's setting; the real
+        API answers `"store": false` in the body when an organisation turned storage off).
     secret: key that seals reasoning `encrypted_content`; None picks a random key per
         emulator, so tokens from another emulator fail verification like they would
         against another organisation.
@@ -27,10 +50,12 @@ class EmulatorConfig:
     seed: str = "otel-responses"
     drop_context: bool = False
     reasoning_models: tuple[str, ...] = DEFAULT_REASONING_MODELS
+    phase_models: Callable[[str], bool] = returns_phase
+    store_default: bool = True
     secret: bytes | None = None
     background_polls: int = 2
     api_key: str | None = None
 
     def is_reasoning_model(self, model: str) -> bool:
-        """Whether `model` reasons by default (prefix match, as model snapshots add suffixes)."""
+        """Whether `model` reasons (prefix match, as model snapshots add suffixes)."""
         return any(model.startswith(prefix) for prefix in self.reasoning_models)

@@ -79,10 +79,10 @@ def resolve_input(
     return entries
 
 
-def seal_compaction(entries: list[Entry], sealer: Sealer, item_id: str) -> str:
+def seal_compaction(entries: list[Entry], sealer: Sealer) -> str:
     """The opaque `encrypted_content` of a compaction item: the compacted entries, notes included."""
     payload = [{"item": entry.item, "notes": entry.notes} for entry in entries]
-    return sealer.seal(json.dumps(payload, separators=(",", ":")), item_id)
+    return sealer.seal(json.dumps(payload, separators=(",", ":")))
 
 
 def expand_compaction(raw: dict[str, Any], sealer: Sealer) -> list[Entry]:

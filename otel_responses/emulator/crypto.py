@@ -5,6 +5,10 @@ must replay verbatim. The emulator does the same with standard-library primitive
 are XOR-ed with an HMAC-SHA256 keystream and authenticated with HMAC-SHA256, so the plain notes
 are neither visible in the token nor recoverable from it without the emulator's secret, and
 any alteration is detected.
+
+Like the real API, every serialisation encrypts afresh: a random nonce per token, so two copies of one
+item (a stream's ``output_item.done`` and ``response.completed``, a later retrieve) differ in every byte but
+have the same length, and each of them verifies.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import os
 
 _VERSION = b"\x01"
 _NONCE_LEN = 16
@@ -34,9 +39,9 @@ class Sealer:
         blocks = [_hmac(self._enc_key, nonce + counter.to_bytes(8, "big")) for counter in range(-(-length // 32))]
         return b"".join(blocks)[:length]
 
-    def seal(self, notes: str, context: str) -> str:
-        """Encrypt `notes`; `context` (the item id) only derives the nonce, so tokens are reproducible."""
-        nonce = _hmac(self._enc_key, b"nonce:" + context.encode("utf-8"))[:_NONCE_LEN]
+    def seal(self, notes: str) -> str:
+        """Encrypt `notes` under a fresh random nonce."""
+        nonce = os.urandom(_NONCE_LEN)
         plain = notes.encode("utf-8")
         cipher = bytes(a ^ b for a, b in zip(plain, self._keystream(nonce, len(plain)), strict=True))
         tag = _hmac(self._mac_key, _VERSION + nonce + cipher)
@@ -60,3 +65,9 @@ class Sealer:
             return plain.decode("utf-8")
         except UnicodeDecodeError:
             return None
+
+    def reseal(self, token: str) -> str:
+        """The same content encrypted afresh (same length, other bytes); a token that does not open is returned
+        as it is."""
+        notes = self.open(token)
+        return token if notes is None else self.seal(notes)

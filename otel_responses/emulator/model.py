@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import tokens
+from . import schema, tokens
 from .context import Context
 from .errors import bad_request
 from .items import Item, kind, parts_text, text_of
@@ -37,6 +37,8 @@ class Request:
     reasoning: bool
     reasoning_summary: bool
     max_output_tokens: int | None
+    phase: bool = False  # the model returns `phase` on its messages (and announces tool calls)
+    text_format: Mapping[str, Any] | None = None  # `text.format` asking for JSON
 
 
 @dataclass
@@ -184,7 +186,7 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
             "status": "completed",
         }
         notes = f"Decided to call {tool}."
-        if request.reasoning:  # reasoning models announce a tool call with a progress update
+        if request.reasoning and request.phase:  # models with phases announce a tool call with a progress update
             preamble = PREAMBLE.format(tool=tool)
     elif "choose a code word" in lowered:
         notes = f"The code word is {code_word(seed, response_id)}."
@@ -196,6 +198,8 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
         reply = f"Noted marker {marker[-1]}." if marker else "Noted."
     if reply is not None and request.instructions and "uppercase" in request.instructions.lower():
         reply = reply.upper()
+    if reply is not None and request.text_format is not None:
+        reply = schema.render(request.text_format, reply)
 
     return _finish(context, request, reply, call, notes if request.reasoning else None, new_id, preamble)
 
@@ -238,7 +242,11 @@ def _finish(
             reply = reply[: max(0, remaining) * 4]
             status = message_status = "incomplete"
         if reply:
-            output.append(Entry(_assistant_message(new_id("msg"), reply, message_status)))
+            output.append(
+                Entry(
+                    _assistant_message(new_id("msg"), reply, message_status, "final_answer" if request.phase else None)
+                )
+            )
             visible += tokens.count(reply)
 
     input_tokens = count_input_tokens(context, request.instructions)
@@ -259,12 +267,10 @@ def count_input_tokens(context: Context, instructions: str | None) -> int:
     return total
 
 
-def _assistant_message(message_id: str, text: str, status: str, phase: str = "final_answer") -> Item:
-    return {
-        "type": "message",
-        "id": message_id,
-        "role": "assistant",
-        "status": status,
-        "phase": phase,
-        "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
-    }
+def _assistant_message(message_id: str, text: str, status: str, phase: str | None) -> Item:
+    """An assistant message; `phase` only for models that return it (the key is absent otherwise)."""
+    message: Item = {"type": "message", "id": message_id, "role": "assistant", "status": status}
+    if phase is not None:
+        message["phase"] = phase
+    message["content"] = [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]
+    return message

@@ -58,7 +58,11 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/responses/([^/]+)/cancel"), lambda s, m, q, b: s.cancel_response(m[1])),
     ("GET", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.retrieve_response(m[1], _include(q))),
     ("DELETE", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.delete_response(m[1])),
-    ("GET", re.compile(r"/v1/responses/([^/]+)/input_items"), lambda s, m, q, b: s.list_input_items(m[1], _flat(q))),
+    (
+        "GET",
+        re.compile(r"/v1/responses/([^/]+)/input_items"),
+        lambda s, m, q, b: s.list_input_items(m[1], _flat(q), _include(q)),
+    ),
     ("POST", re.compile(r"/v1/conversations"), lambda s, m, q, b: s.create_conversation(_body(b or {}))),
     ("GET", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.retrieve_conversation(m[1])),
     ("POST", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.update_conversation(m[1], _body(b))),
@@ -286,7 +290,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("x-request-id", request_id)
         self.end_headers()
-        for name, data in sse.events(response, fault):
+        for name, data in sse.events(response, fault, self._emulator().service.reseal):
             if data["sequence_number"] <= starting_after:
                 continue
             frame = sse.encode(name, data)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import model, tokens
+from . import model, schema, tokens
 from .config import EmulatorConfig
 from .context import Context, chain_history, resolve_input, seal_compaction
 from .crypto import Sealer
@@ -147,7 +147,8 @@ class Service:
                 param="conversation",
                 code="mutually_exclusive_parameters",
             )
-        store = body.get("store") is not False
+        requested_store = body.get("store")
+        store = requested_store if isinstance(requested_store, bool) else self.config.store_default
         if not count and body.get("background") is True and not store:
             raise bad_request(
                 "Background responses must be stored: set 'store' to true, or 'background' to false.",
@@ -160,9 +161,11 @@ class Service:
             model=model_name,
             instructions=_instructions_text(body.get("instructions")),
             tools=list(tools or []),
-            reasoning=isinstance(reasoning_param, Mapping) or self.config.is_reasoning_model(model_name),
+            reasoning=self.config.is_reasoning_model(model_name),
             reasoning_summary=isinstance(reasoning_param, Mapping) and bool(reasoning_param.get("summary")),
             max_output_tokens=max_output if isinstance(max_output, int) and not isinstance(max_output, bool) else None,
+            phase=self.config.phase_models(model_name),
+            text_format=schema.text_format(body.get("text")),
         )
         history: list[Entry] = []
         conversation: Conversation | None = None
@@ -242,7 +245,7 @@ class Service:
         """Server-side compaction: one item standing for the whole context so far; what came before it
         may then be dropped from a replay."""
         compaction_id = self.ids.new("cmp")
-        sealed = seal_compaction(entries, self.sealer, compaction_id)
+        sealed = seal_compaction(entries, self.sealer)
         return Entry({"type": "compaction", "id": compaction_id, "encrypted_content": sealed})
 
     def compact_response(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,7 +273,7 @@ class Service:
             compaction = {
                 "type": "compaction",
                 "id": compaction_id,
-                "encrypted_content": seal_compaction(compacted, self.sealer, compaction_id),
+                "encrypted_content": seal_compaction(compacted, self.sealer),
             }
             response_id = self.ids.new("resp")
         input_tokens = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in entries)
@@ -298,12 +301,10 @@ class Service:
     ) -> dict[str, Any]:
         """The response object; `output` is filled in by `_render`."""
         reasoning_param = body.get("reasoning")
-        if isinstance(reasoning_param, Mapping):
-            reasoning = {"effort": reasoning_param.get("effort", "medium"), "summary": reasoning_param.get("summary")}
-        elif request.reasoning:
-            reasoning = {"effort": "medium", "summary": None}
-        else:
-            reasoning = {"effort": None, "summary": None}
+        reasoning: dict[str, Any] = {"effort": None, "summary": None}
+        if request.reasoning:  # the model decides; a non-reasoning model reports no reasoning settings
+            asked = reasoning_param if isinstance(reasoning_param, Mapping) else {}
+            reasoning = {"effort": asked.get("effort") or "medium", "summary": asked.get("summary")}
         return {
             "id": response_id,
             "object": "response",
@@ -336,14 +337,25 @@ class Service:
         }
 
     def _render_items(self, entries: list[Entry], include: list[str]) -> list[Item]:
-        """Items as the API shows them; reasoning gets `encrypted_content` only when included."""
+        """Items as the API serialises them: every opaque payload encrypted afresh (same length, other bytes, as
+        the real API does each time); reasoning gets `encrypted_content` only when included."""
         items: list[Item] = []
         for entry in entries:
             item = dict(entry.item)
-            if item.get("type") == "reasoning" and ENCRYPTED_REASONING in include and entry.notes is not None:
-                item["encrypted_content"] = self.sealer.seal(entry.notes, str(item.get("id")))
+            if item.get("type") == "reasoning":
+                item.pop("encrypted_content", None)
+                if ENCRYPTED_REASONING in include and entry.notes is not None:
+                    item["encrypted_content"] = self.sealer.seal(entry.notes)
+            elif isinstance(item.get("encrypted_content"), str):
+                item["encrypted_content"] = self.sealer.reseal(item["encrypted_content"])
             items.append(item)
         return items
+
+    def reseal(self, item: Item) -> Item:
+        """Another serialisation of an item already rendered: its opaque payload encrypted afresh (a stream's
+        `output_item.done` and `response.completed` carry different copies of one item)."""
+        token = item.get("encrypted_content")
+        return {**item, "encrypted_content": self.sealer.reseal(token)} if isinstance(token, str) else item
 
     def _render(self, public: dict[str, Any], output: list[Entry], include: list[str]) -> dict[str, Any]:
         """The body with its output items."""
@@ -386,10 +398,14 @@ class Service:
             raise not_found(f"Response with id '{response_id}' not found.")
         return {"id": response_id, "object": "response", "deleted": True}
 
-    def list_input_items(self, response_id: str, query: Mapping[str, str]) -> dict[str, Any]:
+    def list_input_items(
+        self, response_id: str, query: Mapping[str, str], include: list[str] | None = None
+    ) -> dict[str, Any]:
         """GET /v1/responses/{id}/input_items: this request's own input items, newest first by default."""
-        stored = self._stored(response_id)
-        return _paginate([dict(e.item) for e in stored.input], query, "desc")
+        with self.store.lock:
+            stored = self._stored(response_id)
+            items = self._render_items(stored.input, include or [])
+        return _paginate(items, query, "desc")
 
     # -- conversations ---------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 Event = tuple[str, dict[str, Any]]
@@ -43,8 +44,18 @@ def fault(body: Any) -> str | None:
     return None
 
 
-def events(response: dict[str, Any], fault: str | None = None) -> list[Event]:
-    """The full event sequence for `response`, with `sequence_number` set on each event."""
+Reseal = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def _same(item: dict[str, Any]) -> dict[str, Any]:
+    return item
+
+
+def events(response: dict[str, Any], fault: str | None = None, reseal: Reseal = _same) -> list[Event]:
+    """The full event sequence for `response`, with `sequence_number` set on each event.
+
+    ``reseal`` serialises an item once more: the real API encrypts each opaque payload afresh, so an item's
+    ``output_item.done`` copy differs from the one in ``response.completed`` (same length, other bytes)."""
     pending = copy.deepcopy(response)
     pending.update(status="in_progress", output=[], usage=None, incomplete_details=None, completed_at=None)
     out: list[Event] = [
@@ -58,12 +69,12 @@ def events(response: dict[str, Any], fault: str | None = None) -> list[Event]:
         out.append(("error", {"error": error}))
     else:
         for index, item in enumerate(response["output"]):
-            out.extend(_item_events(index, item))
+            out.extend(_item_events(index, item, reseal))
         out.append((_FINAL.get(response["status"], "response.completed"), {"response": response}))
     return [(name, {"type": name, "sequence_number": seq, **data}) for seq, (name, data) in enumerate(out)]
 
 
-def _item_events(index: int, item: dict[str, Any]) -> list[Event]:
+def _item_events(index: int, item: dict[str, Any], reseal: Reseal) -> list[Event]:
     item_id = item.get("id")
     base = {"output_index": index, "item_id": item_id}
     kind = item.get("type")
@@ -90,7 +101,7 @@ def _item_events(index: int, item: dict[str, Any]) -> list[Event]:
     else:
         added = {k: v for k, v in item.items() if k != "encrypted_content"}
         result.append(("response.output_item.added", {"output_index": index, "item": added}))
-    result.append(("response.output_item.done", {"output_index": index, "item": item}))
+    result.append(("response.output_item.done", {"output_index": index, "item": reseal(item)}))
     return result
 
 

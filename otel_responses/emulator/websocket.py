@@ -100,7 +100,7 @@ class Session:
         body.pop("generate", None)
         response = self.service.create_response(body, self.cache)
         extra = {"stream_id": stream_id} if stream_id is not None else {}
-        return [{**data, **extra} for _, data in sse.events(response)]
+        return [{**data, **extra} for _, data in sse.events(response, reseal=self.service.reseal)]
 
     def _steer_failed(self, event: dict[str, Any]) -> dict[str, Any]:
         previous = event.get("previous_response_id")
