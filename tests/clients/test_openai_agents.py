@@ -1,0 +1,172 @@
+"""The OpenAI Agents SDK (`openai-agents`) running its own multi-turn flows against the emulator, instrumented.
+
+`Runner.run` / `Runner.run_streamed` with `OpenAIResponsesModel` on the emulator's `AsyncOpenAI`: the library's
+own history (`result.to_input_list()`), `previous_response_id=`, `auto_previous_response_id=True` and
+`conversation_id=`; a function tool round trip on every flow, several turns each. What the library sends is
+described in tests/clients/README.md ("Known client behaviours").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+agents = pytest.importorskip("agents")
+pytest.importorskip("agents.models.openai_responses")
+
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled  # noqa: E402
+from agents.models.openai_responses import OpenAIResponsesModel  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+from otel_responses.emulator import Emulator  # noqa: E402
+
+from .support import (  # noqa: E402
+    ENCRYPTED,
+    INSTRUCTIONS,
+    PHASED,
+    PLAIN,
+    PROMPTS,
+    REASONING,
+    Run,
+    assert_final_answer,
+    assert_same_behaviour,
+    clean,
+    expect_signals,
+    is_reasoning,
+    lookup_weather,
+    maybe_capture,
+    responses_requests,
+)
+
+# The SDK's own tracing exports to the OpenAI platform by default: off, nothing leaves this machine.
+set_tracing_disabled(True)
+
+MODES = ("replay", "previous_response_id", "auto_previous_response_id", "conversation_id")
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+async def _run(agent: Agent[Any], given: Any, *, stream: bool, **kwargs: Any) -> Any:
+    if not stream:
+        return await Runner.run(agent, given, **kwargs)
+    result = Runner.run_streamed(agent, given, **kwargs)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+async def conversation(
+    emu: Emulator,
+    model: str,
+    mode: str,
+    *,
+    stream: bool = False,
+    settings: ModelSettings | None = None,
+    run_config: RunConfig | None = None,
+    output_type: type | None = None,
+) -> Any:
+    """The four user turns as an Agents SDK app writes them; returns the last `final_output`."""
+    client = emu.async_client()
+    agent: Agent[Any] = Agent(
+        name="assistant",
+        instructions=INSTRUCTIONS,
+        model=OpenAIResponsesModel(model=model, openai_client=client),
+        tools=[function_tool(lookup_weather)],
+        model_settings=settings or ModelSettings(),
+        output_type=output_type,
+    )
+    history: list[Any] = []
+    previous: str | None = None
+    conversation_id = (await client.conversations.create()).id if mode == "conversation_id" else None
+    result: Any = None
+    try:
+        for prompt in PROMPTS:
+            kwargs: dict[str, Any] = {"run_config": run_config}
+            given: Any = prompt
+            if mode == "replay":  # the app keeps the history the SDK hands back and re-sends it
+                given = [*history, {"role": "user", "content": prompt}]
+            elif mode == "previous_response_id":
+                kwargs["previous_response_id"] = previous
+            elif mode == "auto_previous_response_id":
+                kwargs.update(previous_response_id=previous, auto_previous_response_id=True)
+            elif mode == "conversation_id":
+                kwargs["conversation_id"] = conversation_id
+            result = await _run(agent, given, stream=stream, **kwargs)
+            history, previous = result.to_input_list(), result.last_response_id
+    finally:
+        await client.close()
+    return result.final_output
+
+
+@pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
+@pytest.mark.parametrize("mode", MODES)
+def test_runner_run(emu, telemetry, mode, model):
+    """Every state mode the SDK offers, on a plain, a reasoning and a phased model: the SDK replays output items
+    as returned (ids, `phase`, reasoning items) or sends only new items beside the server state."""
+    answer = asyncio.run(conversation(emu, model, mode))
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=is_reasoning(model))
+
+
+@pytest.mark.parametrize("model", [REASONING, PHASED])
+@pytest.mark.parametrize("mode", ["replay", "previous_response_id"])
+def test_runner_run_streamed(emu, telemetry, mode, model):
+    """`Runner.run_streamed` keeps the `response.completed` copy of each item (the terminal response's output) and
+    replays it like `Runner.run`. The SDK streams through `responses.with_streaming_response.create(stream=True)`:
+    each of those calls must produce a chat span too."""
+    answer = asyncio.run(conversation(emu, model, mode, stream=True))
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=True)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
+@pytest.mark.parametrize("model", [REASONING, PHASED])
+def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream):
+    """`store=False` + `include=["reasoning.encrypted_content"]`: the SDK replays each reasoning item with its
+    id and the `encrypted_content` exactly as the response carried it."""
+    settings = ModelSettings(store=False, response_include=[ENCRYPTED])
+    answer = asyncio.run(conversation(emu, model, "replay", stream=stream, settings=settings))
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=True)
+    replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
+    assert len(replayed) == 4
+    assert all(i.get("id") and i.get("encrypted_content") for i in replayed)
+
+
+def test_reasoning_item_id_policy_omit(emu, telemetry):
+    """`RunConfig(reasoning_item_id_policy="omit")` strips the ids of replayed reasoning items but keeps their
+    `encrypted_content`: with `store=False` the reasoning still reaches the model (the code word survives), so
+    nothing was dropped."""
+    settings = ModelSettings(store=False, response_include=[ENCRYPTED])
+    run_config = RunConfig(reasoning_item_id_policy="omit")
+    answer = asyncio.run(conversation(emu, REASONING, "replay", settings=settings, run_config=run_config))
+    replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
+    assert len(replayed) == 4
+    assert all("id" not in i and i.get("encrypted_content") for i in replayed)
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=True)
+
+
+@pytest.mark.parametrize("mode", ["replay", "previous_response_id"])
+def test_structured_output(emu, telemetry, mode):
+    """`output_type=` asks for `text.format` json_schema on every turn; the SDK parses the JSON answer."""
+    answer = asyncio.run(conversation(emu, REASONING, mode, output_type=Answer))
+    assert isinstance(answer, Answer)
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer.answer, code_word=True)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
+def test_same_behaviour_with_and_without_instrumentation(stream):
+    """Same final output and the same requests on the wire, instrumentation on or off."""
+    runs = []
+    for on in (False, True):
+        with Emulator() as emu, maybe_capture(on) as captured:
+            settings = ModelSettings(store=False, response_include=[ENCRYPTED])
+            answer = asyncio.run(conversation(emu, REASONING, "replay", stream=stream, settings=settings))
+            runs.append(Run(answer, responses_requests(emu), captured))
+    assert_same_behaviour(*runs)
