@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-agents = pytest.importorskip("agents")
+pytest.importorskip("agents")
 pytest.importorskip("agents.models.openai_responses")
 
-from agents import Agent, ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled  # noqa: E402
-from agents.models.openai_responses import OpenAIResponsesModel  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
+from agents import Agent, ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled
+from agents.models.openai_responses import OpenAIResponsesModel
+from pydantic import BaseModel
 
-from otel_responses.emulator import Emulator  # noqa: E402
+from otel_responses.emulator import Emulator
 
-from .support import (  # noqa: E402
+from .support import (
     ENCRYPTED,
     INSTRUCTIONS,
     PHASED,
