@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Any
 import wrapt
 
 from . import attributes as a
+from .call import Call
 from .facts import response_facts, with_stream_items
 from .items import ItemMeta, item_meta
-
-if TYPE_CHECKING:
-    from .wrappers import _Call
 
 if TYPE_CHECKING:
     _Proxy = wrapt.ObjectProxy[Any]
@@ -33,8 +31,8 @@ class StreamObserver:
 
     __slots__ = ("_call", "_first_chunk", "_items", "_lock", "_request_id")
 
-    def __init__(self, call: _Call, request_id: str | None) -> None:
-        self._call: _Call | None = call
+    def __init__(self, call: Call, request_id: str | None) -> None:
+        self._call: Call | None = call
         self._request_id = request_id
         self._items: list[ItemMeta] = []
         self._first_chunk = False
@@ -45,7 +43,7 @@ class StreamObserver:
         """The span has ended."""
         return self._call is None
 
-    def _take(self) -> _Call | None:
+    def _take(self) -> Call | None:
         """The call, exactly once: whoever ends the span first takes it."""
         with self._lock:
             call, self._call = self._call, None
@@ -60,7 +58,7 @@ class StreamObserver:
         except Exception:
             call.telemetry.internal_error("observe_stream_event")
 
-    def _observe(self, call: _Call, event: Any) -> None:
+    def _observe(self, call: Call, event: Any) -> None:
         if not self._first_chunk:
             self._first_chunk = True
             call.telemetry.first_chunk(call.span, call.req, call.server, perf_counter() - call.started)
@@ -125,7 +123,7 @@ def _safely(observe: Callable[[Any], None], event: Any) -> None:
 class SyncStreamProxy(_Proxy):
     """A ``Stream`` that reports its events; everything else passes through."""
 
-    def __init__(self, stream: Any, call: _Call) -> None:
+    def __init__(self, stream: Any, call: Call) -> None:
         super().__init__(stream)
         self._self_observer = StreamObserver(call, _request_id(stream))
 
@@ -168,7 +166,7 @@ class SyncStreamProxy(_Proxy):
 class AsyncStreamProxy(_Proxy):
     """An ``AsyncStream`` that reports its events; everything else passes through."""
 
-    def __init__(self, stream: Any, call: _Call) -> None:
+    def __init__(self, stream: Any, call: Call) -> None:
         super().__init__(stream)
         self._self_observer = StreamObserver(call, _request_id(stream))
 
@@ -211,9 +209,9 @@ class AsyncStreamProxy(_Proxy):
 class PaginatorProxy(_Proxy):
     """An ``AsyncPaginator`` whose first page request ends the call's span."""
 
-    def __init__(self, paginator: Any, call: _Call) -> None:
+    def __init__(self, paginator: Any, call: Call) -> None:
         super().__init__(paginator)
-        self._self_call: _Call | None = call
+        self._self_call: Call | None = call
 
     async def _self_first_page(self) -> Any:
         call, self._self_call = self._self_call, None

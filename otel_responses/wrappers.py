@@ -1,5 +1,5 @@
-"""Sync and async wrappers: build facts, check them against the ledger, open the span, call, read the
-result, check it, remember it, emit.
+"""Sync and async wrappers: start a :class:`~otel_responses.call.Call` (facts, checks against the ledger, the
+span), call, then hand it the result, the stream or the error.
 
 Whatever the instrumentation does, the app gets the same return value and the same exception; a failure
 inside the instrumentation is logged at debug level and swallowed. The one deliberate exception is strict
@@ -9,26 +9,14 @@ mode, which refuses a request that would lose context before it is sent.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import Token
-from time import perf_counter
 from typing import Any
 
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.context import Context
-
-from .analysis import Analysis, analyse
-from .attributes import OPERATION_CHAT
-from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
-from .config import Settings
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .call import Call
 from .operations import Operation
-from .signals import STRICT, ContextLossError, Signal
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
-from .telemetry import Server, Telemetry
+from .telemetry import Telemetry
 
 _RAW_HEADER = "X-Stainless-Raw-Response"
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -42,27 +30,6 @@ class Switch:
         self.on = True
 
 
-_last_server: tuple[object, Server] = (None, (None, None))
-
-
-def _server(instance: Any) -> Server:
-    """Host and port of the client's base URL. The last answer is kept by the URL object's identity (the
-    client's own, the same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
-    global _last_server
-    url = getattr(getattr(instance, "_client", None), "base_url", None)
-    last = _last_server
-    if url is last[0] and url is not None:
-        return last[1]
-    host = getattr(url, "host", None)
-    if not isinstance(host, str) or not host:
-        return None, None
-    port = getattr(url, "port", None)
-    if not isinstance(port, int):
-        port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
-    _last_server = (url, (host, port))
-    return host, port
-
-
 def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     """``"true"`` for with_raw_response, ``"stream"`` for with_streaming_response, else None."""
     headers = kwargs.get("extra_headers")
@@ -70,173 +37,6 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
         mode = headers.get(_RAW_HEADER)
         return mode if isinstance(mode, str) else None
     return None
-
-
-def _result_facts(op: Operation, result: Any, raw_mode: str | None, settings: Settings) -> ResponseFacts | None:
-    """Facts from a parsed result or a raw one; a streaming raw body is left unread for the app."""
-    if raw_mode is None:
-        return op.read(result, settings, None)
-    if raw_mode == "stream":
-        return None
-    # LegacyAPIResponse.parse() caches its result: the app's own parse() returns the same object.
-    return op.read(result.parse(), settings, _raw_request_id(result))
-
-
-def _raw_request_id(result: Any) -> str | None:
-    request_id = getattr(result, "request_id", None)
-    return request_id if isinstance(request_id, str) else None
-
-
-def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
-    """What two requests at once would both be continuing: a parent response or a conversation."""
-    if req.state_mode == CONVERSATION and req.conversation_id is not None:
-        return "c:" + req.conversation_id
-    if req.state_mode in (SERVER_CHAIN, CLIENT_REPLAY) and an.parent is not None:
-        return "r:" + an.parent.response_id
-    if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
-        return "r:" + req.previous_response_id
-    return None
-
-
-class _Call:
-    """The instrumentation's part of one call; every method swallows its own failures."""
-
-    __slots__ = (
-        "analysis",
-        "flight",
-        "op",
-        "req",
-        "server",
-        "settings",
-        "signals",
-        "span",
-        "started",
-        "telemetry",
-        "token",
-    )
-
-    def __init__(
-        self,
-        telemetry: Telemetry,
-        op: Operation,
-        instance: Any,
-        args: tuple[Any, ...],
-        kwargs: Any,
-        exempt: frozenset[str] = frozenset(),
-    ) -> None:
-        self.token: Token[Context] | None = None
-        self.telemetry = telemetry
-        self.settings = settings = telemetry.settings
-        self.op = op
-        self.server = _server(instance)
-        self.req = req = op.facts(args, kwargs, settings)
-        ledger = settings.ledger
-        self.analysis = analysis = analyse(req, ledger)
-        self.flight = _flight_key(req, analysis) if op.name == OPERATION_CHAT else None
-        concurrent = False
-        if self.flight is not None:
-            concurrent = ledger.enter(self.flight)
-            if analysis.parent is not None and req.state_mode != CONVERSATION:
-                concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
-        signals = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
-        self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
-        self.span = telemetry.start(req, self.server, ledger.unavailable())
-        self.token = otel_context.attach(trace.set_span_in_context(self.span))
-        self.started = perf_counter()
-
-    def _tool_check(self) -> str | None:
-        return tool_calls_check(self.analysis, self.signals) if self.req.state_mode is not None else None
-
-    def detach(self) -> None:
-        """Leave the span's context: the call has returned to the app (a stream may still be running)."""
-        if self.token is None:
-            return
-        try:
-            otel_context.detach(self.token)
-        except Exception:
-            self.telemetry.internal_error("detach_context")
-        self.token = None
-
-    def _close(self) -> float:
-        seconds = perf_counter() - self.started
-        self.detach()
-        if self.flight is not None:
-            try:
-                self.settings.ledger.leave(self.flight)
-            except Exception:
-                self.telemetry.internal_error("ledger_leave")
-        return seconds
-
-    def refusal(self) -> ContextLossError | None:
-        """In strict mode, the error to raise instead of sending; the span is ended with it."""
-        try:
-            blocking = [s for s in self.signals if s.name in STRICT] if self.settings.strict else []
-            error = ContextLossError(blocking) if blocking else None
-        except Exception:
-            self.telemetry.internal_error("strict_check")
-            return None
-        if error is not None:
-            self.failed(error)
-        return error
-
-    def stream(self, result: Any, proxy: type[SyncStreamProxy | AsyncStreamProxy]) -> Any:
-        """Hand the app a proxy of its stream; the span ends with the stream, not now."""
-        self.detach()
-        try:
-            return proxy(result, self)
-        except Exception:
-            self.telemetry.internal_error("wrap_stream")
-            self.finish(None)
-            return result
-
-    def succeeded(self, result: Any, raw_mode: str | None) -> None:
-        try:
-            resp = _result_facts(self.op, result, raw_mode, self.settings)
-        except Exception:
-            self.telemetry.internal_error("read_response")
-            resp = None
-        if resp is None and raw_mode is not None:
-            try:
-                self.telemetry.tag_request_id(self.span, _raw_request_id(result))
-            except Exception:
-                self.telemetry.internal_error("read_raw_response")
-        self.finish(resp)
-
-    def finish(
-        self, resp: ResponseFacts | None, extra: Mapping[str, Any] | None = None, error_type: str | None = None
-    ) -> None:
-        """Check the response, remember it, record everything and end the span."""
-        seconds = self._close()
-        try:
-            if resp is not None:
-                if resp.has_output:
-                    self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
-                if self.op.remember is not None:
-                    self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings)
-            if extra:
-                self.span.set_attributes(extra)
-            self.telemetry.succeed(
-                self.span,
-                self.req,
-                resp,
-                seconds,
-                self.server,
-                self.signals,
-                self._tool_check(),
-                error_type,
-                self.op.records_usage,
-            )
-        except Exception:
-            self.telemetry.internal_error("record_response")
-            self.span.end()
-
-    def failed(self, exc: BaseException) -> None:
-        seconds = self._close()
-        try:
-            self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
-        except Exception:
-            self.telemetry.internal_error("record_error")
-            self.span.end()
 
 
 def begin(
@@ -247,17 +47,17 @@ def begin(
     args: tuple[Any, ...],
     kwargs: Any,
     exempt: frozenset[str] = frozenset(),
-) -> _Call | None:
+) -> Call | None:
     if not switch.on or (kwargs.get("stream") is True and _raw_mode(kwargs) is not None):
         return None  # a raw streamed body is parsed by the app into a stream we never see
     try:
-        return _Call(telemetry, op, instance, args, kwargs, exempt)
+        return Call(telemetry, op, instance, args, kwargs, exempt)
     except Exception:
         telemetry.internal_error("start_call")
         return None
 
 
-def call_through(call: _Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Strict mode's refusal, then the wrapped call; a failure is recorded and re-raised unchanged."""
     refusal = call.refusal()
     if refusal is not None:
@@ -270,7 +70,7 @@ def call_through(call: _Call, wrapped: Callable[..., Any], args: tuple[Any, ...]
 
 
 async def await_through(
-    call: _Call, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+    call: Call, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """The coroutine twin of :func:`call_through`."""
     refusal = call.refusal()
