@@ -15,6 +15,7 @@ the cassette, so a replayed copy still equals the returned one.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -39,6 +40,7 @@ SOURCES = {
     "opentelemetry-python-contrib": ("open-telemetry/opentelemetry-python-contrib", "Apache-2.0"),
     "openinference": ("Arize-ai/openinference", "Apache-2.0"),
     "openllmetry": ("traceloop/openllmetry", "Apache-2.0"),
+    "dd-trace-py": ("DataDog/dd-trace-py", "Apache-2.0 OR BSD-3-Clause"),
 }
 
 
@@ -82,7 +84,7 @@ def _body(part: dict[str, Any]) -> tuple[Any, str | None]:
     """(parsed JSON or None, raw text or None) of a VCR request/response part."""
     if "parsed_body" in part:
         return part["parsed_body"], None
-    body = part.get("body")
+    body = part.get("body", part.get("content"))  # vcrpy's httpx form keeps the response text in "content"
     text = body.get("string") if isinstance(body, dict) else body
     if text is None or text == "":
         return None, None
@@ -132,7 +134,7 @@ def convert(source: str, commit: str, path: str, text: str) -> dict[str, Any]:
             "path": url.path,
             "query": dict(parse_qsl(url.query)),
             "request_body": request_body if request_text is None else request_text,
-            "status": response["status"]["code"],
+            "status": response["status"]["code"] if "status" in response else response["status_code"],
             "response_headers": _headers(response.get("headers")),
         }
         if response_text is not None:
@@ -147,10 +149,8 @@ def convert(source: str, commit: str, path: str, text: str) -> dict[str, Any]:
         if "response_sse" in call:
             for line in call["response_sse"].splitlines():
                 if line.startswith("data: "):
-                    try:
+                    with contextlib.suppress(ValueError):
                         _big_strings(json.loads(line[6:]), big)
-                    except ValueError:
-                        pass
     mapping = {original: _placeholder(original) for original in big}
     for call in calls:
         call["request_body"] = _replace(call["request_body"], mapping)

@@ -8,6 +8,7 @@ items. It states traffic facts only; which signals they make is decided by the r
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -48,10 +49,8 @@ def _sse_events(text: str) -> list[dict[str, Any]]:
     events = []
     for line in text.splitlines():
         if line.startswith("data: "):
-            try:
+            with contextlib.suppress(ValueError):
                 events.append(json.loads(line[6:]))
-            except ValueError:
-                pass
     return events
 
 
@@ -131,7 +130,7 @@ def describe(path: Path) -> str:
             lines.append(f"   in: (string) text#{_digest(inputs)}")
         for item in inputs or [] if isinstance(inputs, list) else []:
             note = []
-            for earlier, efinal, ecopies, _ in seen:
+            for earlier, _efinal, ecopies, _ in seen:
                 for copy in ecopies:
                     if item.get("id") and copy.get("id") == item.get("id"):
                         note.append(f"id of #{earlier}")
@@ -206,3 +205,210 @@ if __name__ == "__main__":
     for arg in sys.argv[1:]:
         print(describe(Path(arg)))
         print()
+
+
+# -- notable facts: what a reader checks against the catalogue -------------------------------------------------
+
+_CLIENT_CALLS = {
+    "function_call",
+    "custom_tool_call",
+    "computer_call",
+    "apply_patch_call",
+    "local_shell_call",
+    "shell_call",
+}
+_OUTPUTS = {
+    "function_call_output",
+    "custom_tool_call_output",
+    "computer_call_output",
+    "apply_patch_call_output",
+    "local_shell_call_output",
+    "shell_call_output",
+    "tool_search_output",
+    "mcp_approval_response",
+}
+
+
+def _type(item: dict[str, Any]) -> str:
+    return str(item.get("type") or ("message" if "role" in item else "?"))
+
+
+def _is_call(item: dict[str, Any]) -> bool:
+    t = _type(item)
+    return t in _CLIENT_CALLS or (t == "tool_search_call" and item.get("execution") == "client")
+
+
+def notable(path: Path) -> list[str]:
+    """Facts per call that bear on a signal (one line each); a call with none is not listed."""
+    cassette = json.loads(path.read_text())
+    facts: list[str] = []
+    created: dict[str, int] = {}
+    responses: dict[int, tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]] = {}
+    children: dict[str, int] = {}
+    for index, call in enumerate(cassette["calls"], 1):
+        body = call["request_body"] if isinstance(call["request_body"], dict) else {}
+        final, copies = response_of(call)
+        out: list[str] = []
+        raw_input = body.get("input")
+        inputs = raw_input if isinstance(raw_input, list) else []
+        instructions = body.get("instructions") or None
+        if body.get("previous_response_id") and body.get("conversation"):
+            out.append("BOTH previous_response_id and conversation")
+        parent = body.get("previous_response_id")
+        pi = created.get(parent) if parent else None
+        if parent and pi is None:
+            out.append("previous_response_id unknown to this cassette")
+        if pi is not None:
+            pfinal, pcopies, pbody = responses[pi]
+            pstore = pfinal.get("store", pbody.get("store", True))
+            out.append(f"continues #{pi} (effective store={pstore})")
+            if parent in children:
+                out.append(f"SECOND child of #{pi} (first: #{children[parent]})")
+            children.setdefault(parent, index)
+            pins = pbody.get("instructions") or None
+            if pins and not instructions:
+                out.append(f"parent #{pi} had instructions, this request has none")
+            if pins and instructions and pins != instructions:
+                out.append(f"instructions differ from parent #{pi}")
+            pending = [c for c in (pfinal.get("output") or []) if _is_call(c)]
+            answered = {i.get("call_id") for i in inputs if _type(i) in _OUTPUTS}
+            for c in pending:
+                if c.get("call_id") not in answered:
+                    out.append(f"parent #{pi}'s {_type(c)} {c.get('call_id')} gets no output here")
+            pids = {c.get("id") for c in pcopies if c.get("id")}
+            pcalls = {(c.get("call_id"), _type(c)) for c in pcopies if c.get("call_id")}
+            for item in inputs:
+                if (item.get("id") and item.get("id") in pids) or ((item.get("call_id"), _type(item)) in pcalls):
+                    out.append(f"re-sends {_type(item)} {item.get('id') or item.get('call_id')} of parent #{pi}")
+        if body.get("conversation"):
+            out.append(f"conversation {body['conversation']}")
+        # tool pairing within the input
+        calls_at: dict[str, list[int]] = {}
+        outputs_at: dict[str, list[int]] = {}
+        for pos, item in enumerate(inputs):
+            t = _type(item)
+            if item.get("call_id") and (t.endswith("_call") or t in ("tool_search_call",)) and t not in _OUTPUTS:
+                calls_at.setdefault(item["call_id"], []).append(pos)
+            if t in _OUTPUTS and item.get("call_id"):
+                outputs_at.setdefault(item["call_id"], []).append(pos)
+        for cid, positions in calls_at.items():
+            if len(positions) > 1:
+                out.append(f"call_id {cid} used by {len(positions)} calls in the input")
+        parent_calls = set()
+        if pi is not None:
+            parent_calls = {c.get("call_id") for c in responses[pi][1] if c.get("call_id")}
+        for cid, positions in outputs_at.items():
+            if cid not in calls_at and cid not in parent_calls:
+                out.append(f"output {cid} has no call in the input" + (" nor in the parent" if pi else ""))
+            elif cid in calls_at and min(positions) < min(calls_at[cid]):
+                out.append(f"output {cid} placed before its call")
+        for pos, item in enumerate(inputs):
+            if _is_call(item) and item.get("call_id") not in outputs_at:
+                if _type(item) == "shell_call":
+                    out.append(f"input shell_call {item.get('call_id')} without output (check: did the API return one?)")
+                else:
+                    out.append(f"input {_type(item)} {item.get('call_id')} has no output")
+        # replays of earlier responses
+        for earlier, (efinal, ecopies, ebody) in responses.items():
+            outputs = efinal.get("output") or []
+            if not outputs:
+                continue
+            carried = []
+            carried_pos = []
+            for o in outputs:
+                for pos, item in enumerate(inputs):
+                    same = (item.get("id") and item.get("id") == o.get("id")) or (
+                        o.get("call_id") and item.get("call_id") == o.get("call_id") and _type(item) == _type(o)
+                    )
+                    if not same and _type(o) == "message" and item.get("role") == "assistant":
+                        same = bool(_text(o)) and _text(item) == _text(o)
+                    if same:
+                        carried.append((o, item))
+                        carried_pos.append(pos)
+                        break
+            if not carried:
+                continue
+            kinds = [f"{_type(o)}" for o, _ in carried]
+            missing = [o for o in outputs if all(o is not c for c, _ in carried)]
+            out.append(
+                f"carries {len(carried)}/{len(outputs)} output items of #{earlier} ({','.join(kinds)})"
+                + (f"; NOT carried: {','.join(_type(m) + ' ' + str(m.get('id'))[:14] for m in missing)}" if missing else "")
+            )
+            for o, item in carried:
+                if o.get("phase") and not item.get("phase"):
+                    out.append(f"  {_type(o)} {o.get('id')} returned with phase={o['phase']}, replayed without")
+                enc = item.get("encrypted_content")
+                oenc = o.get("encrypted_content")
+                if _type(o) in ("reasoning", "compaction"):
+                    copies_enc = [c.get("encrypted_content") for c in ecopies if c.get("id") == o.get("id")]
+                    copies_enc = [e for e in copies_enc if e]
+                    if enc and enc in copies_enc:
+                        pass
+                    elif enc:
+                        lens = sorted({len(e) for e in copies_enc})
+                        out.append(
+                            f"  {_type(o)} {o.get('id')} enc {len(enc)}:{_alphabet(enc)} is none of the returned copies"
+                            f" (lengths {lens}, alphabets {sorted({_alphabet(e) for e in copies_enc})})"
+                        )
+                    elif oenc or copies_enc:
+                        out.append(f"  {_type(o)} {o.get('id')} replayed WITHOUT the encrypted_content it was returned with")
+            estore = efinal.get("store", ebody.get("store", True))
+            ins_e = ebody.get("instructions") or None
+            has_sys = any(i.get("role") in ("system", "developer") for i in inputs)
+            if ins_e and not instructions and not has_sys:
+                out.append(f"  #{earlier} had instructions; this replay has neither instructions nor system/developer message")
+            if ins_e and instructions and ins_e != instructions:
+                out.append(f"  instructions differ from #{earlier}'s")
+            # history: app messages of the earlier request vs app messages before the first carried item here
+            def app_messages(items: Any) -> int:
+                if isinstance(items, str):
+                    return 1
+                return len(
+                    {
+                        json.dumps(i, sort_keys=True)
+                        for i in items or []
+                        if (_type(i) == "message" and i.get("role") in ("user", "system", "developer")) or (
+                            _type(i) == "message" and i.get("role") == "assistant" and not i.get("id")
+                        )
+                    }
+                )
+            before = app_messages(inputs[: min(carried_pos)])
+            given = app_messages(ebody.get("input"))
+            compaction_here = any(_type(i) == "compaction" for i in inputs)
+            if before < given:
+                out.append(
+                    f"  app messages before the replayed items: {before}; #{earlier} was given {given}"
+                    + (" (a compaction item is in the input)" if compaction_here else "")
+                )
+            out.append(f"  (#{earlier} effective store={estore})")
+        if final and not (call["method"] == "GET" and call["path"].startswith("/v1/responses/")):
+            store = final.get("store", body.get("store", True))
+            if final.get("id") and call["method"] == "POST" and call["path"] == "/v1/responses":
+                created[final["id"]] = index
+            reasoning = [o for o in final.get("output") or [] if _type(o) == "reasoning"]
+            if store is False and any(not r.get("encrypted_content") for r in reasoning):
+                out.append("store=false and reasoning returned without encrypted_content")
+            if store is False:
+                out.append("effective store=false" + (" (requested otherwise)" if body.get("store", True) else ""))
+            if final.get("status") == "incomplete":
+                out.append(f"response incomplete {final.get('incomplete_details')}")
+            if any(_type(o) == "compaction" for o in final.get("output") or []):
+                out.append("a compaction item was returned")
+            err = final.get("error")
+            if isinstance(err, dict) and "encrypted" in json.dumps(err):
+                out.append(f"error mentions encrypted: {json.dumps(err)[:200]}")
+            if call["path"].endswith("/compact"):
+                out.append("responses.compact")
+            responses[index] = (final, copies, body)
+        if call["method"] == "GET" and call["path"].startswith("/v1/responses/"):
+            rid = call["path"].split("/")[3]
+            if rid in created:
+                ri = created[rid]
+                out.append(f"retrieves #{ri} (effective store={responses[ri][0].get('store', responses[ri][2].get('store', True))})")
+            else:
+                out.append("retrieves a response unknown to this cassette")
+        if call["status"] >= 400:
+            out.append(f"HTTP {call['status']}")
+        if out:
+            facts.append(f"#{index}: " + "\n     ".join(out))
+    return facts

@@ -80,13 +80,14 @@ def test_recorded_traffic(path: Path, replayer: Replayer) -> None:
 
         on = replayer.replay(cassette, spans_since)
 
-    assert off.mismatches == [] and on.mismatches == []
-    for number, (call, received) in enumerate(zip(cassette["calls"], off.received), 1):
+    assert off.mismatches == []
+    assert on.mismatches == []
+    for number, (call, received) in enumerate(zip(cassette["calls"], off.received, strict=False), 1):
         if call["method"] == "POST":
             assert received.body == call["request_body"], f"call {number}: the SDK sent another body"
         assert received.query == call["query"], f"call {number}: the SDK sent another query"
     assert [r.body for r in on.received] == [r.body for r in off.received], "the instrumentation changed a request"
-    for number, (a, b) in enumerate(zip(off.outcomes, on.outcomes), 1):
+    for number, (a, b) in enumerate(zip(off.outcomes, on.outcomes, strict=False), 1):
         assert a.seen == b.seen, f"call {number} ({a.kind}): the app saw another result with the instrumentation on"
 
     no_span = [n for n, outcome in enumerate(on.outcomes, 1) if not outcome.spans]
@@ -95,7 +96,7 @@ def test_recorded_traffic(path: Path, replayer: Replayer) -> None:
     want = [signals for signals, _ in expected]
     if got != want:
         lines = [f"{_id(path)}: signals differ from the hand-written expectations"]
-        for number, (g, (w, why)) in enumerate(zip(got, expected), 1):
+        for number, (g, (w, why)) in enumerate(zip(got, expected, strict=False), 1):
             if g != w:
                 lines.append(f"  call {number} ({on.outcomes[number - 1].kind}): raised {g}, expected {w}  {why}")
         pytest.fail("\n".join(lines))
