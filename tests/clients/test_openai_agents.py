@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import openai
 import pytest
 
 pytest.importorskip("agents")
@@ -38,6 +39,7 @@ from .support import (
     lookup_weather,
     maybe_capture,
     responses_requests,
+    signals_of,
 )
 
 # The SDK's own tracing exports to the OpenAI platform by default: off, nothing leaves this machine.
@@ -135,6 +137,21 @@ def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream
     replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
     assert len(replayed) == 4
     assert all(i.get("id") and i.get("encrypted_content") for i in replayed)
+
+
+def test_stateless_replay_without_encrypted_reasoning(emu, telemetry):
+    """`store=False` without `include=["reasoning.encrypted_content"]`: the reasoning items come back bare and the
+    SDK replays them by id, which the API cannot resolve (404 on the second turn). The first response's
+    `reasoning_not_replayable` names the mistake before it bites."""
+    settings = ModelSettings(store=False)
+    with pytest.raises(openai.NotFoundError, match="Items are not persisted when `store` is set to false"):
+        asyncio.run(conversation(emu, REASONING, "replay", settings=settings))
+    first, second = telemetry.chat_spans()
+    assert signals_of(first) == {"reasoning_not_replayable"}
+    assert second.attributes["error.type"] == "NotFoundError"
+    replayed = responses_requests(emu)[-1]["input"][1]
+    assert replayed["type"] == "reasoning"
+    assert "encrypted_content" not in replayed
 
 
 def test_reasoning_item_id_policy_omit(emu, telemetry):

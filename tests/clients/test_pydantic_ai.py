@@ -57,6 +57,7 @@ async def conversation(
     model: str,
     *,
     chain: bool = False,
+    conversation_id: bool = False,
     store: bool | None = None,
     stream: str | None = None,
     output_type: Any = str,
@@ -72,6 +73,8 @@ async def conversation(
         settings["openai_previous_response_id"] = "auto"
     if store is not None:
         settings["openai_store"] = store
+    if conversation_id:
+        settings["openai_conversation_id"] = (await client.conversations.create()).id
     agent: Agent[None, Any] = Agent(
         OpenAIResponsesModel(model, provider=OpenAIProvider(openai_client=client)),
         instructions=INSTRUCTIONS,
@@ -117,6 +120,18 @@ def test_previous_response_id_auto(emu, telemetry, model, stream):
     expect_signals(telemetry, emu, clean())
     assert_final_answer(answer, code_word=is_reasoning(model))
     assert all(r.get("previous_response_id") for r in responses_requests(emu)[1:])
+
+
+@pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
+def test_openai_conversation_id(emu, telemetry, model):
+    """`openai_conversation_id=<conversation>`: the first request sends the history it has, later ones only the
+    messages after the latest response of that conversation."""
+    answer = asyncio.run(conversation(emu, model, conversation_id=True))
+    requests = responses_requests(emu)
+    assert all(r.get("conversation") for r in requests)
+    assert all(len(r["input"]) == 1 for r in requests)
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=is_reasoning(model))
 
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
