@@ -114,10 +114,14 @@ def describe(path: Path) -> str:
                 flags.append(f"{key}={body[key]}")
         if "instructions" in body:
             ins = body["instructions"]
-            flags.append(f"instructions={'None' if ins is None else ('EMPTY' if ins == '' else '#' + _digest(str(ins)))}")
+            flags.append(
+                f"instructions={'None' if ins is None else ('EMPTY' if ins == '' else '#' + _digest(str(ins)))}"
+            )
         else:
             flags.append("instructions=absent")
-        text_format = (body.get("text") or {}).get("format", {}).get("type") if isinstance(body.get("text"), dict) else None
+        text_format = (
+            (body.get("text") or {}).get("format", {}).get("type") if isinstance(body.get("text"), dict) else None
+        )
         if text_format:
             flags.append(f"text.format={text_format}")
         if body.get("tools"):
@@ -180,7 +184,8 @@ def describe(path: Path) -> str:
                 info.append(f"error={json.dumps(final['error'])[:200]}")
             if "instructions" in final:
                 ins = final["instructions"]
-                info.append(f"resp.instructions={'None' if ins is None else ('EMPTY' if ins == '' else '#' + _digest(str(ins)))}")
+                shown = "None" if ins is None else ("EMPTY" if ins == "" else "#" + _digest(str(ins)))
+                info.append(f"resp.instructions={shown}")
             if final.get("object") and final.get("object") != "response":
                 info.append(f"object={final['object']}")
             lines.append("   -> " + " ".join(info))
@@ -302,10 +307,12 @@ def notable(path: Path) -> list[str]:
                 out.append(f"output {cid} has no call in the input" + (" nor in the parent" if pi else ""))
             elif cid in calls_at and min(positions) < min(calls_at[cid]):
                 out.append(f"output {cid} placed before its call")
-        for pos, item in enumerate(inputs):
+        for item in inputs:
             if _is_call(item) and item.get("call_id") not in outputs_at:
                 if _type(item) == "shell_call":
-                    out.append(f"input shell_call {item.get('call_id')} without output (check: did the API return one?)")
+                    out.append(
+                        f"input shell_call {item.get('call_id')} without output (check: did the API return one?)"
+                    )
                 else:
                     out.append(f"input {_type(item)} {item.get('call_id')} has no output")
         # replays of earlier responses
@@ -332,7 +339,11 @@ def notable(path: Path) -> list[str]:
             missing = [o for o in outputs if all(o is not c for c, _ in carried)]
             out.append(
                 f"carries {len(carried)}/{len(outputs)} output items of #{earlier} ({','.join(kinds)})"
-                + (f"; NOT carried: {','.join(_type(m) + ' ' + str(m.get('id'))[:14] for m in missing)}" if missing else "")
+                + (
+                    f"; NOT carried: {','.join(_type(m) + ' ' + str(m.get('id'))[:14] for m in missing)}"
+                    if missing
+                    else ""
+                )
             )
             for o, item in carried:
                 if o.get("phase") and not item.get("phase"):
@@ -351,14 +362,19 @@ def notable(path: Path) -> list[str]:
                             f" (lengths {lens}, alphabets {sorted({_alphabet(e) for e in copies_enc})})"
                         )
                     elif oenc or copies_enc:
-                        out.append(f"  {_type(o)} {o.get('id')} replayed WITHOUT the encrypted_content it was returned with")
+                        out.append(
+                            f"  {_type(o)} {o.get('id')} replayed WITHOUT the encrypted_content it was returned with"
+                        )
             estore = efinal.get("store", ebody.get("store", True))
             ins_e = ebody.get("instructions") or None
             has_sys = any(i.get("role") in ("system", "developer") for i in inputs)
             if ins_e and not instructions and not has_sys:
-                out.append(f"  #{earlier} had instructions; this replay has neither instructions nor system/developer message")
+                out.append(
+                    f"  #{earlier} had instructions; this replay has neither instructions nor system/developer message"
+                )
             if ins_e and instructions and ins_e != instructions:
                 out.append(f"  instructions differ from #{earlier}'s")
+
             # history: app messages of the earlier request vs app messages before the first carried item here
             def app_messages(items: Any) -> int:
                 if isinstance(items, str):
@@ -367,11 +383,11 @@ def notable(path: Path) -> list[str]:
                     {
                         json.dumps(i, sort_keys=True)
                         for i in items or []
-                        if (_type(i) == "message" and i.get("role") in ("user", "system", "developer")) or (
-                            _type(i) == "message" and i.get("role") == "assistant" and not i.get("id")
-                        )
+                        if (_type(i) == "message" and i.get("role") in ("user", "system", "developer"))
+                        or (_type(i) == "message" and i.get("role") == "assistant" and not i.get("id"))
                     }
                 )
+
             before = app_messages(inputs[: min(carried_pos)])
             given = app_messages(ebody.get("input"))
             compaction_here = any(_type(i) == "compaction" for i in inputs)
@@ -404,7 +420,8 @@ def notable(path: Path) -> list[str]:
             rid = call["path"].split("/")[3]
             if rid in created:
                 ri = created[rid]
-                out.append(f"retrieves #{ri} (effective store={responses[ri][0].get('store', responses[ri][2].get('store', True))})")
+                rfinal, _, rbody = responses[ri]
+                out.append(f"retrieves #{ri} (effective store={rfinal.get('store', rbody.get('store', True))})")
             else:
                 out.append("retrieves a response unknown to this cassette")
         if call["status"] >= 400:
