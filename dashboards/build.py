@@ -607,10 +607,25 @@ def alert_rules() -> dict[str, Any]:
                 "description": (
                     f"{JOB} sent {TIMES} request(s) in the last {WINDOW} on "
                     f"{ON_MODEL} that continue a response without the instructions it had: "
-                    "instructions are not inherited through previous_response_id, so the model answers without "
-                    "its system prompt. Send instructions on every request."
+                    "instructions are never carried over (not through previous_response_id, a conversation or a "
+                    "replay), so the model answers without its system prompt. Send instructions on every request."
                 ),
                 "runbook_url": runbook("instructions_dropped"),
+            },
+        },
+        {
+            "alert": "OpenAIResponsesContextDuplicated",
+            "expr": f"{counted(SIGNALS, eq(SIGNAL_NAME, 'context_duplicated'), by=(SERVICE, MODEL))} > 0",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "{{ $labels.job }} re-sends turns the server already holds",
+                "description": (
+                    f"{JOB} sent {TIMES} request(s) in the last {WINDOW} on {ON_MODEL} that continue "
+                    "previous_response_id or a conversation and also re-send items that state already holds: the "
+                    "model reads those turns twice (and may ignore a tool result), and their input tokens are paid "
+                    "twice. Send only the new items."
+                ),
+                "runbook_url": runbook("context_duplicated"),
             },
         },
         {

@@ -1,17 +1,21 @@
 """Derived facts of a request against the ledger: which earlier response it continues, what of it is
-missing or changed, and how its tool calls pair up. Linear in the number of input items; pure apart
-from reading the ledger."""
+missing, changed or sent again, and how its tool calls pair up. Linear in the number of input items; pure
+apart from reading the ledger."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .attributes import OPERATION_CHAT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
-from .items import CALL_OUTPUT_TYPES, OUTPUT_CALL_TYPES, ItemMeta
+from .items import APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
 from .ledger import Entry, LedgerView
 
-# Output items a replay must carry back (hosted tool calls such as web searches need not be).
-REPLAYED_TYPES = frozenset({"message", "reasoning", "compaction", *CALL_OUTPUT_TYPES})
+# Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
+# (hosted tool calls such as web searches need not be).
+_ALWAYS_REPLAYED = frozenset({"message", "reasoning", "compaction"})
+# How far back a chain is followed to tell what server-side state already holds.
+MAX_ANCESTORS = 16
 
 
 @dataclass(slots=True)
@@ -19,13 +23,17 @@ class Link:
     """An earlier response whose output items appear in a replay."""
 
     entry: Entry
-    app_messages_before: int  # app messages between the latest compaction item (or the start) and this link
+    app_messages_before: int  # distinct app messages between the latest compaction item (or the start) and it
     compactions_before: int
     seen: set[int] = field(default_factory=set)
 
     def missing(self) -> list[ItemMeta]:
         """Output items of the response that the replay does not carry."""
-        return [m for i, m in enumerate(self.entry.outputs) if i not in self.seen and m.type in REPLAYED_TYPES]
+        return [
+            m
+            for i, m in enumerate(self.entry.outputs)
+            if i not in self.seen and (m.type in _ALWAYS_REPLAYED or m.awaits)
+        ]
 
 
 @dataclass(slots=True)
@@ -49,10 +57,22 @@ class Analysis:
     phase_dropped: list[str] = field(default_factory=list)
     tools: Tools = field(default_factory=Tools)
     resolved: dict[int, ItemMeta] = field(default_factory=dict)  # item references, by input position
+    duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
 
     @property
     def latest_link(self) -> Link | None:
         return max(self.links, key=lambda link: link.entry.sequence) if self.links else None
+
+
+def _payload_changed(sent: ItemMeta, entry: Entry, index: int) -> bool:
+    """A replayed opaque payload that cannot be one the API returned: another length or alphabet than every
+    copy seen (a fresh encryption the instrumentation did not see keeps both), or stripped from an item of an
+    unstored response (the API cannot find it by id)."""
+    if not sent.encrypted:
+        return not entry.store
+    if sent.shape is None:
+        return False
+    return all(reshaped(sent.shape, shape) for shape in entry.shapes(index))
 
 
 def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
@@ -77,49 +97,112 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
             analysis.resolved[position] = returned
             continue
-        if returned.encrypted and (
-            sent.fingerprint != returned.fingerprint if sent.encrypted else not entry.store  # stripped, unresolvable
-        ):
+        if returned.encrypted and _payload_changed(sent, entry, index):
             analysis.modified.append(returned.id or sent.type)
         if returned.phase is not None and sent.phase != returned.phase:
             analysis.phase_dropped.append(returned.id or sent.type)
     analysis.links = list(links.values())
 
 
-def _tools(req: RequestFacts, pending: tuple[str, ...], analysis: Analysis, parent_known: bool) -> None:
+def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: bool, parent_known: bool) -> None:
     """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls.
 
-    ``parent_known``: False when the request continues a response or conversation the ledger does not know
-    (evicted, made by another process, a shared ledger out of reach): an output may answer one of its calls,
-    so none is called an orphan."""
-    calls: dict[str, int] = {}
+    An output answers any item with its `call_id`, in the input or in the parent, whatever that item's type (the
+    API takes a `function_call_output` for a client `tool_search_call`); an item type the code does not know is
+    never counted as a call that needs an answer. ``parent_known``: False when the request continues a response
+    or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
+    an output may answer one of its calls, so none is called an orphan."""
+    calls: dict[str, int] = {}  # call items of known types, first position
+    answerable: set[str] = set()  # call_ids of every input item that is not an output
+    awaiting: list[str] = []  # calls the app executes, in order
     outputs: dict[str, int] = {}
     tools = analysis.tools
     resolved = analysis.resolved
     items = req.input_items
     for position in req.tool_positions:
         meta = resolved.get(position, items[position]) if resolved else items[position]
-        if meta.call_id is None:
+        call_id = meta.call_id
+        if call_id is None:
             continue
-        if meta.type in CALL_OUTPUT_TYPES:
-            if meta.call_id in calls:
-                tools.duplicates.append(meta.call_id)
-            else:
-                calls[meta.call_id] = position
+        kind = meta.type
+        if kind in OUTPUT_TYPES:
+            outputs.setdefault(call_id, position)
             tools.present = True
-        elif meta.type in OUTPUT_CALL_TYPES:
-            outputs.setdefault(meta.call_id, position)
-            tools.present = True
-    pending_set = set(pending)
-    tools.present = tools.present or bool(pending_set)
+            continue
+        answerable.add(call_id)
+        if kind not in CALL_TYPES:
+            continue
+        tools.present = True
+        if call_id in calls:
+            tools.duplicates.append(call_id)
+            continue
+        calls[call_id] = position
+        if meta.awaits:
+            awaiting.append(call_id)
+    # In a replay the API holds no parent: the calls must be in the input itself.
+    server_parent = parent if not replay else None
+    pending = server_parent.pending_calls if server_parent is not None else ()
+    tools.present = tools.present or bool(pending)
+    if outputs and server_parent is not None:
+        answerable.update(m.call_id for m in server_parent.outputs if m.call_id is not None)
     for call_id, position in outputs.items():
         if call_id in calls:
             if position < calls[call_id]:
                 tools.before_call.append(call_id)
-        elif call_id not in pending_set and parent_known:
+        elif call_id not in answerable and parent_known:
             tools.orphans.append(call_id)
-    tools.missing.extend(call_id for call_id in calls if call_id not in outputs)
-    tools.missing.extend(call_id for call_id in pending if call_id not in outputs)
+    tools.missing.extend(call_id for call_id in awaiting if call_id not in outputs)
+    tools.missing.extend(call_id for call_id in pending if call_id not in outputs and call_id not in calls)
+
+
+def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
+    """The responses server-side state holds (the parent and its known ancestors) and the fingerprints of the app
+    messages they were sent last (a few per response)."""
+    responses: set[str] = set()
+    messages: set[int] = set()
+    entry: Entry | None = parent
+    for _ in range(MAX_ANCESTORS):
+        if entry is None or entry.response_id in responses:
+            break
+        responses.add(entry.response_id)
+        messages.update(entry.input_messages)
+        entry = ledger.get(entry.parent_id) if entry.parent_id is not None else None
+    return responses, messages
+
+
+def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry) -> dict[str, int]:
+    """Items a request continuing server state sends although that state already holds them, by type.
+
+    An output item of the chain (by id, call or text) counts on its own; an app message only inside a run of at
+    least two consecutive items the state holds (the previous turn sent again, not a user typing "yes" twice)."""
+    responses, messages = _state(parent, ledger)
+    conversation = req.conversation_id if req.state_mode == CONVERSATION else None
+    held: dict[int, str] = {}
+    if req.lookups:
+        located = ledger.locate([lookup.key for lookup in req.lookups])
+        for lookup, found in zip(req.lookups, located, strict=True):
+            if found is None:
+                continue
+            entry, index = found
+            if entry.response_id in responses or (conversation is not None and entry.conversation_id == conversation):
+                held[lookup.position] = entry.outputs[index].type
+    sent_again: set[int] = set()
+    if messages:
+        for position, meta in enumerate(req.input_items):
+            if meta.type == "message" and meta.role in APP_ROLES and meta.fingerprint in messages:
+                sent_again.add(position)
+    counts: dict[str, int] = {}
+    run: list[int] = []
+    for position in sorted({*held, *sent_again, len(req.input_items) + 1}):
+        if run and position != run[-1] + 1:
+            for member in run:
+                if member in held:
+                    counts[held[member]] = counts.get(held[member], 0) + 1
+                elif len(run) >= 2:
+                    counts["message"] = counts.get("message", 0) + 1
+            run = []
+        run.append(position)
+    return counts
 
 
 def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
@@ -132,13 +215,18 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         analysis.parent = ledger.get(req.previous_response_id)
     elif req.state_mode == CONVERSATION and req.conversation_id is not None:
         analysis.parent = ledger.latest_in_conversation(req.conversation_id)
-    if req.state_mode == CLIENT_REPLAY:
+    replay = req.state_mode == CLIENT_REPLAY
+    if replay:
         _links(req, ledger, analysis)
         latest = analysis.latest_link
         analysis.parent = latest.entry if latest is not None else None
-        pending: tuple[str, ...] = ()
-    else:
-        pending = analysis.parent.pending_calls if analysis.parent is not None else ()
+    elif (
+        analysis.parent is not None
+        and req.operation == OPERATION_CHAT
+        and (req.lookups or req.app_messages >= 2)
+        and req.state_mode in (SERVER_CHAIN, CONVERSATION)
+    ):
+        analysis.duplicated = _duplicated(req, ledger, analysis.parent)
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
-    _tools(req, pending, analysis, parent_known=analysis.parent is not None or not continues)
+    _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis

@@ -46,7 +46,8 @@ TOKEN_TYPE_OUTPUT: Final = "output"
 # Project attributes.
 REQUEST_ID: Final = "openai_responses.request_id"
 STATE_MODE: Final = "openai_responses.state.mode"
-STORE: Final = "openai_responses.store"
+STORE: Final = "openai_responses.store"  # effective: the response body's `store` when present, else the request's
+STORE_REQUESTED: Final = "openai_responses.store.requested"  # what the request asked, when the body said otherwise
 ZDR: Final = "openai_responses.zdr"
 # Set (true) when a shared ledger could not be read for this call: its checks used local knowledge only.
 LEDGER_UNAVAILABLE: Final = "openai_responses.ledger.unavailable"

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .analysis import Analysis
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
-from .facts import CLIENT_REPLAY, CONFLICT, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .signals import TOOL_SIGNALS, Signal
 
 
@@ -48,10 +48,13 @@ def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
 
 
 def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    if req.operation != OPERATION_CHAT or req.state_mode not in (SERVER_CHAIN, CONVERSATION) or an.parent is None:
+    """Instructions are never carried over, in any mode: a turn continuing one that had them must send them (or,
+    in a replay, a system or developer message) again."""
+    parent = an.parent
+    if req.operation != OPERATION_CHAT or parent is None or req.target_response_id is not None:
         return None
-    if req.instructions_hash is None and an.parent.instructions_hash is not None:
-        return Signal("instructions_dropped", {"openai_responses.parent.id": an.parent.response_id})
+    if req.instructions_hash is None and not req.system_messages and parent.instructions_hash is not None:
+        return Signal("instructions_dropped", {"openai_responses.parent.id": parent.response_id})
     return None
 
 
@@ -146,6 +149,21 @@ def concurrent_branch(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     return Signal("concurrent_branch") if sit.concurrent else None
 
 
+def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    duplicated = an.duplicated
+    if not duplicated:
+        return None
+    types = sorted(duplicated)
+    return Signal(
+        "context_duplicated",
+        {
+            "openai_responses.duplicated.count": sum(duplicated.values()),
+            "openai_responses.duplicated.item_types": types[:16],
+            "openai_responses.duplicated.counts": [duplicated[t] for t in types[:16]],
+        },
+    )
+
+
 def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if resp.status != "incomplete":
         return None
@@ -179,6 +197,7 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     duplicate_call_id,
     history_truncated,
     concurrent_branch,
+    context_duplicated,
 )
 RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
 

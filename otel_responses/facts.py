@@ -10,7 +10,8 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
-from .items import APP_ROLES, USER_TEXT, ItemMeta, is_sequence, item_meta
+from .items import APP_ROLES, ItemMeta, is_sequence, item_meta, lookup_key
+from .ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
 CONVERSATION = "conversation"
@@ -39,8 +40,10 @@ class RequestFacts:
     compaction: bool
     service_tier: str | None
     stream: bool
-    app_messages: int = 0  # app messages after the latest compaction item (all of them when there is none)
+    app_messages: int = 0  # distinct app messages after the latest compaction item (all of them when there is none)
     compactions: int = 0
+    system_messages: bool = False  # a system or developer message is in the input (instructions of a replay)
+    last_messages: tuple[int, ...] = ()  # fingerprints of the last app messages, oldest first
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
     # Found in the same pass over the items, for the analysis against the ledger:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know, by id or assistant-text fingerprint
@@ -50,9 +53,9 @@ class RequestFacts:
 class Lookup(NamedTuple):
     """An input item the ledger may know, and what precedes it in the input."""
 
-    key: str | int  # the item's id, or the fingerprint of an assistant message replayed as text
+    key: Key  # the item's id, its call (type, call_id), or the fingerprint of an assistant message replayed as text
     position: int
-    app_messages_before: int  # app messages since the latest compaction item before it (or the start)
+    app_messages_before: int  # distinct app messages since the latest compaction item before it (or the start)
     compactions_before: int
 
 
@@ -65,6 +68,8 @@ class _Scan(NamedTuple):
     app_messages: int
     user_messages: int
     only_app_messages: bool
+    system_messages: bool
+    last_messages: tuple[int, ...]
     lookups: tuple[Lookup, ...]
     tool_positions: tuple[int, ...]
 
@@ -73,29 +78,49 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     """One pass over the input items' metadata: every count and position the checks and the analysis need.
 
     An app message is one the app itself writes (a ``message`` with role user, system or developer), not model
-    output; the only place that decides it."""
-    encrypted_in = compactions = app_since = user_messages = 0
+    output; the only place that decides it. App messages are counted as distinct texts (by keyed fingerprint):
+    a library that sends a message twice has not given the model two."""
+    encrypted_in = compactions = user_messages = 0
     only_app = True
+    system = False
+    distinct: set[int] = set()  # app messages since the latest compaction item
+    messages: list[int] = []
     lookups: list[Lookup] = []
     tool_positions: list[int] = []
     for position, meta in enumerate(items):
         kind = meta.type
-        key = meta.id if meta.id is not None else (meta.fingerprint if meta.role == "assistant" else None)
+        key = lookup_key(meta)
         if key is not None:
-            lookups.append(_new_lookup(Lookup, (key, position, app_since, compactions)))
+            lookups.append(_new_lookup(Lookup, (key, position, len(distinct), compactions)))
         if meta.call_id is not None or kind == "item_reference":
             tool_positions.append(position)
-        if kind == "message" and meta.role in APP_ROLES:
-            app_since += 1
-            user_messages += meta.role == "user"
+        role = meta.role
+        if kind == "message" and role in APP_ROLES:
+            text = meta.fingerprint if meta.fingerprint is not None else -1 - position  # no text: counts once
+            distinct.add(text)
+            messages.append(text)
+            if role == "user":
+                user_messages += 1
+            else:
+                system = True
             continue
         only_app = False
         if kind == "reasoning":
             encrypted_in += meta.encrypted
         elif kind == "compaction":
             compactions += 1
-            app_since = 0  # a compaction item stands for everything before it
-    return _Scan(encrypted_in, compactions, app_since, user_messages, only_app, tuple(lookups), tuple(tool_positions))
+            distinct = set()  # a compaction item stands for everything before it
+    return _Scan(
+        encrypted_in,
+        compactions,
+        len(distinct),
+        user_messages,
+        only_app,
+        system,
+        tuple(messages[-MAX_INPUT_MESSAGES:]),
+        tuple(lookups),
+        tuple(tool_positions),
+    )
 
 
 @dataclass(slots=True)
@@ -117,6 +142,8 @@ class ResponseFacts:
     conversation_id: str | None
     request_id: str | None
     has_output: bool = True  # the result had an `output` list (a response), not just a count or an id
+    store: bool | None = None  # the body's `store`: the effective flag (an organisation default may have set it)
+    copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
 
     @classmethod
     def empty(cls, request_id: str | None = None) -> ResponseFacts:
@@ -130,6 +157,20 @@ def _str(value: object) -> str | None:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _undeclared_bool(model: object, name: str) -> bool | None:
+    """A boolean field the SDK's model may lack (it then sits in ``__pydantic_extra__``), read without the
+    costly failing ``getattr`` of a pydantic model."""
+    if isinstance(model, Mapping):
+        value = model.get(name)
+    else:
+        fields = getattr(model, "__dict__", None)
+        value = fields.get(name) if isinstance(fields, dict) else None
+        if value is None:
+            extra = getattr(model, "__pydantic_extra__", None)
+            value = extra.get(name) if isinstance(extra, dict) else None
+    return value if isinstance(value, bool) else None
 
 
 def _conversation_id(value: object) -> str | None:
@@ -154,7 +195,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
     """Facts of a create/parse request. Unset parameters may be ``omit`` sentinels: only real types count."""
     raw_input = kwargs.get("input")
     if isinstance(raw_input, str):
-        items: tuple[ItemMeta, ...] = (USER_TEXT,)
+        text = settings.fingerprinter.number(raw_input)
+        items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False, text),)
     elif is_sequence(raw_input):
         fingerprints = settings.fingerprinter
         items = tuple(item_meta(item, fingerprints, sent=True) for item in raw_input)
@@ -164,7 +206,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
-    instructions = _str(kwargs.get("instructions"))
+    instructions = _str(kwargs.get("instructions")) or None  # "" gives the model no instructions
     previous = _str(kwargs.get("previous_response_id")) or None
     conversation = _conversation_id(kwargs.get("conversation")) or None
     return RequestFacts(
@@ -185,6 +227,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         stream=kwargs.get("stream") is True,
         app_messages=scan.app_messages,
         compactions=scan.compactions,
+        system_messages=scan.system_messages,
+        last_messages=scan.last_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
     )
@@ -270,6 +314,7 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
         service_tier=_str(getattr(response, "service_tier", None)),
         conversation_id=_conversation_id(getattr(response, "conversation", None)),
         request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
+        store=_undeclared_bool(response, "store"),
     )
 
 
@@ -288,12 +333,21 @@ def bounded_types(items: tuple[ItemMeta, ...], limit: int) -> list[str]:
 
 def with_stream_items(resp: ResponseFacts, streamed: tuple[ItemMeta, ...]) -> ResponseFacts:
     """The terminal response's facts, completed by the items of the stream's ``output_item.done`` events: they
-    stand for the output when the terminal response lacks it."""
-    if resp.output_items or not streamed:
+    stand for the output when the terminal response lacks it, and are other copies of its opaque payloads (the
+    API encrypts afresh each time it serialises an item) when it has it."""
+    if not streamed:
         return resp
-    return replace(
-        resp,
-        output_items=streamed,
-        encrypted_output_count=sum(1 for m in streamed if m.type == "reasoning" and m.encrypted),
-        compaction=resp.compaction or any(m.type == "compaction" for m in streamed),
+    if not resp.output_items:
+        return replace(
+            resp,
+            output_items=streamed,
+            encrypted_output_count=sum(1 for m in streamed if m.type == "reasoning" and m.encrypted),
+            compaction=resp.compaction or any(m.type == "compaction" for m in streamed),
+        )
+    shapes = {m.id: m.shape for m in streamed if m.shape is not None and m.id is not None}
+    if not shapes:
+        return resp
+    copies = tuple(
+        (index, shapes[m.id]) for index, m in enumerate(resp.output_items) if m.id in shapes and shapes[m.id] != m.shape
     )
+    return replace(resp, copies=resp.copies + copies) if copies else resp

@@ -7,30 +7,105 @@ fingerprints leave this module; payloads never do.
 
 from __future__ import annotations
 
+import re
 from typing import Any, NamedTuple, TypeGuard
 
 from .fingerprint import Fingerprinter
 
-_ENCRYPTED_TYPES = frozenset({"reasoning", "compaction"})
+# Opaque payloads the API returns and the app must replay byte for byte: never exported, never parsed.
+_OPAQUE_FIELDS = {"reasoning": "encrypted_content", "compaction": "encrypted_content", "program": "fingerprint"}
 # Message roles an app writes itself; anything else in an input list came from an earlier response.
 APP_ROLES = frozenset({"user", "system", "developer"})
 
-# Client-executed tool calls and the output item that must answer each, paired by `call_id`.
-CALL_OUTPUT_TYPES = {
-    "function_call": "function_call_output",
-    "custom_tool_call": "custom_tool_call_output",
-    "computer_call": "computer_call_output",
-    "shell_call": "shell_call_output",
-    "apply_patch_call": "apply_patch_call_output",
+# Every call/output pair the API defines, by the item types that answer a call (paired by `call_id`; see
+# ``item_meta`` for the two that pair otherwise). The API also takes a `function_call_output` for a
+# client-executed `tool_search_call`.
+CALL_ANSWERS: dict[str, frozenset[str]] = {
+    "function_call": frozenset({"function_call_output"}),
+    "custom_tool_call": frozenset({"custom_tool_call_output"}),
+    "computer_call": frozenset({"computer_call_output"}),
+    "shell_call": frozenset({"shell_call_output"}),
+    "apply_patch_call": frozenset({"apply_patch_call_output"}),
+    "local_shell_call": frozenset({"local_shell_call_output"}),
+    "tool_search_call": frozenset({"tool_search_output", "function_call_output"}),
+    "program": frozenset({"program_output"}),
+    "multi_agent_call": frozenset({"multi_agent_call_output"}),
+    "mcp_approval_request": frozenset({"mcp_approval_response"}),
 }
-OUTPUT_CALL_TYPES = {output: call for call, output in CALL_OUTPUT_TYPES.items()}
+CALL_TYPES = frozenset(CALL_ANSWERS)
+OUTPUT_TYPES = frozenset().union(*CALL_ANSWERS.values())
+# Calls the app executes: each needs an output from the app before the conversation goes on. A `shell_call`
+# run in a hosted container comes back with its output in the same response (see ``pending_calls``); a
+# `tool_search_call` needs one only with `execution: client`. Hosted tools (web search, file search, code
+# interpreter, image generation, MCP calls), `program` and `multi_agent_call` are run by the API; an MCP approval
+# request may be left unanswered.
+APP_EXECUTED = frozenset(
+    {"function_call", "custom_tool_call", "computer_call", "shell_call", "apply_patch_call", "local_shell_call"}
+)
+# Outputs only the app writes: never returned by a response, so never looked up in the ledger.
+APP_OUTPUTS = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "computer_call_output",
+        "apply_patch_call_output",
+        "local_shell_call_output",
+        "mcp_approval_response",
+    }
+)
+_UNFINISHED = frozenset({"in_progress", "incomplete"})
+
+# Shape of an opaque payload: its length, and which base64 alphabet its characters belong to. The API encrypts
+# afresh on every serialisation (same length, other bytes), so a copy the instrumentation never saw is not
+# evidence of tampering; a change of length or alphabet is (truncated, re-encoded, escaped, rebuilt).
+SHAPE_URLSAFE = 1  # has `-` or `_`
+SHAPE_STANDARD = 2  # has `+` or `/`
+SHAPE_FOREIGN = 4  # has a character outside both base64 alphabets
+_SHAPE_BITS = 3
+_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=_-]")
+
+
+def payload_shape(payload: str) -> int:
+    """Length and alphabet of an opaque payload, as one int; the payload itself is not kept."""
+    bits = 0
+    if "-" in payload or "_" in payload:
+        bits |= SHAPE_URLSAFE
+    if "+" in payload or "/" in payload:
+        bits |= SHAPE_STANDARD
+    if _NOT_BASE64.search(payload) is not None:
+        bits |= SHAPE_FOREIGN
+    return len(payload) << _SHAPE_BITS | bits
+
+
+def reshaped(sent: int, returned: int) -> bool:
+    """Whether a payload of shape ``sent`` cannot be a fresh encryption of one of shape ``returned``: another
+    length, characters outside base64 where the API's copy had none, or the other base64 alphabet."""
+    if sent >> _SHAPE_BITS != returned >> _SHAPE_BITS:
+        return True
+    if returned & SHAPE_FOREIGN:
+        return False  # not base64 at all: only the length can be judged
+    if sent & SHAPE_FOREIGN:
+        return True
+    family = returned & (SHAPE_URLSAFE | SHAPE_STANDARD)
+    if family == SHAPE_URLSAFE:
+        return bool(sent & SHAPE_STANDARD)
+    if family == SHAPE_STANDARD:
+        return bool(sent & SHAPE_URLSAFE)
+    return False
+
+
+CallKey = tuple[str, str]  # (item type, call_id): how a call is recognised when its id is stripped or new
 
 
 class ItemMeta(NamedTuple):
-    """Metadata of one item: never its text, arguments, outputs or encrypted payload.
+    """Metadata of one item: never its text, arguments, outputs or opaque payload.
 
-    ``fingerprint`` is a keyed in-memory hash: of the encrypted payload for reasoning and compaction
-    items, of the text for assistant messages (so a replay of only the text is still recognised).
+    ``fingerprint`` is a keyed in-memory hash of a message's text: of an assistant message (so a replay of only
+    the text is still recognised), of an app message of a request (distinct messages, turns sent twice).
+    ``encrypted`` tells an opaque payload is present (`encrypted_content`, a `program`'s `fingerprint`) and
+    ``shape`` its length and alphabet. ``call_id`` pairs calls and outputs (for a
+    `local_shell_call_output` it is the item's id, for MCP approvals the approval request's id); ``awaits``: a
+    call the app must answer.
     """
 
     type: str
@@ -40,6 +115,8 @@ class ItemMeta(NamedTuple):
     phase: str | None
     encrypted: bool
     fingerprint: int | None = None
+    awaits: bool = False
+    shape: int | None = None
 
 
 USER_TEXT = ItemMeta("message", None, None, "user", None, False)
@@ -81,7 +158,8 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     """Metadata of one item, whatever its shape; unknown shapes give type ``unknown``.
 
     ``sent``: an item of a request. Its assistant text is fingerprinted only when it has no id (a replay of
-    the text alone): an item with an id is recognised by the id, so hashing its text would be wasted work.
+    the text alone): an item with an id is recognised by the id, so hashing its text would be wasted work. Its app
+    messages' text is fingerprinted (distinct messages, turns sent twice).
     Runs once per replayed item, so the string checks are written out rather than calling a helper.
     """
     get = item.get if isinstance(item, dict) else _fields(item)
@@ -100,26 +178,55 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
         item_type = "item_reference"  # ItemReference: `type` is optional.
     else:
         item_type = "unknown"
-    fingerprint = call_id = phase = None
-    encrypted = False
+    fingerprint = call_id = phase = shape = None
+    encrypted = awaits = False
     if item_type == "message":
         phase = get("phase")
         if not isinstance(phase, str):
             phase = None
-        if role == "assistant" and not (sent and item_id is not None):
+        # Assistant text: to recognise a replay of the text alone (an item with an id is recognised by it). App
+        # messages of a request: to count distinct ones and to tell a turn sent twice.
+        if (not sent or item_id is None) if role == "assistant" else (sent and role in APP_ROLES):
             text = _message_text(get("content"))
             if text is not None:
                 fingerprint = fingerprints.number(text)
-    elif item_type in _ENCRYPTED_TYPES:
-        payload = get("encrypted_content")
+    elif item_type in _OPAQUE_FIELDS:
+        payload = get(_OPAQUE_FIELDS[item_type])
         if isinstance(payload, str) and payload:
             encrypted = True
-            fingerprint = fingerprints.number(payload)
+            shape = payload_shape(payload)
+        if item_type == "program":
+            call_id = get("call_id")
+            if not isinstance(call_id, str):
+                call_id = None
+    elif item_type == "local_shell_call_output":
+        call_id, item_id = item_id, None  # its `id` is the call's call_id
+    elif item_type == "mcp_approval_request":
+        call_id = item_id
+    elif item_type == "mcp_approval_response":
+        call_id = get("approval_request_id")
+        if not isinstance(call_id, str):
+            call_id = None
     else:
         call_id = get("call_id")
         if not isinstance(call_id, str):
             call_id = None
-    return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint))
+        elif item_type in APP_EXECUTED:
+            awaits = get("status") not in _UNFINISHED
+        elif item_type == "tool_search_call":
+            awaits = get("execution") == "client" and get("status") not in _UNFINISHED
+    return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint, awaits, shape))
+
+
+def lookup_key(meta: ItemMeta) -> str | int | CallKey | None:
+    """How the ledger may know an input item: a call by its type and `call_id` (libraries strip ids, the server
+    gives items written to a conversation new ones), an item reference or any other item by its id, an
+    assistant message without id by its text. Outputs only the app writes are never looked up."""
+    if meta.call_id is not None and meta.type not in APP_OUTPUTS and meta.type != "mcp_approval_request":
+        return (meta.type, meta.call_id)
+    if meta.id is not None:
+        return meta.id
+    return meta.fingerprint if meta.role == "assistant" else None
 
 
 # NamedTuple's generated __new__ is a Python-level wrapper; building the tuple directly skips a frame per item.

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .items import CALL_OUTPUT_TYPES, ItemMeta
+from .items import APP_OUTPUTS, OUTPUT_TYPES, CallKey, ItemMeta
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
@@ -21,8 +21,12 @@ DEFAULT_CAPACITY = 4096
 # Memory per entry is bounded whatever the history length: only this many output items are kept.
 MAX_OUTPUT_ITEMS = 32
 
-# An item is located by its id or, for assistant messages replayed as text, by its text fingerprint.
-Key = str | int
+# An item is located by its id, a call also by its type and call_id, an assistant message replayed as text by its
+# text fingerprint.
+Key = str | int | CallKey
+# The last few app messages of a request are remembered (keyed fingerprints): enough to tell a turn re-sent beside
+# `previous_response_id` from a user who types the same word twice.
+MAX_INPUT_MESSAGES = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +39,36 @@ class Entry:
     instructions_hash: str | None
     conversation_id: str | None
     outputs: tuple[ItemMeta, ...]
-    input_app_messages: int  # app messages in the input after its latest compaction item (all, if none)
+    input_app_messages: int  # distinct app messages in the input after its latest compaction item (all, if none)
     input_compactions: int
+    parent_id: str | None = None  # the response this one continued, when known
+    input_messages: tuple[int, ...] = ()  # fingerprints of the input's last app messages, oldest first
+    copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
 
     @property
     def pending_calls(self) -> tuple[str, ...]:
-        """call_ids of client tool calls in the output: the next request must answer them."""
-        return tuple(m.call_id for m in self.outputs if m.call_id and m.type in CALL_OUTPUT_TYPES)
+        """call_ids of the calls the app must answer: calls it executes whose output the response did not bring
+        itself (a hosted shell, say)."""
+        outputs = self.outputs
+        answered = {m.call_id for m in outputs if m.type in OUTPUT_TYPES}
+        return tuple(m.call_id for m in outputs if m.awaits and m.call_id is not None and m.call_id not in answered)
+
+    def shapes(self, index: int) -> list[int]:
+        """Every shape seen of output ``index``'s opaque payload."""
+        first = self.outputs[index].shape
+        return [s for s in (first, *(shape for i, shape in self.copies if i == index)) if s is not None]
+
+
+def location_keys(meta: ItemMeta) -> list[Key]:
+    """The keys an output item is found by: its id, its call (type and call_id), its text."""
+    keys: list[Key] = []
+    if meta.id is not None:
+        keys.append(meta.id)
+    if meta.call_id is not None and meta.type not in APP_OUTPUTS and meta.type != "mcp_approval_request":
+        keys.append((meta.type, meta.call_id))
+    if meta.role == "assistant" and meta.fingerprint is not None:
+        keys.append(meta.fingerprint)
+    return keys
 
 
 class LedgerView(Protocol):
@@ -155,10 +182,8 @@ class InMemoryLedger:
             self._forget(entry.response_id)
         self._entries[entry.response_id] = entry
         for index, meta in enumerate(entry.outputs):
-            if meta.id is not None:
-                self._index(meta.id, entry, index, newer_only)
-            if meta.role == "assistant" and meta.fingerprint is not None:
-                self._index(meta.fingerprint, entry, index, newer_only)
+            for key in location_keys(meta):
+                self._index(key, entry, index, newer_only)
         conversation = entry.conversation_id
         if conversation is not None and (not newer_only or self._older(self._conversations.get(conversation), entry)):
             self._conversations[conversation] = entry.response_id
@@ -179,8 +204,8 @@ class InMemoryLedger:
     def _forget(self, response_id: str) -> None:
         entry = self._entries.pop(response_id)
         for meta in entry.outputs:
-            for key in (meta.id, meta.fingerprint if meta.role == "assistant" else None):
-                if key is not None and self._locations.get(key, ("",))[0] == response_id:
+            for key in location_keys(meta):
+                if self._locations.get(key, ("",))[0] == response_id:
                     del self._locations[key]
         if entry.conversation_id is not None and self._conversations.get(entry.conversation_id) == response_id:
             del self._conversations[entry.conversation_id]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .config import Settings
 from .facts import RequestFacts, ResponseFacts, conversation_facts, request_facts, response_facts, target_facts
-from .items import CALL_OUTPUT_TYPES, OUTPUT_CALL_TYPES, ItemMeta, is_sequence, item_meta
+from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, is_sequence, item_meta
 from .ledger import Entry, Ledger, outputs_to_keep
 
 if TYPE_CHECKING:
@@ -98,22 +98,33 @@ def _read_conversation(result: Any, settings: Settings, request_id: str | None) 
 # -- ledger effects -------------------------------------------------------------------------------------
 
 
+def effective_store(req: RequestFacts, resp: ResponseFacts) -> bool:
+    """The body's `store` when it has one (an organisation default may have turned storage off), else the
+    request's (true when omitted)."""
+    return resp.store if resp.store is not None else req.store
+
+
 def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
     """A new response: remember what the next turn will need to check against."""
     if resp.response_id is None:
         return
+    parent = an.parent
+    parent_id = parent.response_id if parent is not None else req.previous_response_id
+    kept = outputs_to_keep(resp.output_items)
     entry = Entry(
         response_id=resp.response_id,
         sequence=ledger.next_sequence(),
-        store=req.store and not settings.zdr,
+        store=effective_store(req, resp) and not settings.zdr,
         instructions_hash=req.instructions_hash,
         conversation_id=req.conversation_id or resp.conversation_id,
-        outputs=outputs_to_keep(resp.output_items),
+        outputs=kept,
         input_app_messages=req.app_messages,
         input_compactions=req.compactions,
+        parent_id=parent_id,
+        input_messages=req.last_messages,
+        copies=tuple(copy for copy in resp.copies if copy[0] < len(kept)),
     )
-    parent = an.parent
-    ledger.record(entry, parent.response_id if parent is not None else req.previous_response_id)
+    ledger.record(entry, parent_id)
 
 
 def remember_fetched(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
@@ -137,13 +148,14 @@ def remember_conversation_items(
     if conversation_id is None or not req.input_items:
         return
     latest = ledger.latest_in_conversation(conversation_id)
-    answered = {m.call_id for m in req.input_items if m.type in OUTPUT_CALL_TYPES}
+    answered = {m.call_id for m in req.input_items if m.type in OUTPUT_TYPES}
     carried = tuple(
         m._replace(id=None)
         for m in (latest.outputs if latest is not None else ())
-        if m.type in CALL_OUTPUT_TYPES and m.call_id not in answered
+        if m.type in CALL_TYPES and m.call_id not in answered
     )
-    written: tuple[ItemMeta, ...] = tuple(m._replace(id=None) for m in req.input_items if m.type in CALL_OUTPUT_TYPES)
+    # The server gives items written without an id new ones: the calls are known by their call_id.
+    written: tuple[ItemMeta, ...] = tuple(m._replace(id=None) for m in req.input_items if m.type in CALL_TYPES)
     sequence = ledger.next_sequence()
     entry = Entry(
         response_id=f"conversation-items:{conversation_id}:{sequence}",
@@ -154,6 +166,7 @@ def remember_conversation_items(
         outputs=outputs_to_keep(carried + written),
         input_app_messages=0,
         input_compactions=0,
+        parent_id=latest.response_id if latest is not None else None,
     )
     ledger.record(entry, None)
 

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .items import ItemMeta
-from .ledger import DEFAULT_CAPACITY, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger, Key
+from .ledger import DEFAULT_CAPACITY, MAX_INPUT_MESSAGES, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger, Key, location_keys
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
@@ -60,10 +60,14 @@ _IDLE_SECONDS = 10.0  # the writer thread ends after this long without work (a n
 _EXIT_FLUSH_SECONDS = 1.0
 _MIN_ENTRY_BYTES = 256
 _MAX_ID_CHARS = 512  # longer ids (never seen from the API) are kept local rather than made into keys
-_FORMAT = 1
-_ENTRY_FIELDS = 9
-_META_FIELDS = 7
+# Version 2 adds the parent, the last app messages' fingerprints, other copies' payload shapes, and per item whether
+# it is a call the app must answer and its payload's shape; version 1 (written by a process of the previous release
+# during a rolling deploy) still decodes, those fields taken as unknown.
+_FORMAT = 2
+_ENTRY_FIELDS = {1: 9, 2: 12}
+_META_FIELDS = {1: 7, 2: 9}
 _MAX_FINGERPRINT = 2**64 - 1
+_MAX_SHAPE = 2**40
 
 _log = logging.getLogger(__name__)
 # Per call (thread or asyncio task): a read made for it could not reach Redis.
@@ -90,14 +94,16 @@ def encode_entry(entry: Entry, max_bytes: int) -> tuple[bytes, int] | None:
         entry.input_app_messages,
         entry.input_compactions,
     ]
+    tail: list[Any] = [entry.parent_id, list(entry.input_messages[-MAX_INPUT_MESSAGES:])]
     outputs = [
-        [m.type, m.id, m.call_id, m.role, m.phase, int(m.encrypted), m.fingerprint]
+        [m.type, m.id, m.call_id, m.role, m.phase, int(m.encrypted), m.fingerprint, int(m.awaits), m.shape]
         for m in entry.outputs[:MAX_OUTPUT_ITEMS]
     ]
-    data = _dumps([*head, outputs])
+    copies = [list(copy) for copy in entry.copies[:MAX_OUTPUT_ITEMS]]
+    data = _dumps([*head, outputs, *tail, copies])
     if len(data) <= max_bytes:
         return data, len(outputs)
-    size = len(_dumps([*head, []]))
+    size = len(_dumps([*head, [], *tail, []]))
     if size > max_bytes:
         return None
     kept = 0
@@ -106,7 +112,7 @@ def encode_entry(entry: Entry, max_bytes: int) -> tuple[bytes, int] | None:
         if size > max_bytes:
             break
         kept += 1
-    return _dumps([*head, outputs[:kept]]), kept
+    return _dumps([*head, outputs[:kept], *tail, []]), kept
 
 
 def _optional_str(value: object) -> bool:
@@ -117,17 +123,38 @@ def _count(value: object) -> bool:
     return type(value) is int and value >= 0
 
 
-def _meta(raw: object) -> ItemMeta | None:
-    if not isinstance(raw, list) or len(raw) != _META_FIELDS:
+def _flag(value: object) -> bool:
+    return type(value) is int and value in (0, 1)
+
+
+def _fingerprint(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_FINGERPRINT
+
+
+def _shape(value: object) -> bool:
+    return type(value) is int and 0 <= value < _MAX_SHAPE
+
+
+def _meta(raw: object, version: int) -> ItemMeta | None:
+    if not isinstance(raw, list) or len(raw) != _META_FIELDS[version]:
         return None
-    item_type, item_id, call_id, role, phase, encrypted, fingerprint = raw
+    item_type, item_id, call_id, role, phase, encrypted, fingerprint = raw[:7]
+    awaits, shape = raw[7:] if version >= 2 else (0, None)
     if not isinstance(item_type, str) or not all(map(_optional_str, (item_id, call_id, role, phase))):
         return None
-    if encrypted not in (0, 1) or type(encrypted) is not int:
+    if not _flag(encrypted) or not _flag(awaits):
         return None
-    if fingerprint is not None and not (type(fingerprint) is int and 0 <= fingerprint <= _MAX_FINGERPRINT):
+    if fingerprint is not None and not _fingerprint(fingerprint):
         return None
-    return ItemMeta(item_type, item_id, call_id, role, phase, bool(encrypted), fingerprint)
+    if shape is not None and not _shape(shape):
+        return None
+    if version == 1:
+        # Version 1 paired client calls by type alone: the calls it knew then awaited an output.
+        awaits = int(item_type in _V1_CALLS and call_id is not None)
+    return ItemMeta(item_type, item_id, call_id, role, phase, bool(encrypted), fingerprint, bool(awaits), shape)
+
+
+_V1_CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "shell_call", "apply_patch_call"})
 
 
 def decode_entry(raw: object, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> Entry | None:
@@ -138,9 +165,23 @@ def decode_entry(raw: object, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> Entry
         doc = json.loads(raw)
     except Exception:  # not JSON, not UTF-8, or nested past the recursion limit
         return None
-    if not isinstance(doc, list) or len(doc) != _ENTRY_FIELDS or doc[0] != _FORMAT or type(doc[0]) is not int:
+    if not isinstance(doc, list) or not doc or type(doc[0]) is not int or doc[0] not in _ENTRY_FIELDS:
         return None
-    _, response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions, raw_outputs = doc
+    version = doc[0]
+    if len(doc) != _ENTRY_FIELDS[version]:
+        return None
+    _, response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:8]
+    raw_outputs = doc[8]
+    parent_id, raw_messages, raw_copies = doc[9:] if version >= 2 else (None, [], [])
+    if not _optional_str(parent_id) or not isinstance(raw_messages, list) or not isinstance(raw_copies, list):
+        return None
+    if len(raw_messages) > MAX_INPUT_MESSAGES or not all(map(_fingerprint, raw_messages)):
+        return None
+    if len(raw_copies) > MAX_OUTPUT_ITEMS or not all(
+        isinstance(c, list) and len(c) == 2 and _count(c[0]) and c[0] < MAX_OUTPUT_ITEMS and _shape(c[1])
+        for c in raw_copies
+    ):
+        return None
     if not isinstance(response_id, str) or not response_id or type(sequence) is not int:
         return None
     if store not in (0, 1) or type(store) is not int:
@@ -151,7 +192,7 @@ def decode_entry(raw: object, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> Entry
         return None
     if not isinstance(raw_outputs, list) or len(raw_outputs) > MAX_OUTPUT_ITEMS:
         return None
-    outputs = [_meta(item) for item in raw_outputs]
+    outputs = [_meta(item, version) for item in raw_outputs]
     if any(meta is None for meta in outputs):
         return None
     return Entry(
@@ -163,6 +204,9 @@ def decode_entry(raw: object, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> Entry
         outputs=tuple(meta for meta in outputs if meta is not None),
         input_app_messages=app_messages,
         input_compactions=compactions,
+        parent_id=parent_id,
+        input_messages=tuple(raw_messages),
+        copies=tuple((index, shape) for index, shape in raw_copies),
     )
 
 
@@ -181,6 +225,17 @@ def _decode_location(raw: object) -> tuple[str, int] | None:
 
 def _keyable(name: str | None) -> bool:
     return name is not None and 0 < len(name) <= _MAX_ID_CHARS
+
+
+def _location_key(namespace: str, key: Key) -> str | None:
+    """The Redis key locating an output item: by text fingerprint (``f``), by call (``t``: type and call_id), by
+    id (``i``); None for a name too long to be a key."""
+    if isinstance(key, int):
+        return f"{namespace}:f:{key:016x}"
+    if isinstance(key, tuple):
+        item_type, call_id = key
+        return f"{namespace}:t:{item_type}:{call_id}" if _keyable(item_type) and _keyable(call_id) else None
+    return f"{namespace}:i:{key}" if _keyable(key) else None
 
 
 def _clients(url: str, timeout_seconds: float) -> tuple[Any, Any]:
@@ -358,10 +413,11 @@ class RedisLedger:
         namespace = self._namespace
         if namespace is None:
             return found
-        asked = [i for i, key in enumerate(keys) if isinstance(key, int) or (found[i] is None and _keyable(key))]
+        names = [_location_key(namespace, key) for key in keys]
+        asked = [i for i, key in enumerate(keys) if names[i] is not None and (isinstance(key, int) or found[i] is None)]
         if not asked:
             return found
-        values = self._fetch([self._location_key(namespace, keys[i]) for i in asked])
+        values = self._fetch([names[i] or "" for i in asked])
         if values is None:
             return found
         places = {i: _decode_location(raw) for i, raw in zip(asked, values, strict=True) if raw is not None}
@@ -395,10 +451,6 @@ class RedisLedger:
         return found
 
     @staticmethod
-    def _location_key(namespace: str, key: Key) -> str:
-        return f"{namespace}:f:{key:016x}" if isinstance(key, int) else f"{namespace}:i:{key}"
-
-    @staticmethod
     def _holds(entry: Entry, index: int, key: Key) -> bool:
         """The entry's output ``index`` really is the item ``key`` names (a stale or foreign location is not)."""
         if index >= len(entry.outputs):
@@ -406,6 +458,8 @@ class RedisLedger:
         meta = entry.outputs[index]
         if isinstance(key, int):
             return meta.role == "assistant" and meta.fingerprint == key
+        if isinstance(key, tuple):
+            return (meta.type, meta.call_id) == key
         return meta.id == key
 
     def latest_in_conversation(self, conversation_id: str) -> Entry | None:
@@ -516,8 +570,8 @@ class RedisLedger:
 
     def _commands(self, batch: list[_Job]) -> tuple[list[tuple[str, bytes]], int]:
         """The keys and values a batch writes, and how many entries it holds: each entry, the locations of its
-        output items (by id, and by text fingerprint for assistant messages), its conversation's latest entry,
-        and its parent's child marker."""
+        output items (by id, by call, and by text fingerprint for assistant messages), its conversation's latest
+        entry, and its parent's child marker."""
         commands: list[tuple[str, bytes]] = []
         entries = 0
         for namespace, entry, parent_id in batch:
@@ -532,10 +586,10 @@ class RedisLedger:
             commands.append((f"{namespace}:r:{response_id}", data))
             for index, meta in enumerate(entry.outputs[:kept]):
                 place = f"{index}:{response_id}".encode()
-                if _keyable(meta.id):
-                    commands.append((f"{namespace}:i:{meta.id}", place))
-                if meta.role == "assistant" and meta.fingerprint is not None:
-                    commands.append((f"{namespace}:f:{meta.fingerprint:016x}", place))
+                for key in location_keys(meta):
+                    name = _location_key(namespace, key)
+                    if name is not None:
+                        commands.append((name, place))
             if _keyable(entry.conversation_id):
                 commands.append((f"{namespace}:c:{entry.conversation_id}", data))
             if _keyable(parent_id):

@@ -80,6 +80,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "the tool call left unanswered",
     ),
     Scenario(
+        "chain_context_duplicated",
+        "server_chain",
+        "context_duplicated",
+        ("context_duplicated",),
+        "the tool turn's user message and progress update re-sent beside previous_response_id",
+    ),
+    Scenario(
         "conversation_and_previous_id",
         "conversation",
         "state_mode_conflict",
@@ -239,7 +246,12 @@ class _Session:
             answer: dict[str, Any] = {"role": "user", "content": "Never mind the tool, go on."}
         else:
             answer = _tool_output(call, self.t.tool_result)
-        self.create(3, [answer], tools=TOOLS)
+        resent: list[Any] = []
+        if self.mistake == "context_duplicated":  # as some libraries do: the last turn again, rebuilt as text
+            progress = [m for m in second.output if m.type == "message"]
+            resent = [{"role": "user", "content": SECOND}]
+            resent += [{"role": "assistant", "content": m.content[0].text} for m in progress]
+        self.create(3, [*resent, answer], tools=TOOLS)
         self.t.answer = self.create(4, [{"role": "user", "content": THIRD}]).output_text
 
 

@@ -49,7 +49,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
         Kind(
             "instructions_dropped",
             WARNING,
-            "a request continuing a parent sends no `instructions` although the parent had them",
+            "a request continuing a turn (any mode) sends no `instructions` (nor, in a replay, a system or developer "
+            "message) although that turn had them",
             "send the current `instructions` on every request: they are not inherited from the parent",
         ),
         Kind(
@@ -79,7 +80,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
         Kind(
             "encrypted_content_modified",
             ERROR,
-            "a replayed reasoning or compaction item differs from what the API returned",
+            "a replayed opaque payload (reasoning or compaction `encrypted_content`, a `program` fingerprint) changed "
+            "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content`",
             "store and send `encrypted_content` byte for byte; never decode, trim or re-serialise it",
         ),
         Kind(
@@ -131,10 +133,20 @@ CATALOGUE: Final[dict[str, Kind]] = {
             "raise `max_output_tokens` or shorten the context; check `incomplete_details.reason`",
         ),
         Kind("compaction", INFO, "compaction happened", "nothing to fix: check facts survive with fixed questions"),
+        Kind(
+            "context_duplicated",
+            WARNING,
+            "a request continuing server state (`previous_response_id` or `conversation`) also re-sends items that "
+            "state already holds",
+            "send only the new items (the user's message, tool outputs) beside `previous_response_id` or "
+            "`conversation`; or keep the history yourself and drop the server state",
+        ),
     )
 }
 
-# Request-side errors that strict mode refuses to send.
+# Request-side errors that strict mode refuses to send: only those the request itself and this process's records
+# prove. `encrypted_content_modified` is recorded, never refused: the API encrypts afresh on every serialisation and
+# the instrumentation cannot see every copy, so it could be wrong about what the API accepts.
 STRICT: Final = frozenset(
     {
         "state_mode_conflict",
@@ -142,7 +154,6 @@ STRICT: Final = frozenset(
         "orphan_tool_output",
         "tool_output_before_call",
         "missing_tool_output",
-        "encrypted_content_modified",
     }
 )
 TOOL_SIGNALS: Final = (

@@ -157,16 +157,18 @@ class Telemetry:
 
         return self._cached(("m", req.operation, req.model, response_model, server, extra), build)
 
-    def _count_call(self, req: RequestFacts, context_loss: bool) -> None:
+    def _count_call(self, req: RequestFacts, context_loss: bool, store: bool) -> None:
+        """``store``: the effective flag (the response body's when it said)."""
+
         def build() -> Attributes:
             attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
             if req.state_mode is not None:
                 attrs[a.STATE_MODE] = req.state_mode
-                attrs[a.STORE] = req.store
+                attrs[a.STORE] = store
             _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
             return attrs
 
-        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and req.store, req.model)
+        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, req.model)
         self.calls.add(key, self._cached(key, build), 1)
 
     def _count_by_model(self, tally: Tally, req: RequestFacts, name: str, value: str, amount: int) -> None:
@@ -244,7 +246,11 @@ class Telemetry:
         """
         attrs: Attributes = {}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
-        self._count_call(req, self._signals(span, req, signals, attrs))
+        store = req.store
+        if resp is not None and resp.store is not None and req.state_mode is not None and resp.store != store:
+            store = attrs[a.STORE] = resp.store  # an organisation default overrode what the request asked
+            attrs[a.STORE_REQUESTED] = req.store
+        self._count_call(req, self._signals(span, req, signals, attrs), store)
         response_model = resp.model if resp is not None else None
         if error_type is not None:
             attrs[a.ERROR_TYPE] = error_type
@@ -321,7 +327,7 @@ class Telemetry:
         error_type = type(exc).__qualname__
         attrs: Attributes = {a.ERROR_TYPE: error_type}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
-        self._count_call(req, self._signals(span, req, signals, attrs))
+        self._count_call(req, self._signals(span, req, signals, attrs), req.store)
         self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, error_type)))
         _put(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))

@@ -271,14 +271,17 @@ def test_ledger_entry_size_does_not_grow_with_history(emulator: Emulator) -> Non
     try:
         client = emulator.client()
         small = client.responses.create(model="gpt-4.1-mini", input=[{"role": "user", "content": "a"}] * 2)
-        big = client.responses.create(model="gpt-4.1-mini", input=[{"role": "user", "content": "a"}] * 5000)
+        history = [{"role": "user", "content": f"message {n}"} for n in range(5000)]
+        big = client.responses.create(model="gpt-4.1-mini", input=history)
     finally:
         instrumentor.uninstrument()
     small_entry, big_entry = ledger.get(small.id), ledger.get(big.id)
     assert small_entry is not None
     assert big_entry is not None
     assert len(big_entry.outputs) == len(small_entry.outputs) == 1
-    assert big_entry.input_app_messages == 5000  # a count, not a list
+    assert big_entry.input_app_messages == 5000  # a count of distinct messages, not a list
+    assert small_entry.input_app_messages == 1  # the same message twice is one
+    assert len(big_entry.input_messages) == len(small_entry.input_messages) + 2 == 4  # the last few only
     assert {type(v) for v in vars_of(big_entry).values()} <= {str, int, bool, tuple, type(None)}
 
 

@@ -269,7 +269,8 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
     for reasoning in ({}, {"effort": "low"}):
         explicit = client.responses.create(model=MODEL, input="hello", reasoning=reasoning)
         assert [item.type for item in explicit.output] == ["message"]
-        assert explicit.reasoning is not None and explicit.reasoning.effort is None
+        assert explicit.reasoning is not None
+        assert explicit.reasoning.effort is None
 
 
 def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenAI) -> None:

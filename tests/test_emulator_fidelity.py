@@ -58,7 +58,8 @@ def test_stream_copies_of_an_encrypted_item_differ_in_bytes_not_length(client: o
     completed = events[-1].response
     assert completed.output[0].type == "reasoning"
     streamed, final = done[0].encrypted_content, completed.output[0].encrypted_content
-    assert streamed and final
+    assert streamed
+    assert final
     assert streamed != final
     assert len(streamed) == len(final)
     # Either copy replays: the API accepts whichever one the app kept.
@@ -74,7 +75,10 @@ def test_retrieve_and_listings_encrypt_afresh(client: openai.OpenAI) -> None:
     created = client.responses.create(model=REASONER, input="Choose a code word.", include=ENCRYPTED)
     first = created.output[0].encrypted_content
     again = client.responses.retrieve(created.id, include=ENCRYPTED).output[0].encrypted_content
-    assert first and again and first != again and len(first) == len(again)
+    assert first
+    assert again
+    assert first != again
+    assert len(first) == len(again)
 
     replayed = client.responses.create(
         model=REASONER, input=[*items(created.output), user("What is the code word?")], include=ENCRYPTED
@@ -91,7 +95,8 @@ def test_compaction_items_are_encrypted_afresh(client: openai.OpenAI) -> None:
         events = list(stream)
     done = [e.item for e in events if e.type == "response.output_item.done" and e.item.type == "compaction"]
     final = [i for i in events[-1].response.output if i.type == "compaction"]
-    assert done and final
+    assert done
+    assert final
     assert done[0].encrypted_content != final[0].encrypted_content
     assert len(done[0].encrypted_content) == len(final[0].encrypted_content)
 

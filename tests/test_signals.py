@@ -152,7 +152,7 @@ def instrumented(**config: Any) -> Iterator[Captured]:
 
 
 def test_catalogue_matches_the_design_table() -> None:
-    """The 18 names and severities of DESIGN.md section 4: the signals every test below raises."""
+    """The 19 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
         "state_mode_conflict": ERROR,
         "unstored_parent": ERROR,
@@ -172,6 +172,7 @@ def test_catalogue_matches_the_design_table() -> None:
         "concurrent_branch": INFO,
         "response_incomplete": WARNING,
         "compaction": INFO,
+        "context_duplicated": WARNING,
     }
     assert TOOL_SIGNALS == ("orphan_tool_output", "missing_tool_output", "tool_output_before_call", "duplicate_call_id")
 
@@ -347,14 +348,41 @@ def test_instructions_dropped_near_miss_resent_every_turn(client: openai.OpenAI,
         assert_clean(span)
 
 
-def test_instructions_not_inherited_in_client_replay_is_not_dropped(client: openai.OpenAI, captured: Captured) -> None:
-    """Client replay carries no server-side instructions: sending none on a later turn is not ``dropped``."""
+def test_instructions_dropped_client_replay(client: openai.OpenAI, captured: Captured) -> None:
+    """Instructions are not carried over in any mode: a replay that sends neither them nor a system message
+    runs without them."""
     history: list[Any] = [user("Hello.")]
     first = client.responses.create(model=MODEL, input=history, store=False, instructions=INSTRUCTIONS)
     history += [*first.output, user("Again.")]
     client.responses.create(model=MODEL, input=history, store=False)
+    first_span, span = captured.spans()
+    assert_clean(first_span)
+    assert signals_of(span) == ("instructions_dropped",)
+    assert_signal(captured, span, "instructions_dropped", mode="client_replay", model=MODEL)
+    assert span.events[0].attributes["openai_responses.parent.id"] == first.id
+
+
+def test_instructions_dropped_near_miss_replay_with_system_message_or_instructions(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    for resent in ({"instructions": INSTRUCTIONS}, {}):
+        history: list[Any] = [user("Hello.")]
+        first = client.responses.create(model=MODEL, input=history, store=False, instructions=INSTRUCTIONS)
+        history += [*first.output, user("Again.")]
+        if not resent:
+            history.insert(0, {"role": "system", "content": INSTRUCTIONS})
+        client.responses.create(model=MODEL, input=history, store=False, **resent)
+    assert len(captured.spans()) == 4
     for span in captured.spans():
         assert_clean(span)
+
+
+def test_empty_instructions_count_as_none(client: openai.OpenAI, captured: Captured) -> None:
+    first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+    client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id, instructions="")
+    first_span, span = captured.spans()
+    assert "openai_responses.instructions.hash" not in attrs(span)
+    assert signals_of(span) == ("instructions_dropped",)
 
 
 # -- instructions_changed -------------------------------------------------------------------------------
@@ -510,7 +538,11 @@ def test_encrypted_content_modified_stripped_from_unstored_reasoning(client: ope
     assert_signal(captured, span, "encrypted_content_modified", mode="client_replay", model=REASONING_MODEL)
 
 
-def test_encrypted_content_modified_compaction_item(client: openai.OpenAI, captured: Captured) -> None:
+def test_encrypted_content_modified_compaction_item_confirmed_by_the_api(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """A change of the right length and alphabet is not visible before sending: the API's own
+    `invalid_encrypted_content` answer is the proof, recorded as confirmed."""
     history: list[Any] = [user("Remember this: the marker is E-1."), user("Remember this too: it is important.")]
     first = client.responses.create(
         model=MODEL, input=history, store=False, extra_body={"context_management": COMPACT_EARLY}
@@ -518,13 +550,81 @@ def test_encrypted_content_modified_compaction_item(client: openai.OpenAI, captu
     assert [item.type for item in first.output] == ["compaction", "message"]
     compaction = first.output[0].model_dump(exclude_none=True)
     compaction["encrypted_content"] = compaction["encrypted_content"][:-8] + "AAAAAAA="
-    with pytest.raises(openai.BadRequestError):
+    with pytest.raises(openai.BadRequestError) as refused:
         client.responses.create(
             model=MODEL, input=[compaction, first.output[1], user("What is the marker?")], store=False
         )
+    assert refused.value.code == "invalid_encrypted_content"
     span = captured.spans()[1]
     assert signals_of(span) == ("encrypted_content_modified",)
     assert_signal(captured, span, "encrypted_content_modified", mode="client_replay", model=MODEL)
+    (event,) = span.events
+    assert event.attributes["openai_responses.confirmed"] is True
+
+
+def test_encrypted_content_modified_re_encoded(client: openai.OpenAI, captured: Captured) -> None:
+    """Same length, the other base64 alphabet: re-encoding, which a fresh encryption never does."""
+    history: list[Any] = [user("Please choose a code word.")]
+    first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    reasoning = first.output[0].model_dump(exclude_none=True)
+    payload = reasoning["encrypted_content"]
+    assert "+" in payload or "/" in payload  # the emulator's tokens are standard base64
+    reasoning["encrypted_content"] = payload.replace("+", "-").replace("/", "_")
+    history += [reasoning, first.output[1], user("What is the code word?")]
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    span = captured.spans()[1]
+    assert signals_of(span) == ("encrypted_content_modified",)
+    (event,) = span.events
+    assert "openai_responses.confirmed" in event.attributes
+
+
+def test_encrypted_content_modified_near_miss_stream_copy(client: openai.OpenAI, captured: Captured) -> None:
+    """The API encrypts afresh each time it serialises an item: an app that keeps the `output_item.done` copy
+    replays other bytes than `response.completed` carried, and the API accepts them."""
+    history: list[Any] = [user("Please choose a code word.")]
+    with client.responses.create(
+        model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, stream=True
+    ) as stream:
+        done = [e.item for e in stream if e.type == "response.output_item.done"]
+    final = captured.spans()[0]
+    assert done[0].type == "reasoning"
+    history += [item.model_dump(exclude_none=True) for item in done]
+    history.append(user("What is the code word?"))
+    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    assert "code_word=CW-" in second.output_text
+    # A copy this process never saw (a later retrieve, another worker's stream): the same length and alphabet.
+    stored = client.responses.create(model=REASONING_MODEL, input="Please choose a code word.", include=ENCRYPTED)
+    unseen = client.responses.retrieve(stored.id, include=ENCRYPTED).output
+    assert unseen[0].encrypted_content != stored.output[0].encrypted_content
+    third = client.responses.create(
+        model=REASONING_MODEL,
+        input=[user("Please choose a code word."), *unseen, user("What is the code word?")],
+        include=ENCRYPTED,
+    )
+    assert "code_word=CW-" in third.output_text
+    assert_clean(final)
+    for span in captured.chat_spans():
+        assert_clean(span)
+
+
+def test_encrypted_content_modified_is_never_refused_by_strict_mode(client: openai.OpenAI) -> None:
+    """Strict mode refuses only what the request proves: a modified payload is recorded, the API decides."""
+    captured = new_captured()
+    instrumentor = ResponsesInstrumentor()
+    instrumentor.instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider, strict=True)
+    try:
+        history: list[Any] = [user("Please choose a code word.")]
+        first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+        reasoning = first.output[0].model_dump(exclude_none=True)
+        reasoning["encrypted_content"] = reasoning["encrypted_content"][:64]
+        with pytest.raises(openai.BadRequestError):  # sent, and refused by the API: not by the instrumentation
+            client.responses.create(
+                model=REASONING_MODEL, input=[*history, reasoning, first.output[1], user("Code word?")], store=False
+            )
+    finally:
+        instrumentor.uninstrument()
+    assert signals_of(captured.spans()[1]) == ("encrypted_content_modified",)
 
 
 def test_encrypted_content_modified_near_miss_byte_for_byte(client: openai.OpenAI, captured: Captured) -> None:
