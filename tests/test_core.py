@@ -1,0 +1,403 @@
+"""The pure core on its own, table-driven from item shapes: `items` (what an item is), `facts` and `analysis`
+(a request against a ledger) and `checks` (which signal that gives). No client, no server, no telemetry: each row
+is the shape the real API or a real client library sends, and the signals the catalogue's definitions give it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from otel_responses.analysis import analyse
+from otel_responses.checks import Situation, run_request_checks
+from otel_responses.config import settings_from
+from otel_responses.facts import ResponseFacts, request_facts, response_facts, with_stream_items
+from otel_responses.items import (
+    SHAPE_FOREIGN,
+    SHAPE_STANDARD,
+    SHAPE_URLSAFE,
+    ItemMeta,
+    item_meta,
+    payload_shape,
+    reshaped,
+)
+from otel_responses.ledger import Entry, InMemoryLedger
+from otel_responses.operations import remember_created
+from otel_responses.signals import CATALOGUE, ERROR
+
+SETTINGS = settings_from({"hash_key": "core-tests"})
+FP = SETTINGS.fingerprinter
+TOKEN = "gAAAAABo" + "Zx9_Kq-" * 40  # a Fernet-like url-safe base64 payload, as the real API returns
+
+
+def meta(item: dict[str, Any], sent: bool = True) -> ItemMeta:
+    return item_meta(item, FP, sent=sent)
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+# -- items: what each item type is ------------------------------------------------------------------------------
+
+# (item, call_id the pairing uses, awaits an output from the app)
+PAIRING: list[tuple[dict[str, Any], str | None, bool]] = [
+    ({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"}, "c1", True),
+    ({"type": "function_call", "call_id": "c1", "status": "incomplete"}, "c1", False),
+    ({"type": "function_call_output", "call_id": "c1", "output": "x"}, "c1", False),
+    ({"type": "custom_tool_call", "call_id": "c2", "input": "x"}, "c2", True),
+    ({"type": "custom_tool_call_output", "call_id": "c2", "output": "x"}, "c2", False),
+    ({"type": "computer_call", "call_id": "c3", "action": {"type": "click"}}, "c3", True),
+    ({"type": "computer_call_output", "call_id": "c3"}, "c3", False),
+    ({"type": "shell_call", "call_id": "c4", "action": {"commands": ["ls"]}}, "c4", True),
+    ({"type": "shell_call_output", "call_id": "c4", "output": []}, "c4", False),
+    ({"type": "apply_patch_call", "call_id": "c5", "operation": {"type": "delete_file"}}, "c5", True),
+    ({"type": "apply_patch_call_output", "call_id": "c5", "status": "completed"}, "c5", False),
+    ({"type": "local_shell_call", "id": "lsc_1", "call_id": "c6", "action": {"type": "exec"}}, "c6", True),
+    ({"type": "local_shell_call_output", "id": "c6", "output": "{}"}, "c6", False),  # paired by its id
+    ({"type": "tool_search_call", "call_id": "c7", "execution": "client", "arguments": {}}, "c7", True),
+    ({"type": "tool_search_call", "call_id": "c8", "execution": "server", "arguments": {}}, "c8", False),
+    ({"type": "tool_search_output", "call_id": "c8", "execution": "server", "tools": []}, "c8", False),
+    ({"type": "program", "id": "pg_1", "call_id": "c9", "code": "x", "fingerprint": TOKEN}, "c9", False),
+    ({"type": "program_output", "call_id": "c9", "result": "x", "status": "completed"}, "c9", False),
+    ({"type": "multi_agent_call", "call_id": "c10", "action": "spawn_agent", "arguments": "{}"}, "c10", False),
+    ({"type": "multi_agent_call_output", "call_id": "c10", "action": "spawn_agent", "output": []}, "c10", False),
+    ({"type": "mcp_approval_request", "id": "mcpr_1", "name": "x", "server_label": "s"}, "mcpr_1", False),
+    ({"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}, "mcpr_1", False),
+    ({"type": "mcp_call", "id": "mcp_1", "name": "x", "server_label": "s", "arguments": "{}"}, None, False),
+    ({"type": "web_search_call", "id": "ws_1", "status": "completed"}, None, False),
+    ({"type": "image_generation_call", "id": "ig_1", "result": "aGVsbG8="}, None, False),
+    ({"type": "brand_new_call", "call_id": "c11"}, "c11", False),  # unknown: never a call to answer
+]
+
+
+@pytest.mark.parametrize(("item", "call_id", "awaits"), PAIRING, ids=lambda v: v["type"] if isinstance(v, dict) else "")
+def test_every_item_type_pairs_by_the_apis_rule(item: dict[str, Any], call_id: str | None, awaits: bool) -> None:
+    got = meta(item)
+    assert got.type == item["type"]
+    assert got.call_id == call_id
+    assert got.awaits is awaits
+
+
+@pytest.mark.parametrize(
+    ("item", "encrypted"),
+    [
+        ({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": TOKEN}, True),
+        ({"type": "reasoning", "id": "rs_1", "summary": []}, False),
+        ({"type": "compaction", "encrypted_content": TOKEN}, True),
+        ({"type": "program", "id": "pg_1", "call_id": "c", "code": "x", "fingerprint": TOKEN}, True),
+    ],
+)
+def test_opaque_payloads_keep_only_their_shape(item: dict[str, Any], encrypted: bool) -> None:
+    got = meta(item)
+    assert got.encrypted is encrypted
+    assert got.shape == (payload_shape(TOKEN) if encrypted else None)
+    assert got.fingerprint is None  # no hash of an opaque payload is kept
+    assert TOKEN not in repr(got)
+
+
+def test_payload_shape_is_length_and_alphabet() -> None:
+    assert payload_shape("abc") >> 3 == 3
+    assert payload_shape("ab-_") & 7 == SHAPE_URLSAFE
+    assert payload_shape("ab+/") & 7 == SHAPE_STANDARD
+    assert payload_shape('ab"\\') & 7 == SHAPE_FOREIGN
+
+
+@pytest.mark.parametrize(
+    ("sent", "returned", "changed"),
+    [
+        ("Zx9_Kq-a", "Ab3-Yy_z", False),  # a fresh encryption: other bytes, same length and alphabet
+        ("Zx9aKqaa", "Ab3-Yy_z", False),  # no alphabet-specific character by chance
+        ("Zx9_Kq-", "Ab3-Yy_z", True),  # truncated
+        ("Zx9+Kq/a", "Ab3-Yy_z", True),  # re-encoded as standard base64
+        ("Zx9_Kq-\\", "Ab3-Yy_z", True),  # escaped
+        ("Zx9+Kq/a", "Ab3+Yy/z", False),
+        ("Zx9_Kq-a", "Ab3+Yy/z", True),
+        ("Zx9.Kq.a", "Ab3.Yy.z", False),  # not base64 at all (a JWT-like token): only the length is judged
+    ],
+)
+def test_reshaped_tells_tampering_from_a_fresh_encryption(sent: str, returned: str, changed: bool) -> None:
+    assert reshaped(payload_shape(sent), payload_shape(returned)) is changed
+
+
+def test_app_messages_are_fingerprinted_in_requests_only() -> None:
+    assert meta(user("hi")).fingerprint == meta(user("hi")).fingerprint is not None
+    assert meta(user("hi"), sent=False).fingerprint is None
+    assert meta({"role": "assistant", "content": "hi", "id": "msg_1"}).fingerprint is None  # known by its id
+
+
+# -- a request against a ledger ---------------------------------------------------------------------------------
+
+
+def ledger_with(*responses: tuple[str, list[dict[str, Any]], dict[str, Any]]) -> InMemoryLedger:
+    """A ledger that saw each (response id, output items, request kwargs) created, in order."""
+    ledger = InMemoryLedger()
+    for response_id, output, kwargs in responses:
+        req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+        resp = response_facts(_Response(response_id, output, kwargs.get("body_store")), SETTINGS)
+        remember_created(ledger, req, analyse(req, ledger), resp, SETTINGS)
+    return ledger
+
+
+class _Response:
+    def __init__(self, response_id: str, output: list[dict[str, Any]], store: bool | None = None) -> None:
+        self.id, self.output, self.status = response_id, output, "completed"
+        self.__pydantic_extra__ = {"store": store} if store is not None else {}
+
+
+def signals(ledger: InMemoryLedger, **kwargs: Any) -> set[str]:
+    req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+    return {s.name for s in run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))}
+
+
+CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f", "arguments": "{}"}
+STRIPPED_CALL = {k: v for k, v in CALL.items() if k != "id"}
+OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "42"}
+REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": TOKEN}
+ANSWER = {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+
+ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
+    # (name, outputs of resp_1 (asked with `input=[user("q")]`), the next request, expected signals)
+    (
+        "replay with the call's id stripped is whole",
+        [REASONING, CALL],
+        {"input": [user("q"), REASONING, STRIPPED_CALL, OUTPUT]},
+        set(),
+    ),
+    (
+        "stripped call without its reasoning",
+        [REASONING, CALL],
+        {"input": [user("q"), STRIPPED_CALL, OUTPUT]},
+        {"reasoning_dropped"},
+    ),
+    ("call with an unknown id, known call_id", [CALL], {"input": [user("q"), {**CALL, "id": "fc_new"}, OUTPUT]}, set()),
+    (
+        "output without its call in a replay",
+        [REASONING, CALL],
+        {"input": [user("q"), REASONING, OUTPUT]},
+        {"replay_incomplete", "orphan_tool_output"},
+    ),
+    ("chained output answers the parent's call", [CALL], {"previous_response_id": "resp_1", "input": [OUTPUT]}, set()),
+    (
+        "chained turn leaves the call unanswered",
+        [CALL],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        {"missing_tool_output"},
+    ),
+    (
+        "hosted shell answered in the same response",
+        [{"type": "shell_call", "call_id": "s1"}, {"type": "shell_call_output", "call_id": "s1"}],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        set(),
+    ),
+    (
+        "server tool search needs no answer",
+        [{"type": "tool_search_call", "call_id": "t1", "execution": "server"}],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        set(),
+    ),
+    (
+        "client tool search answered by a function_call_output",
+        [{"type": "tool_search_call", "call_id": "t2", "execution": "client"}],
+        {
+            "previous_response_id": "resp_1",
+            "input": [{"type": "function_call_output", "call_id": "t2", "output": "[]"}],
+        },
+        set(),
+    ),
+    (
+        "client tool search left unanswered",
+        [{"type": "tool_search_call", "call_id": "t2", "execution": "client"}],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        {"missing_tool_output"},
+    ),
+    (
+        "local shell output pairs by its id",
+        [{"type": "local_shell_call", "id": "lsc_1", "call_id": "ls1"}],
+        {"previous_response_id": "resp_1", "input": [{"type": "local_shell_call_output", "id": "ls1", "output": "{}"}]},
+        set(),
+    ),
+    (
+        "mcp approval may go unanswered",
+        [{"type": "mcp_approval_request", "id": "mcpr_1", "name": "x", "server_label": "s"}],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        set(),
+    ),
+    (
+        "mcp approval response pairs by request id",
+        [{"type": "mcp_approval_request", "id": "mcpr_1", "name": "x", "server_label": "s"}],
+        {
+            "previous_response_id": "resp_1",
+            "input": [{"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}],
+        },
+        set(),
+    ),
+    (
+        "program runs on the server",
+        [{"type": "program", "id": "pg_1", "call_id": "p1", "fingerprint": TOKEN}],
+        {"previous_response_id": "resp_1", "input": [user("next")]},
+        set(),
+    ),
+    (
+        "an unknown item type is never an error",
+        [{"type": "brand_new_call", "call_id": "n1"}],
+        {"previous_response_id": "resp_1", "input": [{"type": "brand_new_output", "call_id": "n2"}]},
+        set(),
+    ),
+    (
+        "output answering an unknown-type item of the input",
+        [],
+        {
+            "input": [
+                user("q"),
+                {"type": "brand_new_call", "call_id": "n1"},
+                {"type": "function_call_output", "call_id": "n1", "output": "x"},
+            ]
+        },
+        set(),
+    ),
+    (
+        "replay without instructions the turn had",
+        [ANSWER],
+        {"input": [user("q"), ANSWER, user("again")], "parent_instructions": "be brief"},
+        {"instructions_dropped"},
+    ),
+    (
+        "replay with a developer message instead",
+        [ANSWER],
+        {
+            "input": [{"role": "developer", "content": "be brief"}, user("q"), ANSWER, user("again")],
+            "parent_instructions": "be brief",
+        },
+        set(),
+    ),
+    (
+        "library sending each message twice",
+        [ANSWER],
+        {"input": [user("q"), ANSWER, user("again"), user("again")], "first_input": [user("q"), user("q")]},
+        set(),
+    ),
+    (
+        "history really cut",
+        [ANSWER],
+        {"input": [ANSWER, user("again")], "first_input": [user("a"), user("q")]},
+        {"history_truncated"},
+    ),
+    (
+        "chain re-sending the last turn",
+        [ANSWER],
+        {"previous_response_id": "resp_1", "input": [user("q"), ANSWER, user("next")]},
+        {"context_duplicated"},
+    ),
+    (
+        "chain re-sending one output item",
+        [REASONING, ANSWER],
+        {"previous_response_id": "resp_1", "input": [REASONING, user("next")]},
+        {"context_duplicated"},
+    ),
+    (
+        "chain with the same words as last turn",
+        [ANSWER],
+        {"previous_response_id": "resp_1", "input": [user("q")]},
+        set(),
+    ),
+    (
+        "chain re-sending the system message each turn",
+        [ANSWER],
+        {
+            "previous_response_id": "resp_1",
+            "input": [{"role": "system", "content": "s"}, user("next")],
+            "first_input": [{"role": "system", "content": "s"}, user("q")],
+        },
+        set(),
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "outputs", "request_kwargs", "expected"), ROWS, ids=[r[0] for r in ROWS])
+def test_request_against_the_ledger(
+    name: str, outputs: list[Any], request_kwargs: dict[str, Any], expected: set[str]
+) -> None:
+    kwargs = dict(request_kwargs)
+    first: dict[str, Any] = {"input": kwargs.pop("first_input", [user("q")])}
+    if "parent_instructions" in kwargs:
+        first["instructions"] = kwargs.pop("parent_instructions")
+    ledger = ledger_with(("resp_1", outputs, first))
+    assert signals(ledger, **kwargs) == expected
+
+
+def test_no_error_signal_from_an_unknown_item_type_anywhere() -> None:
+    unknown = [{"type": "brand_new_item", "call_id": "x1", "id": "bn_1"}, {"type": "brand_new_output", "call_id": "x2"}]
+    ledger = ledger_with(("resp_1", unknown, {"input": [user("q")]}))
+    for kwargs in (
+        {"input": [user("q"), *unknown, user("next")]},
+        {"previous_response_id": "resp_1", "input": unknown},
+        {"input": unknown},
+    ):
+        assert not {n for n in signals(ledger, **kwargs) if CATALOGUE[n].severity == ERROR}
+
+
+def test_sequential_turns_with_stripped_ids_link_to_the_latest_response() -> None:
+    """pydantic-ai strips ids from replayed calls: turn 3 must be linked to turn 2's response, not turn 1's."""
+    call_2 = {**CALL, "id": "fc_2", "call_id": "call_2"}
+    ledger = ledger_with(
+        ("resp_1", [CALL], {"input": [user("q")]}),
+        ("resp_2", [call_2], {"input": [user("q"), STRIPPED_CALL, OUTPUT]}),
+    )
+    req = request_facts(
+        "chat",
+        {
+            "model": "m",
+            "input": [user("q"), STRIPPED_CALL, OUTPUT, {**call_2, "id": None}, {**OUTPUT, "call_id": "call_2"}],
+        },
+        SETTINGS,
+    )
+    an = analyse(req, ledger)
+    assert an.parent is not None
+    assert an.parent.response_id == "resp_2"
+    assert not run_request_checks(req, an, Situation(zdr=False, concurrent=False))
+
+
+def test_stream_copies_of_a_payload_are_all_accepted() -> None:
+    """A copy of another shape seen in the stream (`output_item.done`) counts as returned too."""
+    final = response_facts(_Response("resp_1", [REASONING]), SETTINGS)
+    other = "x" * 10
+    streamed = with_stream_items(final, (meta({**REASONING, "encrypted_content": other}, sent=False),))
+    assert streamed.copies == ((0, payload_shape(other)),)
+    ledger = InMemoryLedger()
+    req = request_facts("chat", {"model": "m", "input": [user("q")]}, SETTINGS)
+    remember_created(ledger, req, analyse(req, ledger), streamed, SETTINGS)
+    for payload in (TOKEN, other):
+        assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": payload}, user("n")]) == set()
+    assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": "y" * 11}, user("n")]) == {
+        "encrypted_content_modified"
+    }
+
+
+def test_the_bodys_store_is_the_effective_one() -> None:
+    ledger = ledger_with(("resp_1", [ANSWER], {"input": [user("q")], "body_store": False}))
+    entry = ledger.get("resp_1")
+    assert entry is not None
+    assert entry.store is False
+    assert signals(ledger, previous_response_id="resp_1", input=[user("next")]) == {"unstored_parent"}
+
+
+def test_response_facts_read_an_undeclared_store_without_raising() -> None:
+    assert response_facts(_Response("r", [], False), SETTINGS).store is False
+    assert response_facts(_Response("r", []), SETTINGS).store is None
+    assert response_facts({"id": "r", "store": True}, SETTINGS).store is True
+    assert ResponseFacts.empty().store is None
+
+
+def test_entry_pending_calls_skip_what_the_response_answered_itself() -> None:
+    outputs = tuple(
+        meta(i, sent=False)
+        for i in (
+            {"type": "shell_call", "call_id": "s1"},
+            {"type": "shell_call_output", "call_id": "s1"},
+            {"type": "function_call", "call_id": "f1"},
+        )
+    )
+    entry = Entry("r", 1, True, None, None, outputs, 0, 0)
+    assert entry.pending_calls == ("f1",)
