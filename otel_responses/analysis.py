@@ -173,8 +173,9 @@ def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
 def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry) -> dict[str, int]:
     """Items a request continuing server state sends although that state already holds them, by type.
 
-    An output item of the chain (by id, call or text) counts on its own; an app message only inside a run of at
-    least two consecutive items the state holds (the previous turn sent again, not a user typing "yes" twice)."""
+    An output item of the chain (by id, call or text) counts on its own; a user message only inside a run of at
+    least two consecutive items the state holds (the previous turn sent again, not a user typing "yes" twice).
+    System and developer messages are left out: apps send their instructions that way every turn."""
     responses, messages = _state(parent, ledger)
     conversation = req.conversation_id if req.state_mode == CONVERSATION else None
     held: dict[int, str] = {}
@@ -186,22 +187,23 @@ def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry) -> dict[st
             entry, index = found
             if entry.response_id in responses or (conversation is not None and entry.conversation_id == conversation):
                 held[lookup.position] = entry.outputs[index].type
-    sent_again: set[int] = set()
-    if messages:
-        for position, meta in enumerate(req.input_items):
-            if meta.type == "message" and meta.role in APP_ROLES and meta.fingerprint in messages:
-                sent_again.add(position)
     counts: dict[str, int] = {}
-    run: list[int] = []
-    for position in sorted({*held, *sent_again, len(req.input_items) + 1}):
-        if run and position != run[-1] + 1:
-            for member in run:
-                if member in held:
-                    counts[held[member]] = counts.get(held[member], 0) + 1
-                elif len(run) >= 2:
-                    counts["message"] = counts.get("message", 0) + 1
-            run = []
-        run.append(position)
+    run: list[tuple[str, bool]] = []  # (type, whether an app message) of consecutive items the state holds
+    for position, meta in enumerate((*req.input_items, None)):
+        if meta is not None and meta.type == "message" and meta.role in APP_ROLES and meta.role != "user":
+            continue  # system and developer messages are often sent each turn: they neither count nor part runs
+        held_type = held.get(position)
+        if held_type is None and meta is not None and meta.role == "user" and meta.fingerprint in messages:
+            held_type = "message"
+            run.append((held_type, True))
+            continue
+        if held_type is not None:
+            run.append((held_type, False))
+            continue
+        for kind, app_message in run:
+            if not app_message or len(run) >= 2:
+                counts[kind] = counts.get(kind, 0) + 1
+        run = []
     return counts
 
 

@@ -17,7 +17,7 @@ import openai
 import pytest
 
 from otel_responses import ResponsesInstrumentor
-from otel_responses.emulator import Emulator
+from otel_responses.emulator import Emulator, EmulatorConfig
 from otel_responses.signals import CATALOGUE, ERROR, INFO, TOOL_SIGNALS, WARNING
 
 from .conftest import Captured, new_captured
@@ -381,6 +381,7 @@ def test_empty_instructions_count_as_none(client: openai.OpenAI, captured: Captu
     first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
     client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id, instructions="")
     first_span, span = captured.spans()
+    assert "openai_responses.instructions.hash" in attrs(first_span)
     assert "openai_responses.instructions.hash" not in attrs(span)
     assert signals_of(span) == ("instructions_dropped",)
 
@@ -612,7 +613,9 @@ def test_encrypted_content_modified_is_never_refused_by_strict_mode(client: open
     """Strict mode refuses only what the request proves: a modified payload is recorded, the API decides."""
     captured = new_captured()
     instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider, strict=True)
+    instrumentor.instrument(
+        tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider, strict=True
+    )
     try:
         history: list[Any] = [user("Please choose a code word.")]
         first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
@@ -1352,3 +1355,127 @@ def test_signal_metadata_never_carries_payload(client: openai.OpenAI, captured: 
         "Looking that up",
         function_call(first).arguments,
     )
+
+
+# -- what real client libraries do (issue: right on real traffic) -------------------------------------------------
+
+
+def stripped(item: Any) -> dict[str, Any]:
+    """An output item replayed the way pydantic-ai and llama-index rebuild it: without its id."""
+    return item.model_dump(exclude={"id", "status"}, exclude_none=True)
+
+
+def test_calls_replayed_without_ids_are_recognised_by_call_id(client: openai.OpenAI, captured: Captured) -> None:
+    """Sequential tool turns whose calls are replayed without ids: no false concurrent_branch (turn 3 linked to
+    turn 1's response), no replay_incomplete listing a call that is there."""
+    history: list[Any] = [tool_request()]
+    first = client.responses.create(model=MODEL, input=history, tools=TOOLS)
+    history += [stripped(function_call(first)), tool_output(function_call(first).call_id)]
+    second = client.responses.create(model=MODEL, input=history, tools=TOOLS)
+    history += [*second.output, tool_request()]
+    third = client.responses.create(model=MODEL, input=history, tools=TOOLS)
+    history += [stripped(function_call(third)), tool_output(function_call(third).call_id)]
+    client.responses.create(model=MODEL, input=history, tools=TOOLS)
+    spans = captured.chat_spans()
+    assert len(spans) == 4
+    for span in spans:
+        assert_clean(span, tool_check=None)
+    assert attrs(spans[1])[TOOL_CHECK] == attrs(spans[3])[TOOL_CHECK] == "ok"
+
+
+def test_reasoning_dropped_when_the_call_is_rebuilt_without_id(client: openai.OpenAI, captured: Captured) -> None:
+    """A replay that rebuilds the call without its id and leaves the reasoning item out loses the reasoning."""
+    history: list[Any] = [tool_request()]
+    first = client.responses.create(model=REASONING_MODEL, input=history, tools=TOOLS, store=False, include=ENCRYPTED)
+    kept = [
+        stripped(item) if item.type == "function_call" else item for item in first.output if item.type != "reasoning"
+    ]
+    history += [*kept, tool_output(function_call(first).call_id)]
+    client.responses.create(model=REASONING_MODEL, input=history, tools=TOOLS, store=False, include=ENCRYPTED)
+    span = captured.spans()[1]
+    assert signals_of(span) == ("reasoning_dropped",)
+    assert_signal(captured, span, "reasoning_dropped", mode="client_replay", model=REASONING_MODEL)
+
+
+def test_history_truncated_counts_distinct_messages(client: openai.OpenAI, captured: Captured) -> None:
+    """A library that sends each new user message twice, then replays one copy, loses nothing."""
+    said = user("Remember this: the marker is D-1.")
+    first = client.responses.create(model=MODEL, input=[said, said])
+    client.responses.create(model=MODEL, input=[said, *first.output, user("What is the marker?")])
+    assert_clean(captured.spans()[1])
+    # Really cut: the earlier request held two distinct messages, the replay keeps one.
+    other = user("Remember this too: it matters.")
+    second = client.responses.create(model=MODEL, input=[said, other])
+    client.responses.create(model=MODEL, input=[other, *second.output, user("What is the marker?")])
+    span = captured.spans()[3]
+    assert signals_of(span) == ("history_truncated",)
+    (event,) = span.events
+    assert event.attributes["openai_responses.history.expected_app_messages"] == 2
+    assert event.attributes["openai_responses.history.app_messages"] == 1
+
+
+def test_context_duplicated_server_chain(client: openai.OpenAI, captured: Captured) -> None:
+    """llama-index's `track_previous_responses=True`: the whole history again beside previous_response_id."""
+    history: list[Any] = [user("Remember this: the marker is R-1.")]
+    first = client.responses.create(model=MODEL, input=history)
+    history += [*first.output, user("What is the marker?")]
+    second = client.responses.create(model=MODEL, input=history, previous_response_id=first.id)
+    assert "marker=R-1" in second.output_text
+    first_span, span = captured.spans()
+    assert_clean(first_span)
+    assert signals_of(span) == ("context_duplicated",)
+    assert_signal(captured, span, "context_duplicated", mode="server_chain", model=MODEL)
+    (event,) = span.events
+    assert event.attributes["openai_responses.duplicated.count"] == 2
+    assert event.attributes["openai_responses.duplicated.item_types"] == ("message",)
+    assert event.attributes["openai_responses.duplicated.counts"] == (2,)
+
+
+def test_context_duplicated_conversation(client: openai.OpenAI, captured: Captured) -> None:
+    conversation = client.conversations.create().id
+    first = client.responses.create(model=MODEL, input="Remember this: the marker is R-2.", conversation=conversation)
+    client.responses.create(model=MODEL, input=[*first.output, user("What is the marker?")], conversation=conversation)
+    span = captured.chat_spans()[1]
+    assert signals_of(span) == ("context_duplicated",)
+    assert_signal(captured, span, "context_duplicated", mode="conversation", model=MODEL)
+
+
+def test_context_duplicated_near_misses(client: openai.OpenAI, captured: Captured) -> None:
+    """Only new items beside previous_response_id; a user who says the same word again; the same system message
+    each turn."""
+    system = {"role": "system", "content": "Be brief."}
+    first = client.responses.create(model=MODEL, input=[system, user("yes")])
+    second = client.responses.create(model=MODEL, input=[system, user("yes")], previous_response_id=first.id)
+    client.responses.create(model=MODEL, input=[system, user("The marker is R-3.")], previous_response_id=second.id)
+    for span in captured.spans():
+        assert_clean(span)
+
+
+def test_context_duplicated_is_not_refused_by_strict_mode(client: openai.OpenAI) -> None:
+    with instrumented(strict=True) as cap:
+        first = client.responses.create(model=MODEL, input="The marker is R-4.")
+        client.responses.create(
+            model=MODEL, input=[user("The marker is R-4."), *first.output], previous_response_id=first.id
+        )
+    assert signals_of(cap.spans()[1]) == ("context_duplicated",)
+
+
+def test_effective_store_comes_from_the_body() -> None:
+    """An organisation that does not store: requests that omit `store` get `"store": false` in the body."""
+    with Emulator(EmulatorConfig(store_default=False)) as emulator, emulator.client() as sdk, instrumented() as cap:
+        first = sdk.responses.create(model=MODEL, input="The marker is O-1.")
+        with pytest.raises(openai.BadRequestError):
+            sdk.responses.create(model=MODEL, input="What is the marker?", previous_response_id=first.id)
+        sdk.responses.create(model=MODEL, input="hi", store=True)
+    first_span, chained, stored = cap.spans()
+    assert attrs(first_span)["openai_responses.store"] is False
+    assert attrs(first_span)["openai_responses.store.requested"] is True
+    assert signals_of(chained) == ("unstored_parent",)
+    assert attrs(stored)["openai_responses.store"] is True
+    assert "openai_responses.store.requested" not in attrs(stored)
+    calls = {
+        (p.attributes["openai_responses.store"], p.attributes["openai_responses.state.mode"]): p.value
+        for p in cap.metric_points("openai_responses.calls")
+    }
+    assert calls[(False, "single_turn")] == 1
+    assert calls[(True, "single_turn")] == 1
