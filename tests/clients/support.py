@@ -99,12 +99,15 @@ def assert_final_answer(answer: object, *, tool: str = TOOL_RESULT, code_word: b
 
 
 def responses_requests(emulator: Emulator) -> list[dict[str, Any]]:
-    """The bodies of the `POST /v1/responses` requests the emulator received, in order."""
-    return [
-        r.body
-        for r in emulator.requests
-        if r.method == "POST" and r.path.rstrip("/").endswith("/responses") and isinstance(r.body, dict)
-    ]
+    """The bodies of the create requests the emulator received, in order: `POST /v1/responses`, and the
+    `response.create` events sent over a WebSocket."""
+    found = []
+    for r in emulator.requests:
+        if not isinstance(r.body, dict) or not r.path.rstrip("/").endswith("/responses"):
+            continue
+        if r.method == "POST" or (r.method == "WEBSOCKET" and r.body.get("type") == "response.create"):
+            found.append(r.body)
+    return found
 
 
 def signals_of(span: Any) -> set[str]:

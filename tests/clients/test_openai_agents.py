@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("agents.models.openai_responses")
 
-from agents import Agent, ModelSettings, RunConfig, Runner, function_tool, set_tracing_disabled
-from agents.models.openai_responses import OpenAIResponsesModel
+from agents import Agent, ModelSettings, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesWSModel
 from pydantic import BaseModel
 
 from otel_responses.emulator import Emulator
@@ -45,7 +45,7 @@ from .support import (
 # The SDK's own tracing exports to the OpenAI platform by default: off, nothing leaves this machine.
 set_tracing_disabled(True)
 
-MODES = ("replay", "previous_response_id", "auto_previous_response_id", "conversation_id")
+MODES = ("replay", "session", "previous_response_id", "auto_previous_response_id", "conversation_id")
 
 
 class Answer(BaseModel):
@@ -70,13 +70,15 @@ async def conversation(
     settings: ModelSettings | None = None,
     run_config: RunConfig | None = None,
     output_type: type | None = None,
+    websocket: bool = False,
 ) -> Any:
     """The four user turns as an Agents SDK app writes them; returns the last `final_output`."""
     client = emu.async_client()
+    model_class = OpenAIResponsesWSModel if websocket else OpenAIResponsesModel
     agent: Agent[Any] = Agent(
         name="assistant",
         instructions=INSTRUCTIONS,
-        model=OpenAIResponsesModel(model=model, openai_client=client),
+        model=model_class(model=model, openai_client=client),
         tools=[function_tool(lookup_weather)],
         model_settings=settings or ModelSettings(),
         output_type=output_type,
@@ -84,6 +86,7 @@ async def conversation(
     history: list[Any] = []
     previous: str | None = None
     conversation_id = (await client.conversations.create()).id if mode == "conversation_id" else None
+    session = SQLiteSession("conversation") if mode == "session" else None  # in memory
     result: Any = None
     try:
         for prompt in PROMPTS:
@@ -97,10 +100,14 @@ async def conversation(
                 kwargs.update(previous_response_id=previous, auto_previous_response_id=True)
             elif mode == "conversation_id":
                 kwargs["conversation_id"] = conversation_id
+            elif mode == "session":  # the SDK keeps the history in its session store and re-sends it
+                kwargs["session"] = session
             result = await _run(agent, given, stream=stream, **kwargs)
             history, previous = result.to_input_list(), result.last_response_id
     finally:
         await client.close()
+        if session is not None:
+            session.close()
     return result.final_output
 
 
@@ -125,13 +132,14 @@ def test_runner_run_streamed(emu, telemetry, mode, model):
     assert_final_answer(answer, code_word=True)
 
 
+@pytest.mark.parametrize("mode", ["replay", "session"])
 @pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])
 @pytest.mark.parametrize("model", [REASONING, PHASED])
-def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream):
+def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream, mode):
     """`store=False` + `include=["reasoning.encrypted_content"]`: the SDK replays each reasoning item with its
     id and the `encrypted_content` exactly as the response carried it."""
     settings = ModelSettings(store=False, response_include=[ENCRYPTED])
-    answer = asyncio.run(conversation(emu, model, "replay", stream=stream, settings=settings))
+    answer = asyncio.run(conversation(emu, model, mode, stream=stream, settings=settings))
     expect_signals(telemetry, emu, clean())
     assert_final_answer(answer, code_word=True)
     replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
@@ -166,6 +174,16 @@ def test_reasoning_item_id_policy_omit(emu, telemetry):
     assert all("id" not in i and i.get("encrypted_content") for i in replayed)
     expect_signals(telemetry, emu, clean())
     assert_final_answer(answer, code_word=True)
+
+
+def test_websocket_model_bypasses_the_openai_client(emu, telemetry):
+    """`OpenAIResponsesWSModel` takes the base URL and key from the `AsyncOpenAI` client but opens its own
+    connection with the `websockets` package and writes `response.create` frames itself: the OpenAI SDK's
+    WebSocket mode (`client.responses.connect()`), which the instrumentation wraps, is never used, so no span."""
+    answer = asyncio.run(conversation(emu, REASONING, "previous_response_id", websocket=True))
+    assert_final_answer(answer, code_word=True)
+    assert len(responses_requests(emu)) == 5
+    assert telemetry.chat_spans() == []
 
 
 @pytest.mark.parametrize("mode", ["replay", "previous_response_id"])

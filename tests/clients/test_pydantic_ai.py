@@ -61,6 +61,7 @@ async def conversation(
     store: bool | None = None,
     stream: str | None = None,
     output_type: Any = str,
+    websocket: bool = False,
 ) -> Any:
     """The four user turns as a pydantic-ai app writes them; returns the last output.
 
@@ -75,6 +76,8 @@ async def conversation(
         settings["openai_store"] = store
     if conversation_id:
         settings["openai_conversation_id"] = (await client.conversations.create()).id
+    if websocket:
+        settings["openai_transport"] = "websocket"
     agent: Agent[None, Any] = Agent(
         OpenAIResponsesModel(model, provider=OpenAIProvider(openai_client=client)),
         instructions=INSTRUCTIONS,
@@ -134,6 +137,17 @@ def test_openai_conversation_id(emu, telemetry, model):
     assert_final_answer(answer, code_word=is_reasoning(model))
 
 
+@pytest.mark.parametrize("model", [REASONING, PHASED])
+def test_websocket_transport(emu, telemetry, model):
+    """`openai_transport='websocket'`: pydantic-ai opens the socket with `client.responses.connect()`, writes its
+    own `response.create` frames (`send_raw`) and reads the events with `recv()`; `openai_previous_response_id`
+    defaults to 'auto' there. Each response created on the socket is a model call: one chat span each."""
+    answer = asyncio.run(conversation(emu, model, websocket=True))
+    assert all(r.get("previous_response_id") for r in responses_requests(emu)[1:])
+    expect_signals(telemetry, emu, clean())
+    assert_final_answer(answer, code_word=True)
+
+
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
 @pytest.mark.parametrize("model", [REASONING, PHASED])
 def test_stateless_replay(emu, telemetry, model, stream):
@@ -170,12 +184,17 @@ def test_structured_output(emu, telemetry, chain):
     assert_final_answer(answer.answer, code_word=True)
 
 
-@pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
-def test_same_behaviour_with_and_without_instrumentation(stream):
+@pytest.mark.parametrize("variant", ["run", "run_streaming", "websocket"])
+def test_same_behaviour_with_and_without_instrumentation(variant):
     """Same output and the same requests on the wire, instrumentation on or off."""
+    options: dict[str, Any] = {
+        "run": {"store": False},
+        "run_streaming": {"store": False, "stream": "handler"},
+        "websocket": {"websocket": True},
+    }[variant]
     runs = []
     for on in (False, True):
         with Emulator() as emu, maybe_capture(on) as captured:
-            answer = asyncio.run(conversation(emu, PHASED, store=False, stream=stream))
+            answer = asyncio.run(conversation(emu, PHASED, **options))
             runs.append(Run(answer, responses_requests(emu), captured))
     assert_same_behaviour(*runs)
