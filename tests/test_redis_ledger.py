@@ -8,6 +8,7 @@ unavailable, and checks resume when Redis is back. Entries expire; nothing in Re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -515,7 +516,9 @@ def test_malformed_or_foreign_values_are_absent(
         f"{ns}:r:resp_junk": b"not json at all",
         f"{ns}:r:resp_short": b"[1]",
         f"{ns}:r:resp_types": b'[1,"resp_types","seq",1,null,null,0,0,[]]',
-        f"{ns}:r:resp_future": b'[2,"resp_future",1,1,null,null,0,0,[]]',
+        f"{ns}:r:resp_future": b'[3,"resp_future",1,1,null,null,0,0,[],null,[],[]]',
+        f"{ns}:r:resp_v2short": b'[2,"resp_v2short",1,1,null,null,0,0,[]]',
+        f"{ns}:r:resp_badcopy": b'[2,"resp_badcopy",1,1,null,null,0,0,[],null,[],[[99,8]]]',
         f"{ns}:r:resp_other": good[0],  # a valid entry under another response's key
         f"{ns}:r:resp_deep": b"[" * 5000 + b"]" * 5000,
         f"{ns}:r:resp_huge": b"[" + b"1," * 200_000 + b"1]",
@@ -528,7 +531,16 @@ def test_malformed_or_foreign_values_are_absent(
     }
     with redis.Redis.from_url(redis_url) as admin:
         admin.mset(planted)
-    for response_id in ("resp_junk", "resp_short", "resp_types", "resp_future", "resp_other", "resp_deep"):
+    for response_id in (
+        "resp_junk",
+        "resp_short",
+        "resp_types",
+        "resp_future",
+        "resp_v2short",
+        "resp_badcopy",
+        "resp_other",
+        "resp_deep",
+    ):
         assert ledger.get(response_id) is None, response_id
     assert ledger.get("resp_huge") is None
     assert ledger.get("resp_badmeta") is None
@@ -540,6 +552,63 @@ def test_malformed_or_foreign_values_are_absent(
     with capture(ledger=ledger, hash_key=KEY) as cap, pytest.raises(openai.APIStatusError):
         client.responses.create(model=MODEL, input="Hi.", previous_response_id="resp_junk")
     assert chat_signals(cap) == [()]
+
+
+def test_a_previous_release_writer_and_this_reader_share_one_redis(
+    redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    """A rolling deploy: entries in format 1 (no parent, no message fingerprints, no payload shapes, no `awaits`)
+    written by the previous release are read, and checked against, by this one."""
+    ledger = new_ledger(ledgers, redis_url)
+    ledger.bind(Fingerprinter(key_from_text(KEY)))
+    ns = ledger.namespace
+    with capture(hash_key=KEY):  # the previous release's processes, as far as the API is concerned
+        called = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+        unstored = client.responses.create(model=MODEL, input="The marker is V-1.", store=False)
+    call = next(item for item in called.output if item.type == "function_call")
+    format_1 = {
+        called.id: [
+            1,
+            called.id,
+            1,
+            1,
+            None,
+            None,
+            1,
+            0,
+            [["function_call", call.id, call.call_id, None, None, 0, None]],
+        ],
+        unstored.id: [1, unstored.id, 2, 0, None, None, 1, 0, [["message", "msg_v1", None, "assistant", None, 0, 7]]],
+    }
+    with redis.Redis.from_url(redis_url) as admin:
+        admin.mset({f"{ns}:r:{rid}": json.dumps(value).encode() for rid, value in format_1.items()})
+        admin.set(f"{ns}:i:{call.id}", f"0:{called.id}".encode())
+    entry = ledger.get(called.id)
+    assert entry is not None
+    assert entry.pending_calls == (call.call_id,)  # format 1 paired client calls by type: they still await
+    assert entry.parent_id is None
+    assert entry.input_messages == ()
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
+    assert chat_signals(cap) == [("missing_tool_output",), ("unstored_parent",)]
+    assert ledger.stats()["undecodable"] == 0
+    # This release writes format 2, which a reader of this release decodes whole.
+    base = _entry(3)
+    reasoning = ItemMeta("reasoning", "rs_1", None, None, None, True, None, False, 4096 << 3 | 1)
+    fresh = dataclasses.replace(
+        base,
+        outputs=(reasoning, *(m._replace(awaits=True) for m in base.outputs)),
+        parent_id="resp_parent",
+        input_messages=(1, 2**64 - 1),
+        copies=((0, 4096 << 3),),
+    )
+    encoded = encode_entry(fresh, 8192)
+    assert encoded is not None
+    assert json.loads(encoded[0])[0] == 2
+    assert decode_entry(encoded[0]) == fresh
 
 
 # -- nothing in Redis but metadata ---------------------------------------------------------------------------
