@@ -8,13 +8,20 @@ actually received, so an application that loses context gets a visibly wrong ans
 Model rules (case-insensitive; "current text" = last user message of this request's input):
 - facts: `marker is <M>` in any user message of the context, the latest wins;
 - the last input item is a `function_call_output` -> `Tool <name> returned <output>.`;
-- else an offered function tool whose name is in the current text -> a `function_call` item (a reasoning
-  model first emits a progress update, `phase: commentary`, "Looking that up with <tool>.");
+- else an offered function tool whose name is in the current text -> a `function_call` item (a model that
+  returns `phase` first emits a progress update, `phase: commentary`, "Looking that up with <tool>.");
 - an assistant progress update replayed without its `phase` reads as a final answer: the model then
   believes its tool turn ended there and answers `tool=unknown`;
 - else `choose a code word` -> `I have chosen a code word.` (the code word lives only in reasoning);
 - else a `?` -> `marker=..; tool=..; constraints=..; code_word=..` for the keywords asked, or `I don't know.`;
 - else `Noted marker <M>.` / `Noted.`; instructions containing `uppercase` upper-case the reply.
+
+Fidelity to recorded traffic of the real API: every serialisation of an opaque payload (`encrypted_content`)
+encrypts afresh (other bytes, same length: a stream's `output_item.done` and `response.completed` differ, as do
+retrieves and listings); `phase` only from the models that have it (`EmulatorConfig.phase_models`); the model
+alone decides whether it reasons (a `reasoning` parameter does not); items written without an id get one;
+`EmulatorConfig.store_default` is the organisation's `store` for requests that omit it (the body reports the
+effective one); `text.format` JSON schemas are answered with JSON that fits them.
 
 Endpoints (under `/v1`; errors are `{"error": {message, type, param, code}}` with the API's status):
 - `POST /responses` (`stream: true` -> SSE; `background: true` -> `queued` at once, needs `store`; each
