@@ -91,17 +91,36 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         if link is None:
             link = Link(entry, lookup.app_messages_before, lookup.compactions_before)
             links[entry.response_id] = link
-        link.seen.add(index)
         position = lookup.position
-        sent, returned = items[position], entry.outputs[index]
-        if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
-            analysis.resolved[position] = returned
-            continue
-        if returned.encrypted and _payload_changed(sent, entry, index):
-            analysis.modified.append(returned.id or sent.type)
-        if returned.phase is not None and sent.phase != returned.phase:
-            analysis.phase_dropped.append(returned.id or sent.type)
+        _match(analysis, link, items[position], position, index)
+        # Reasoning items replayed without their id (the Agents SDK's `reasoning_item_id_policy="omit"`) are
+        # known by where they stand: right before the item they preceded in the response.
+        back = 1
+        while (
+            position - back >= 0
+            and index - back >= 0
+            and items[position - back].type == "reasoning"
+            and items[position - back].id is None
+            and entry.outputs[index - back].type == "reasoning"
+            and index - back not in link.seen
+        ):
+            _match(analysis, link, items[position - back], position - back, index - back)
+            back += 1
     analysis.links = list(links.values())
+
+
+def _match(analysis: Analysis, link: Link, sent: ItemMeta, position: int, index: int) -> None:
+    """A replayed item recognised as output ``index`` of the link's response: what it kept and lost of it."""
+    entry = link.entry
+    link.seen.add(index)
+    returned = entry.outputs[index]
+    if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
+        analysis.resolved[position] = returned
+        return
+    if returned.encrypted and _payload_changed(sent, entry, index):
+        analysis.modified.append(returned.id or sent.type)
+    if returned.phase is not None and sent.phase != returned.phase:
+        analysis.phase_dropped.append(returned.id or sent.type)
 
 
 def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: bool, parent_known: bool) -> None:
@@ -170,12 +189,13 @@ def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
     return responses, messages
 
 
-def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry) -> dict[str, int]:
+def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry, analysis: Analysis) -> dict[str, int]:
     """Items a request continuing server state sends although that state already holds them, by type.
 
     An output item of the chain (by id, call or text) counts on its own; a user message only inside a run of at
     least two consecutive items the state holds (the previous turn sent again, not a user typing "yes" twice).
-    System and developer messages are left out: apps send their instructions that way every turn."""
+    System and developer messages are left out: apps send their instructions that way every turn. A re-sent
+    assistant message that lost its `phase` is noted too: that copy reads as a final answer."""
     responses, messages = _state(parent, ledger)
     conversation = req.conversation_id if req.state_mode == CONVERSATION else None
     held: dict[int, str] = {}
@@ -186,7 +206,11 @@ def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry) -> dict[st
                 continue
             entry, index = found
             if entry.response_id in responses or (conversation is not None and entry.conversation_id == conversation):
-                held[lookup.position] = entry.outputs[index].type
+                returned = entry.outputs[index]
+                held[lookup.position] = returned.type
+                sent = req.input_items[lookup.position]
+                if returned.phase is not None and sent.type != "item_reference" and sent.phase != returned.phase:
+                    analysis.phase_dropped.append(returned.id or sent.type)  # a copy that reads otherwise
     counts: dict[str, int] = {}
     run: list[tuple[str, bool]] = []  # (type, whether an app message) of consecutive items the state holds
     for position, meta in enumerate((*req.input_items, None)):
@@ -228,7 +252,7 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         and (req.lookups or req.app_messages >= 2)
         and req.state_mode in (SERVER_CHAIN, CONVERSATION)
     ):
-        analysis.duplicated = _duplicated(req, ledger, analysis.parent)
+        analysis.duplicated = _duplicated(req, ledger, analysis.parent, analysis)
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis

@@ -173,6 +173,18 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
     ),
     ("call with an unknown id, known call_id", [CALL], {"input": [user("q"), {**CALL, "id": "fc_new"}, OUTPUT]}, set()),
     (
+        "reasoning replayed without its id",
+        [REASONING, ANSWER],
+        {"input": [user("q"), {k: v for k, v in REASONING.items() if k != "id"}, ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "reasoning without id, truncated",
+        [REASONING, ANSWER],
+        {"input": [user("q"), {**REASONING, "id": None, "encrypted_content": TOKEN[:-4]}, ANSWER, user("n")]},
+        {"encrypted_content_modified"},
+    ),
+    (
         "output without its call in a replay",
         [REASONING, CALL],
         {"input": [user("q"), REASONING, OUTPUT]},
@@ -289,6 +301,12 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         [ANSWER],
         {"previous_response_id": "resp_1", "input": [user("q"), ANSWER, user("next")]},
         {"context_duplicated"},
+    ),
+    (
+        "chain re-sending a progress update without its phase",
+        [{**ANSWER, "phase": "commentary"}, CALL],
+        {"previous_response_id": "resp_1", "input": [user("q"), {"role": "assistant", "content": "ok"}, OUTPUT]},
+        {"context_duplicated", "phase_dropped"},
     ),
     (
         "chain re-sending one output item",
