@@ -8,8 +8,9 @@ Every method swallows its own failures: the app never sees one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextvars import Token
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar, Token
 from time import perf_counter
 from typing import Any
 
@@ -20,13 +21,16 @@ from opentelemetry.context import Context
 from .analysis import Analysis, analyse
 from .attributes import OPERATION_CHAT
 from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
-from .config import Settings
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .operations import Operation
 from .signals import STRICT, ContextLossError, Signal
 from .telemetry import Server, Telemetry
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+
+# The call whose SDK is turning a `Response` into a `ParsedResponse` (`responses.parse`): the patched
+# `parse_response` keeps the `Response` there when that fails, so what the API said is still recorded.
+PARSING: ContextVar[Call | None] = ContextVar("otel_responses_parsing", default=None)
 
 _last_server: tuple[object, Server] = (None, (None, None))
 
@@ -55,16 +59,6 @@ def raw_request_id(result: Any) -> str | None:
     return request_id if isinstance(request_id, str) else None
 
 
-def _result_facts(op: Operation, result: Any, raw_mode: str | None, settings: Settings) -> ResponseFacts | None:
-    """Facts from a parsed result or a raw one; a streaming raw body is left unread for the app."""
-    if raw_mode is None:
-        return op.read(result, settings, None)
-    if raw_mode == "stream":
-        return None
-    # LegacyAPIResponse.parse() caches its result: the app's own parse() returns the same object.
-    return op.read(result.parse(), settings, raw_request_id(result))
-
-
 def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     """What two requests at once would both be continuing: a parent response or a conversation."""
     if req.state_mode == CONVERSATION and req.conversation_id is not None:
@@ -74,6 +68,16 @@ def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
         return "r:" + req.previous_response_id
     return None
+
+
+@contextmanager
+def parsing(call: Call) -> Iterator[None]:
+    """While the SDK parses this call's response, a failure to parse keeps the unparsed ``Response``."""
+    token = PARSING.set(call)
+    try:
+        yield
+    finally:
+        PARSING.reset(token)
 
 
 class Call:
@@ -91,6 +95,7 @@ class Call:
         "started",
         "telemetry",
         "token",
+        "unparsed",
     )
 
     def __init__(
@@ -103,6 +108,7 @@ class Call:
         exempt: frozenset[str] = frozenset(),
     ) -> None:
         self.token: Token[Context] | None = None
+        self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
         self.telemetry = telemetry
         self.settings = settings = telemetry.settings
         self.op = op
@@ -158,7 +164,8 @@ class Call:
         return error
 
     def stream(self, result: Any, proxy: Callable[[Any, Call], Any]) -> Any:
-        """Hand the app a proxy of its stream; the span ends with the stream, not now."""
+        """Hand the app a proxy of its stream (or of the raw response carrying it); the span ends with the
+        stream, not now."""
         self.detach()
         try:
             return proxy(result, self)
@@ -168,17 +175,46 @@ class Call:
             return result
 
     def succeeded(self, result: Any, raw_mode: str | None) -> None:
+        """The call returned: read its result, then record it."""
+        error_type = None
         try:
-            resp = _result_facts(self.op, result, raw_mode, self.settings)
-        except Exception:
-            self.telemetry.internal_error("read_response")
-            resp = None
+            resp = self._read(result, raw_mode)
+        except Exception as exc:
+            resp = self._unparsed_facts(result if raw_mode is not None else None)
+            if resp is None:
+                self.telemetry.internal_error("read_response")
+            else:  # the SDK cannot parse what the API said: the app's own parse() raises the same
+                error_type = type(exc).__qualname__
         if resp is None and raw_mode is not None:
             try:
                 self.telemetry.tag_request_id(self.span, raw_request_id(result))
             except Exception:
                 self.telemetry.internal_error("read_raw_response")
-        self.finish(resp)
+        self.finish(resp, error_type=error_type)
+
+    def _read(self, result: Any, raw_mode: str | None) -> ResponseFacts | None:
+        """Facts from a parsed result or a raw one; a streaming raw body is left unread for the app."""
+        if raw_mode is None:
+            return self.op.read(result, self.settings, None)
+        if raw_mode == "stream":
+            return None
+        # LegacyAPIResponse.parse() caches its result: the app's own parse() returns the same object.
+        with parsing(self):
+            parsed = result.parse()
+        return self.op.read(parsed, self.settings, raw_request_id(result))
+
+    def _unparsed_facts(self, raw: Any = None) -> ResponseFacts | None:
+        """Facts of the ``Response`` the SDK failed to parse (kept by the patched ``parse_response``), once.
+
+        Its ``x-request-id`` is known only from a raw response: the SDK adds it to the parsed result."""
+        unparsed, self.unparsed = self.unparsed, None
+        if unparsed is None:
+            return None
+        try:
+            return self.op.read(unparsed, self.settings, raw_request_id(raw) if raw is not None else None)
+        except Exception:
+            self.telemetry.internal_error("read_unparsed_response")
+            return None
 
     def finish(
         self, resp: ResponseFacts | None, extra: Mapping[str, Any] | None = None, error_type: str | None = None
@@ -209,6 +245,12 @@ class Call:
             self.span.end()
 
     def failed(self, exc: BaseException) -> None:
+        """The call raised. When the API answered and only the SDK's parsing of the answer failed, the answer
+        is recorded (and remembered) all the same, with the parsing error's type."""
+        resp = self._unparsed_facts()
+        if resp is not None:
+            self.finish(resp, error_type=type(exc).__qualname__)
+            return
         seconds = self._close()
         try:
             self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())

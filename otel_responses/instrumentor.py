@@ -20,7 +20,7 @@ from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
 from .version import __version__
-from .wrappers import Switch, Wrapper, async_wrapper, paginator_wrapper, sync_wrapper
+from .wrappers import Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -34,7 +34,7 @@ class Target(NamedTuple):
     cls: str
     method: str
     operation: Operation
-    kind: str  # "sync", "async", or "paginator" (an async `list` returning a paginator)
+    kind: str  # "sync", "async", "paginator" (an async `list` returning a paginator), "parse", "async_parse"
 
 
 _RESPONSES = "openai.resources.responses.responses"
@@ -47,8 +47,9 @@ _BETA_RESPONSES = "openai.resources.beta.responses.responses"
 
 def _targets() -> tuple[Target, ...]:
     """The whole table. `parse` posts directly (it does not call `create`); `stream()` calls `create` and
-    `retrieve`, so it is not wrapped (that would make two spans). Raw and streaming-response variants call
-    these same methods. Methods the installed SDK lacks are skipped."""
+    `retrieve`, so it is not wrapped (that would make two spans). Raw and streaming-response variants
+    (`with_raw_response`, `with_streaming_response`) call these same methods. Methods the installed SDK lacks are
+    skipped."""
     op = OPERATIONS
     table: list[Target] = []
     response_methods = {
@@ -61,8 +62,9 @@ def _targets() -> tuple[Target, ...]:
     }
     for module in (_RESPONSES, _BETA_RESPONSES):
         for method, operation in response_methods.items():
-            table.append(Target(module, "Responses", method, operation, "sync"))
-            table.append(Target(module, "AsyncResponses", method, operation, "async"))
+            parses = method == "parse"
+            table.append(Target(module, "Responses", method, operation, "parse" if parses else "sync"))
+            table.append(Target(module, "AsyncResponses", method, operation, "async_parse" if parses else "async"))
     table += [
         Target(_INPUT_ITEMS, "InputItems", "list", op["list_input_items"], "sync"),
         Target(_INPUT_ITEMS, "AsyncInputItems", "list", op["list_input_items"], "paginator"),
@@ -90,7 +92,19 @@ def _targets() -> tuple[Target, ...]:
 
 
 TARGETS = _targets()
-_OPERATION_WRAPPERS = {"sync": sync_wrapper, "async": async_wrapper, "paginator": paginator_wrapper}
+_OPERATION_WRAPPERS: dict[str, Callable[[Switch, Telemetry, Operation], Wrapper]] = {
+    "sync": sync_wrapper,
+    "async": async_wrapper,
+    "paginator": paginator_wrapper,
+    "parse": lambda switch, telemetry, op: sync_wrapper(switch, telemetry, op, parses=True),
+    "async_parse": lambda switch, telemetry, op: async_wrapper(switch, telemetry, op, parses=True),
+}
+
+# `responses.parse`'s post-parser calls the module-level `parse_response` of the module defining `parse`
+# (`openai.lib._response_resources` in recent SDKs, the responses resource module in older ones; wrapped wherever
+# present). Wrapped there, not where it is defined: `responses.stream()` parses with its own import and is
+# observed as a stream.
+_PARSE_RESPONSE_MODULES = ("openai.lib._response_resources", _RESPONSES)
 
 # Wrappers that watch rather than make a call: the close of `responses.stream()`'s ResponseStream (which
 # bypasses our stream proxy), and WebSocket mode (a span per `response.create`, ended by received events).
@@ -108,9 +122,10 @@ _OBSERVERS: tuple[tuple[str, str, str, Callable[[Switch, Telemetry], Wrapper]], 
 
 
 class _Patch(NamedTuple):
-    """A method we replaced, and whether the class defined it itself (else it was inherited)."""
+    """A method (or module function) we replaced, and whether its owner defined it itself (else a class
+    inherited it)."""
 
-    cls: type
+    owner: object
     method: str
     own: bool
 
@@ -124,12 +139,24 @@ def _patch(module: str, cls_name: str, method: str, wrapper: Wrapper) -> _Patch 
     return _Patch(cls, method, own)
 
 
+def _patch_function(module_name: str, name: str, wrapper: Wrapper) -> _Patch | None:
+    """A module-level function, if the installed SDK's module has it."""
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    if not callable(module.__dict__.get(name)):
+        return None
+    wrap_function_wrapper(module, name, wrapper)
+    return _Patch(module, name, True)
+
+
 def _restore(patch: _Patch) -> None:
     """Put the original back; an inherited method is un-shadowed rather than copied onto the class."""
     if patch.own:
-        unwrap(patch.cls, patch.method)
-    elif patch.method in patch.cls.__dict__:
-        delattr(patch.cls, patch.method)
+        unwrap(patch.owner, patch.method)
+    elif patch.method in vars(patch.owner):
+        delattr(patch.owner, patch.method)
 
 
 def _present(target: Target) -> type | None:
@@ -173,6 +200,10 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
                 patched.append(done)
         for module, cls_name, method, factory in _OBSERVERS:
             done = _patch(module, cls_name, method, factory(switch, telemetry))
+            if done is not None:
+                patched.append(done)
+        for module in _PARSE_RESPONSE_MODULES:
+            done = _patch_function(module, "parse_response", keep_unparsed)
             if done is not None:
                 patched.append(done)
         self._switch = switch

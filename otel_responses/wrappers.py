@@ -11,9 +11,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from .call import Call
+from .call import PARSING, Call
 from .operations import Operation
-from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
+from .streams import (
+    AsyncRawStreamProxy,
+    AsyncStreamProxy,
+    LegacyRawStreamProxy,
+    PaginatorProxy,
+    RawStreamProxy,
+    SyncStreamProxy,
+)
 from .telemetry import Telemetry
 
 _RAW_HEADER = "X-Stainless-Raw-Response"
@@ -39,6 +46,15 @@ def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     return None
 
 
+def stream_proxy(raw_mode: str | None, is_async: bool) -> Callable[[Any, Call], Any]:
+    """What wraps a streamed result: the ``Stream`` itself, or the raw response the app reads it from."""
+    if raw_mode is None:
+        return AsyncStreamProxy.for_call if is_async else SyncStreamProxy.for_call
+    if raw_mode == "true":  # LegacyAPIResponse, sync parse() for both clients
+        return LegacyRawStreamProxy
+    return AsyncRawStreamProxy if is_async else RawStreamProxy
+
+
 def begin(
     switch: Switch,
     telemetry: Telemetry,
@@ -48,8 +64,8 @@ def begin(
     kwargs: Any,
     exempt: frozenset[str] = frozenset(),
 ) -> Call | None:
-    if not switch.on or (kwargs.get("stream") is True and _raw_mode(kwargs) is not None):
-        return None  # a raw streamed body is parsed by the app into a stream we never see
+    if not switch.on:
+        return None
     try:
         return Call(telemetry, op, instance, args, kwargs, exempt)
     except Exception:
@@ -69,6 +85,16 @@ def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...],
         raise
 
 
+def parse_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """:func:`call_through` for ``responses.parse``: while it runs, the SDK's failure to parse the API's answer
+    leaves the answer with the call (see :func:`keep_unparsed`)."""
+    token = PARSING.set(call)
+    try:
+        return call_through(call, wrapped, args, kwargs)
+    finally:
+        PARSING.reset(token)
+
+
 async def await_through(
     call: Call, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -83,24 +109,37 @@ async def await_through(
         raise
 
 
-def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
-    """A wrapt wrapper for a synchronous method."""
+async def await_parse_through(
+    call: Call, wrapped: Callable[..., Awaitable[Any]], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The coroutine twin of :func:`parse_through`."""
+    token = PARSING.set(call)
+    try:
+        return await await_through(call, wrapped, args, kwargs)
+    finally:
+        PARSING.reset(token)
+
+
+def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: bool = False) -> Wrapper:
+    """A wrapt wrapper for a synchronous method; ``parses``: the method parses the response (``parse``)."""
+    through = parse_through if parses else call_through
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        result = call_through(call, wrapped, args, kwargs)
+        result = through(call, wrapped, args, kwargs)
         if call.req.stream:
-            return call.stream(result, SyncStreamProxy)
+            return call.stream(result, stream_proxy(_raw_mode(kwargs), False))
         call.succeeded(result, _raw_mode(kwargs))
         return result
 
     return wrapper
 
 
-def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
-    """A wrapt wrapper for a coroutine method."""
+def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: bool = False) -> Wrapper:
+    """A wrapt wrapper for a coroutine method; ``parses`` as for :func:`sync_wrapper`."""
+    through = await_parse_through if parses else await_through
 
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -108,9 +147,9 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrappe
         call = begin(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
-        result = await await_through(call, wrapped, args, kwargs)
+        result = await through(call, wrapped, args, kwargs)
         if call.req.stream:
-            return call.stream(result, AsyncStreamProxy)
+            return call.stream(result, stream_proxy(_raw_mode(kwargs), True))
         call.succeeded(result, _raw_mode(kwargs))
         return result
 
@@ -135,3 +174,18 @@ def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wr
             return paginator
 
     return wrapper
+
+
+def keep_unparsed(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The SDK's module-level ``parse_response`` (``responses.parse``'s post-parser: ``Response`` to
+    ``ParsedResponse``). When it fails for a call being parsed (the model's JSON does not fit ``text_format``, or
+    was cut short), the call keeps the ``Response``: the API answered, and the answer is recorded and remembered.
+    The exception passes unchanged."""
+    call = PARSING.get()
+    if call is None:
+        return wrapped(*args, **kwargs)
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception:
+        call.unparsed = kwargs.get("response")
+        raise
