@@ -374,9 +374,14 @@ class _SSETap:
         self.feed_bytes(chunk.encode("utf-8"))
 
     def feed_line(self, line: str) -> None:
-        """A line of ``iter_lines()``: held until the next one shows it was not cut at a Unicode line break."""
+        """A line of ``iter_lines()``: held until the next one shows it was not cut at a Unicode line break.
+
+        A piece follows while the held ``data:`` line's JSON object is still open (does not end with ``}``), or
+        when it does not start like a line of the SSE format; a run of breaks gives empty pieces."""
         held = self._held
-        if held is not None and line and _SSE_LINE.match(line) is None:
+        if held is not None and (
+            (held.startswith("data:") and not held.endswith(("}", "]"))) or (line and _SSE_LINE.match(line) is None)
+        ):
             self._held = held + _UNICODE_LINE_BREAK + line
             return
         self._held = line or None

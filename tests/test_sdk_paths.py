@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import http.server
+import json
 import re
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -310,6 +313,68 @@ def test_the_app_reads_the_same_with_and_without_instrumentation(captured: Captu
     assert instrumented == bare
     raised = how in LEGACY_READERS  # only a parsed stream raises the mid-stream error
     assert any(isinstance(item, tuple) for item in instrumented) is raised
+
+
+class _Replay(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with one recorded SSE body."""
+
+    body = b""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("x-request-id", "req_replayed")
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _ReplayServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # the client closing its pooled connection
+
+
+def test_iter_lines_split_inside_json_at_unicode_line_breaks(client: openai.OpenAI, captured: Captured) -> None:
+    """The API may send non-ASCII text unescaped; httpx's `iter_lines()` splits at U+0085, U+2028 and U+2029
+    (`str.splitlines()`), inside an event's JSON. The pieces are joined again: the events are still seen."""
+    with client.responses.with_streaming_response.create(model=MODEL, input="hi", stream=True) as raw:
+        recorded = raw.read().decode()
+    breaks = "\\u0085\\u2028\\u2029"  # escaped in the JSON text, then written out unescaped
+    events = []
+    for block in recorded.split("\n\n"):
+        lines = [
+            "data: " + json.dumps(json.loads(line[6:].replace("Noted", "Noted" + breaks)), ensure_ascii=False)
+            if line.startswith("data: ")
+            else line
+            for line in block.split("\n")
+        ]
+        events.append("\n".join(lines))
+    _Replay.body = "\n\n".join(events).encode()
+    server = _ReplayServer(("127.0.0.1", 0), _Replay)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    replay = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", max_retries=0)
+    try:
+        captured.clear()
+        with replay.responses.with_streaming_response.create(model=MODEL, input="hi", stream=True) as raw:
+            parsed = list(raw.parse())
+        with replay.responses.with_streaming_response.create(model=MODEL, input="hi", stream=True) as raw:
+            lines = list(raw.iter_lines())
+    finally:
+        replay.close()
+        server.shutdown()
+        server.server_close()
+    assert "\u2028" in parsed[-1].response.output_text
+    assert len(lines) > len(_Replay.body.decode().split("\n"))  # httpx did split inside the JSON
+    by_stream, by_lines = captured.spans()
+    assert attrs(by_lines)["gen_ai.response.id"] == parsed[-1].response.id
+    assert stable(by_lines) == stable(by_stream)
 
 
 # -- endings without a terminal event --------------------------------------------------------------------
