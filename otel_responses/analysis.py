@@ -107,6 +107,21 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
             _match(analysis, link, items[position - back], position - back, index - back)
             back += 1
     analysis.links = list(links.values())
+    _own_copies(req, analysis.links)
+
+
+def _own_copies(req: RequestFacts, links: list[Link]) -> None:
+    """User messages a response returned (`responses.compact` keeps them beside its compaction item) count as
+    replayed when the app sends its own copy of their text."""
+    sent: set[int | None] | None = None
+    for link in links:
+        for index, meta in enumerate(link.entry.outputs):
+            if meta.role != "user" or index in link.seen or meta.fingerprint is None:
+                continue
+            if sent is None:
+                sent = {m.fingerprint for m in req.input_items if m.role == "user"}
+            if meta.fingerprint in sent:
+                link.seen.add(index)
 
 
 def _match(analysis: Analysis, link: Link, sent: ItemMeta, position: int, index: int) -> None:

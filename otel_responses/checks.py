@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from .analysis import Analysis
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
-from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts, effective_store
 from .signals import TOOL_SIGNALS, Signal
 
 
@@ -171,7 +171,7 @@ def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) 
 
 
 def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
-    if req.store and not sit.zdr:
+    if effective_store(req, resp) and not sit.zdr:
         return None
     bare = sum(1 for m in resp.output_items if m.type == "reasoning" and not m.encrypted)
     return Signal("reasoning_not_replayable", {"openai_responses.reasoning.count": bare}) if bare else None

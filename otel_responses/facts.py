@@ -40,6 +40,7 @@ class RequestFacts:
     compaction: bool
     service_tier: str | None
     stream: bool
+    background: bool = False
     app_messages: int = 0  # distinct app messages after the latest compaction item (all of them when there is none)
     compactions: int = 0
     system_messages: bool = False  # a system or developer message is in the input (instructions of a replay)
@@ -225,6 +226,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         compaction=scan.compactions > 0,
         service_tier=_str(kwargs.get("service_tier")),
         stream=kwargs.get("stream") is True,
+        background=kwargs.get("background") is True,
         app_messages=scan.app_messages,
         compactions=scan.compactions,
         system_messages=scan.system_messages,
@@ -316,6 +318,15 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
         request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
         store=_undeclared_bool(response, "store"),
     )
+
+
+def effective_store(req: RequestFacts, resp: ResponseFacts | None) -> bool:
+    """Whether the API kept the response: the body's `store` when it says (an organisation default may have turned
+    storage off for a request that omitted it), else the request's (true when omitted). A background response is
+    kept for polling whatever its body says (recorded traffic: `"store": false` in the body, retrieves answered)."""
+    if resp is None or resp.store is None or req.background:
+        return req.store
+    return resp.store
 
 
 def bounded_types(items: tuple[ItemMeta, ...], limit: int) -> list[str]:

@@ -185,8 +185,9 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
         if not isinstance(phase, str):
             phase = None
         # Assistant text: to recognise a replay of the text alone (an item with an id is recognised by it). App
-        # messages of a request: to count distinct ones and to tell a turn sent twice.
-        if (not sent or item_id is None) if role == "assistant" else (sent and role in APP_ROLES):
+        # messages of a request: to count distinct ones and to tell a turn sent twice. User messages returned
+        # (by `responses.compact`): to recognise them when the app sends its own copy.
+        if (not sent or item_id is None) if role == "assistant" else (role in APP_ROLES if sent else role == "user"):
             text = _message_text(get("content"))
             if text is not None:
                 fingerprint = fingerprints.number(text)

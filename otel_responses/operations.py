@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .config import Settings
-from .facts import RequestFacts, ResponseFacts, conversation_facts, request_facts, response_facts, target_facts
+from .facts import (
+    RequestFacts,
+    ResponseFacts,
+    conversation_facts,
+    effective_store,
+    request_facts,
+    response_facts,
+    target_facts,
+)
 from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, is_sequence, item_meta
 from .ledger import Entry, Ledger, outputs_to_keep
 
@@ -98,12 +106,6 @@ def _read_conversation(result: Any, settings: Settings, request_id: str | None) 
 # -- ledger effects -------------------------------------------------------------------------------------
 
 
-def effective_store(req: RequestFacts, resp: ResponseFacts) -> bool:
-    """The body's `store` when it has one (an organisation default may have turned storage off), else the
-    request's (true when omitted)."""
-    return resp.store if resp.store is not None else req.store
-
-
 def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
     """A new response: remember what the next turn will need to check against."""
     if resp.response_id is None:
@@ -125,6 +127,29 @@ def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: Resp
         copies=tuple(copy for copy in resp.copies if copy[0] < len(kept)),
     )
     ledger.record(entry, parent_id)
+
+
+def remember_compacted(
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings
+) -> None:
+    """A compacted context (`responses.compact`): the user messages it kept and its compaction item are what the
+    next turn must carry. It cannot be retrieved nor continued from, and it continues nothing."""
+    if resp.response_id is None or not resp.output_items:
+        return
+    parent = an.parent
+    entry = Entry(
+        response_id=resp.response_id,
+        sequence=ledger.next_sequence(),
+        store=False,
+        instructions_hash=req.instructions_hash,
+        conversation_id=None,
+        outputs=outputs_to_keep(resp.output_items),
+        input_app_messages=req.app_messages,
+        input_compactions=req.compactions,
+        parent_id=parent.response_id if parent is not None else req.previous_response_id,
+        input_messages=req.last_messages,
+    )
+    ledger.record(entry, None)
 
 
 def remember_fetched(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
@@ -184,7 +209,9 @@ OPERATIONS: dict[str, Operation] = {
         Operation(FETCH, _target_facts(FETCH), read_response, remember_fetched),
         Operation("cancel_response", _target_facts("cancel_response"), read_response, remember_fetched),
         Operation("delete_response", _target_facts("delete_response"), _read_nothing, remember_deleted),
-        Operation(OPERATION_COMPACT, _chat_facts(OPERATION_COMPACT), read_response, records_usage=True),
+        Operation(
+            OPERATION_COMPACT, _chat_facts(OPERATION_COMPACT), read_response, remember_compacted, records_usage=True
+        ),
         Operation("list_input_items", _target_facts("list_input_items"), _read_nothing),
         Operation("count_input_tokens", _chat_facts("count_input_tokens"), _read_input_tokens),
         Operation(

@@ -17,7 +17,7 @@ from opentelemetry.util.types import AttributeValue
 
 from . import attributes as a
 from .config import Settings
-from .facts import RequestFacts, ResponseFacts, bounded_types
+from .facts import RequestFacts, ResponseFacts, bounded_types, effective_store
 from .signals import LOSS_SEVERITIES, Signal
 from .tally import Tally, observable_tally
 
@@ -246,9 +246,9 @@ class Telemetry:
         """
         attrs: Attributes = {}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
-        store = req.store
-        if resp is not None and resp.store is not None and req.state_mode is not None and resp.store != store:
-            store = attrs[a.STORE] = resp.store  # an organisation default overrode what the request asked
+        store = effective_store(req, resp)
+        if req.state_mode is not None and store != req.store:
+            attrs[a.STORE] = store  # an organisation default overrode what the request asked
             attrs[a.STORE_REQUESTED] = req.store
         self._count_call(req, self._signals(span, req, signals, attrs), store)
         response_model = resp.model if resp is not None else None

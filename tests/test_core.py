@@ -121,9 +121,11 @@ def test_reshaped_tells_tampering_from_a_fresh_encryption(sent: str, returned: s
     assert reshaped(payload_shape(sent), payload_shape(returned)) is changed
 
 
-def test_app_messages_are_fingerprinted_in_requests_only() -> None:
+def test_message_text_is_fingerprinted_where_a_check_compares_it() -> None:
     assert meta(user("hi")).fingerprint == meta(user("hi")).fingerprint is not None
-    assert meta(user("hi"), sent=False).fingerprint is None
+    assert meta({"role": "developer", "content": "hi"}).fingerprint is not None
+    assert meta(user("hi"), sent=False).fingerprint == meta(user("hi")).fingerprint  # kept by responses.compact
+    assert meta({"role": "system", "content": "hi"}, sent=False).fingerprint is None
     assert meta({"role": "assistant", "content": "hi", "id": "msg_1"}).fingerprint is None  # known by its id
 
 

@@ -194,3 +194,13 @@ def test_json_object_format(client: openai.OpenAI) -> None:
 def test_structured_output_cut_short_fails_to_parse(client: openai.OpenAI) -> None:
     with pytest.raises(pydantic.ValidationError):
         client.responses.parse(model=MODEL, input="The marker is J-2.", text_format=Weather, max_output_tokens=3)
+
+
+def test_a_background_response_is_kept_for_polling_whatever_the_org_default(org_without_storage: openai.OpenAI) -> None:
+    queued = org_without_storage.responses.create(model=MODEL, input="The marker is B-1.", background=True)
+    assert queued.status == "queued"
+    assert queued.model_dump().get("store") is False
+    polled = org_without_storage.responses.retrieve(queued.id)
+    assert polled.id == queued.id
+    with pytest.raises(openai.BadRequestError):
+        org_without_storage.responses.create(model=MODEL, input="hi", background=True, store=False)

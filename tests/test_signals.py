@@ -1479,3 +1479,43 @@ def test_effective_store_comes_from_the_body() -> None:
     }
     assert calls[(False, "single_turn")] == 1
     assert calls[(True, "single_turn")] == 1
+
+
+def test_organisation_default_store_false_reasoning_not_replayable_and_background_polls() -> None:
+    """Recorded traffic: requests that omit `store` came back `"store": false`; reasoning without
+    `encrypted_content` then cannot be replayed. A background response of such an organisation is polled with
+    answers all the same: no `unstored_retrieve`."""
+    with Emulator(EmulatorConfig(store_default=False)) as emulator, emulator.client() as sdk, instrumented() as cap:
+        sdk.responses.create(model=REASONING_MODEL, input="Choose a code word.")
+        queued = sdk.responses.create(model=MODEL, input="The marker is B-2.", background=True)
+        while sdk.responses.retrieve(queued.id).status in ("queued", "in_progress"):
+            pass
+    reasoning, background, *polls = cap.spans()
+    assert signals_of(reasoning) == ("reasoning_not_replayable",)
+    assert attrs(reasoning)["openai_responses.store"] is False
+    assert signals_of(background) == ()
+    assert polls
+    for span in polls:
+        assert signals_of(span) == ()
+
+
+def test_compacted_output_replayed_without_its_user_messages(client: openai.OpenAI, captured: Captured) -> None:
+    """`responses.compact` keeps the user messages beside its compaction item: both are the next turn's context."""
+    history: list[Any] = [user("Remember this: the marker is K-1."), user("And the colour is teal.")]
+    first = client.responses.create(model=MODEL, input=history)
+    compacted = client.responses.compact(model=MODEL, input=[*history, *first.output])
+    kept = [item for item in compacted.output if item.type == "compaction"]
+    assert len(kept) == 1
+    assert len(compacted.output) == 3
+    client.responses.create(model=MODEL, input=[*kept, user("What is the marker?")])
+    # Near misses: the whole output, or the app's own copies of the user messages beside the compaction item.
+    returned = [item.model_dump(exclude_none=True, warnings=False) for item in compacted.output]
+    client.responses.create(model=MODEL, input=[*returned, user("What is the marker?")])
+    client.responses.create(model=MODEL, input=[*history, *kept, user("What is the colour?")])
+    _first, compact, cut, whole, own = captured.spans()
+    assert signals_of(compact) == ("compaction",)
+    assert signals_of(cut) == ("replay_incomplete",)
+    (event,) = cut.events
+    assert event.attributes["openai_responses.missing.item_types"] == ("message", "message")
+    for span in (whole, own):  # each continues the same compacted context again: a second child, info only
+        assert signals_of(span) == ("concurrent_branch",)

@@ -149,7 +149,9 @@ class Service:
             )
         requested_store = body.get("store")
         store = requested_store if isinstance(requested_store, bool) else self.config.store_default
-        if not count and body.get("background") is True and not store:
+        # Asked not to store, a background response is refused; an organisation default of not storing still keeps
+        # it for polling (recorded traffic: `"store": false` in the body, every retrieve answered).
+        if not count and body.get("background") is True and requested_store is False:
             raise bad_request(
                 "Background responses must be stored: set 'store' to true, or 'background' to false.",
                 param="background",
