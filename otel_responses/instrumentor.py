@@ -107,13 +107,18 @@ _OPERATION_WRAPPERS: dict[str, Callable[[Switch, Telemetry, Operation], Wrapper]
 _PARSE_RESPONSE_MODULES = ("openai.lib._response_resources", _RESPONSES)
 
 # Wrappers that watch rather than make a call: the close of `responses.stream()`'s ResponseStream (which
-# bypasses our stream proxy), and WebSocket mode (a span per `response.create`, ended by received events).
+# bypasses our stream proxy), and WebSocket mode (a span per `response.create` however it is sent, ended by
+# received events).
 _STREAM_HELPERS = "openai.lib.streaming.responses._responses"
 _OBSERVERS: tuple[tuple[str, str, str, Callable[[Switch, Telemetry], Wrapper]], ...] = (
     (_STREAM_HELPERS, "ResponseStream", "close", lambda switch, telemetry: end_with_helper_close),
     (_STREAM_HELPERS, "AsyncResponseStream", "close", lambda switch, telemetry: end_with_async_helper_close),
     (_RESPONSES, "ResponsesResponseResource", "create", websocket.create_wrapper),
     (_RESPONSES, "AsyncResponsesResponseResource", "create", websocket.async_create_wrapper),
+    (_RESPONSES, "ResponsesConnection", "send", websocket.send_wrapper),
+    (_RESPONSES, "AsyncResponsesConnection", "send", websocket.async_send_wrapper),
+    (_RESPONSES, "ResponsesConnection", "send_raw", websocket.send_raw_wrapper),
+    (_RESPONSES, "AsyncResponsesConnection", "send_raw", websocket.async_send_raw_wrapper),
     (_RESPONSES, "ResponsesConnection", "recv", websocket.recv_wrapper),
     (_RESPONSES, "AsyncResponsesConnection", "recv", websocket.async_recv_wrapper),
     (_RESPONSES, "ResponsesConnection", "close", websocket.close_wrapper),

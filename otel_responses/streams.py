@@ -85,6 +85,10 @@ class StreamObserver:
         else:
             _log.debug("otel-responses: %s failed (%s); the app is unaffected", step, type(sys.exc_info()[1]).__name__)
 
+    def discard(self) -> None:
+        """The call was ended elsewhere (a WebSocket frame that never left): nothing more to observe."""
+        self._take()
+
     def _take(self) -> Call | None:
         """The call, exactly once: whoever ends the span first takes it."""
         with self._lock:

@@ -1,68 +1,118 @@
-"""WebSocket mode (``client.responses.connect()``): one span per ``response.create`` sent on the socket,
-ended by that response's terminal event (or an error, or the connection closing).
+"""WebSocket mode (``client.responses.connect()``): one span per ``response.create`` sent on the socket, however
+it is sent — ``connection.response.create(...)``, ``connection.send({...})``, or a frame the app serialised itself
+with ``connection.send_raw(...)`` — ended by that response's terminal event (or an error, or the connection
+closing).
 
-Responses on one connection are answered one at a time, in order, so a FIFO of open calls per connection
-routes each received event to its call.
+A connection answers the responses of one lane (the request's ``stream_id``; the default lane has none) one at a
+time, in order, and tags each event with its lane: a FIFO of open calls per lane routes each received event to its
+call.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
+from .call import Call
 from .operations import OPERATIONS
 from .streams import StreamObserver
 from .telemetry import Telemetry
 from .wrappers import Switch, Wrapper, await_through, begin, call_through
 
 _log = logging.getLogger(__name__)
-_PENDING = "_otel_responses_pending"
-_LAST = "_otel_responses_last_response"
+_PENDING = "_otel_responses_pending"  # on the connection: lane (stream_id) -> open calls, oldest first
+_LATEST = "_otel_responses_latest"  # on the connection: lane -> its latest response id
+_CREATE = "response.create"
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 # The API keeps a connection's latest response in memory: it can be continued even when unstored.
 _OWN_LATEST_EXEMPT = frozenset({"unstored_parent"})
+# Set while one of our wrappers sends: `response.create()` sends through `send()`, which may go through
+# `send_raw()`; the outermost one is the call.
+_SENDING: ContextVar[bool] = ContextVar("otel_responses_websocket_sending", default=False)
+
+Fields = Callable[[tuple[Any, ...], dict[str, Any]], "dict[str, Any] | None"]
 
 
-def _pending(connection: Any) -> deque[StreamObserver]:
-    queue: deque[StreamObserver] | None = getattr(connection, _PENDING, None)
-    if queue is None:
-        queue = deque()
-        setattr(connection, _PENDING, queue)
-    return queue
+def _lanes(connection: Any) -> dict[str | None, deque[StreamObserver]]:
+    lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
+    if lanes is None:
+        lanes = {}
+        setattr(connection, _PENDING, lanes)
+    return lanes
 
 
-def _start(switch: Switch, telemetry: Telemetry, instance: Any, kwargs: dict[str, Any]) -> Any:
-    connection = getattr(instance, "_connection", None)
-    own_latest = kwargs.get("previous_response_id") is not None and kwargs.get("previous_response_id") == getattr(
-        connection, _LAST, None
-    )
-    return begin(
-        switch, telemetry, OPERATIONS["chat"], instance, (), kwargs, _OWN_LATEST_EXEMPT if own_latest else frozenset()
-    )
+def _create_fields(event: Any) -> dict[str, Any] | None:
+    """The body of a ``response.create`` client event (a dict, or the SDK's model), else None."""
+    if isinstance(event, Mapping):
+        return {k: v for k, v in event.items() if k != "type"} if event.get("type") == _CREATE else None
+    if getattr(event, "type", None) != _CREATE:
+        return None
+    names = getattr(event, "model_fields_set", None)
+    return {k: getattr(event, k) for k in names if k != "type"} if names is not None else None
 
 
-def _sent(call: Any, instance: Any) -> None:
-    call.detach()
+def _raw_create_fields(data: Any) -> dict[str, Any] | None:
+    """The body of a ``response.create`` frame the app serialised itself; other frames are not parsed."""
+    if isinstance(data, (bytes, bytearray)):
+        if b'"response.create"' not in data:
+            return None
+    elif not isinstance(data, str) or '"response.create"' not in data:
+        return None
+    return _create_fields(json.loads(data))
+
+
+def _start(switch: Switch, telemetry: Telemetry, connection: Any, instance: Any, fields: dict[str, Any]) -> Any:
+    latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
+    previous = fields.get("previous_response_id")
+    own_latest = isinstance(previous, str) and previous in latest.values()
+    exempt = _OWN_LATEST_EXEMPT if own_latest else frozenset()
+    return begin(switch, telemetry, OPERATIONS["chat"], instance, (), fields, exempt)
+
+
+def _track(call: Call, connection: Any, fields: Mapping[str, Any]) -> StreamObserver | None:
+    """Queue the call on its lane before the frame leaves: its first events may arrive before ``send`` returns."""
     try:
-        _pending(getattr(instance, "_connection", instance)).append(StreamObserver(call, None))
+        stream_id = fields.get("stream_id")
+        lane = stream_id if isinstance(stream_id, str) else None
+        observer = StreamObserver(call, None)
+        _lanes(connection).setdefault(lane, deque()).append(observer)
     except Exception:
         call.telemetry.internal_error("track_websocket_response")
+        return None
+    return observer
+
+
+def _sent(call: Call, observer: StreamObserver | None) -> None:
+    """The frame left: the span's context ends here; an untracked call ends now (no event will reach it)."""
+    call.detach()
+    if observer is None:
         call.finish(None)
 
 
 def _received(connection: Any, event: Any) -> None:
-    """Route an event to the oldest open response of the connection."""
+    """Route an event to the oldest open response of its lane."""
     try:
-        queue: deque[StreamObserver] | None = getattr(connection, _PENDING, None)
+        lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
+        if not lanes:
+            return
+        lane = getattr(event, "stream_id", None)
+        queue = lanes.get(lane if isinstance(lane, str) else None)
+        while queue and queue[0].done:  # a call that failed before its frame left
+            queue.popleft()
         if not queue:
             return
         observer = queue[0]
         observer.event(event)
-        kind = getattr(event, "type", None)
-        if kind in ("response.completed", "response.incomplete", "response.failed"):
+        if getattr(event, "type", None) in _TERMINAL:
+            latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
             response_id = getattr(getattr(event, "response", None), "id", None)
-            setattr(connection, _LAST, response_id)
+            if isinstance(response_id, str):
+                latest[lane if isinstance(lane, str) else None] = response_id
+                setattr(connection, _LATEST, latest)
         if observer.done:
             queue.popleft()
     except Exception:
@@ -70,37 +120,124 @@ def _received(connection: Any, event: Any) -> None:
 
 
 def _closed(connection: Any) -> None:
-    queue: deque[StreamObserver] | None = getattr(connection, _PENDING, None)
-    while queue:
-        queue.popleft().ended("closed")
+    lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
+    for queue in (lanes or {}).values():
+        while queue:
+            queue.popleft().ended("closed")
+
+
+def _fields_of(
+    telemetry: Telemetry, read: Fields, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The ``response.create`` body being sent, or None (another event, or a frame that cannot be read)."""
+    if _SENDING.get():
+        return None
+    try:
+        return read(args, kwargs)
+    except Exception:
+        telemetry.internal_error("read_websocket_frame")
+        return None
+
+
+def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
+    """A wrapper of a synchronous send: a ``response.create`` opens a span; the events will end it."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        fields = _fields_of(telemetry, read, args, kwargs) if switch.on else None
+        call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
+        token = _SENDING.set(True)
+        try:
+            if fields is None or call is None:
+                return wrapped(*args, **kwargs)
+            observer = _track(call, connection_of(instance), fields)
+            try:
+                result = call_through(call, wrapped, args, kwargs)
+            except BaseException:
+                if observer is not None:
+                    observer.discard()
+                raise
+        finally:
+            _SENDING.reset(token)
+        _sent(call, observer)
+        return result
+
+    return wrapper
+
+
+def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
+    """The coroutine twin of :func:`_sync_sender`."""
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        fields = _fields_of(telemetry, read, args, kwargs) if switch.on else None
+        call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
+        token = _SENDING.set(True)
+        try:
+            if fields is None or call is None:
+                return await wrapped(*args, **kwargs)
+            observer = _track(call, connection_of(instance), fields)
+            try:
+                result = await await_through(call, wrapped, args, kwargs)
+            except BaseException:
+                if observer is not None:
+                    observer.discard()
+                raise
+        finally:
+            _SENDING.reset(token)
+        _sent(call, observer)
+        return result
+
+    return wrapper
+
+
+def _created(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``connection.response.create(**body)``: the keywords are the body."""
+    return kwargs
+
+
+def _event(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    return _create_fields(args[0] if args else kwargs.get("event"))
+
+
+def _frame(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    return _raw_create_fields(args[0] if args else kwargs.get("data"))
+
+
+def _resource_connection(instance: Any) -> Any:
+    return getattr(instance, "_connection", instance)
+
+
+def _itself(instance: Any) -> Any:
+    return instance
 
 
 def create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     """``connection.response.create(...)`` (sync): open the span; the events will end it."""
-
-    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _start(switch, telemetry, instance, kwargs)
-        if call is None:
-            return wrapped(*args, **kwargs)
-        result = call_through(call, wrapped, args, kwargs)
-        _sent(call, instance)
-        return result
-
-    return wrapper
+    return _sync_sender(switch, telemetry, _created, _resource_connection)
 
 
 def async_create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     """``await connection.response.create(...)`` (async)."""
+    return _async_sender(switch, telemetry, _created, _resource_connection)
 
-    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = _start(switch, telemetry, instance, kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        result = await await_through(call, wrapped, args, kwargs)
-        _sent(call, instance)
-        return result
 
-    return wrapper
+def send_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+    """``connection.send({"type": "response.create", ...})`` (sync)."""
+    return _sync_sender(switch, telemetry, _event, _itself)
+
+
+def async_send_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+    """``await connection.send({"type": "response.create", ...})`` (async)."""
+    return _async_sender(switch, telemetry, _event, _itself)
+
+
+def send_raw_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+    """``connection.send_raw(frame)`` (sync): a ``response.create`` frame the app serialised itself."""
+    return _sync_sender(switch, telemetry, _frame, _itself)
+
+
+def async_send_raw_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+    """``await connection.send_raw(frame)`` (async)."""
+    return _async_sender(switch, telemetry, _frame, _itself)
 
 
 def recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:

@@ -642,3 +642,90 @@ def test_uninstrument_restores_parse_response(captured: Captured) -> None:
         ResponsesInstrumentor().instrument(
             tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider
         )
+
+
+# -- WebSocket mode: however a `response.create` is sent -----------------------------------------------------
+
+TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def _needs_websocket() -> None:
+    pytest.importorskip("websockets")
+    if not hasattr(openai.resources.responses.Responses, "connect"):
+        pytest.skip("responses.connect() (WebSocket mode) arrived in openai 2.22.0")
+
+
+def test_every_way_to_send_response_create_on_a_socket_is_one_span(client: openai.OpenAI, captured: Captured) -> None:
+    """`response.create()`, `send({...})` and `send_raw(frame)` (pydantic-ai writes its own frames): one span each,
+    never two for `create()` (which sends through `send()`)."""
+    _needs_websocket()
+    finals = []
+    with client.responses.connect() as connection:
+
+        def until_done() -> Any:
+            for event in connection:
+                if event.type in TERMINAL:
+                    return event
+            raise AssertionError("the connection closed first")
+
+        connection.response.create(model=MODEL, input="Remember this: the marker is WS-1.", instructions="Be brief.")
+        finals.append(until_done())
+        connection.send(
+            {
+                "type": "response.create",
+                "model": MODEL,
+                "input": "Marker?",
+                "previous_response_id": finals[0].response.id,
+            }
+        )
+        finals.append(until_done())
+        frame = {"type": "response.create", "model": MODEL, "input": "Again?", "stream_id": "lane-1"}
+        connection.send_raw(json.dumps({**frame, "previous_response_id": finals[1].response.id}))
+        finals.append(until_done())
+    assert finals[1].response.output_text == "marker=WS-1"
+    assert finals[2].stream_id == "lane-1"
+    spans = captured.spans()
+    assert [attrs(s)["gen_ai.response.id"] for s in spans] == [f.response.id for f in finals]
+    assert [attrs(s)["openai_responses.state.mode"] for s in spans] == ["single_turn", "server_chain", "server_chain"]
+    # A frame sent by hand is checked as `create()` is: the first turn's instructions were dropped.
+    assert [attrs(s)["openai_responses.signals"] for s in spans] == [(), ("instructions_dropped",), ()]
+
+
+def test_async_send_raw_on_lanes(emulator: Emulator, captured: Captured) -> None:
+    """Frames on two lanes (`stream_id`), sent before either answer is read: each lane's events end its own span."""
+    _needs_websocket()
+
+    async def main() -> dict[str, Any]:
+        client = emulator.async_client()
+        finals: dict[str, Any] = {}
+        async with client.responses.connect() as connection:
+            for lane, marker in (("a", "WS-A"), ("b", "WS-B")):
+                body = {"model": MODEL, "input": f"Remember this: the marker is {marker}.", "stream_id": lane}
+                await connection.send_raw(json.dumps({"type": "response.create", **body}).encode())
+            async for event in connection:
+                if event.type in TERMINAL:
+                    finals[event.stream_id] = event
+                    if len(finals) == 2:
+                        break
+        await client.close()
+        return finals
+
+    finals = asyncio.run(main())
+    by_id = {attrs(s)["gen_ai.response.id"]: s for s in captured.spans()}
+    assert set(by_id) == {finals["a"].response.id, finals["b"].response.id}
+    for final in finals.values():
+        span = by_id[final.response.id]
+        assert attrs(span)["gen_ai.usage.output_tokens"] == final.response.usage.output_tokens
+        assert "openai_responses.stream.ended" not in attrs(span)
+
+
+def test_a_frame_that_is_not_json_reaches_the_socket_unchanged(client: openai.OpenAI, captured: Captured) -> None:
+    """The instrumentation reads only `response.create` frames, and a broken one is the server's to answer."""
+    _needs_websocket()
+    with client.responses.connect() as connection:
+        connection.send_raw('{"type": "response.create", "model": ')
+        error = next(iter(connection))
+    assert error.type == "error"
+    assert captured.spans() == []
+    (point,) = [p for p in captured.metric_points("openai_responses.instrumentation.errors") if p.value]
+    assert point.attributes == {"openai_responses.instrumentation.step": "read_websocket_frame"}
