@@ -20,7 +20,7 @@ from opentelemetry.context import Context
 
 from .analysis import Analysis, analyse
 from .attributes import OPERATION_CHAT
-from .checks import Situation, run_request_checks, run_response_checks, tool_calls_check
+from .checks import Situation, confirmed_by_api, run_request_checks, run_response_checks, tool_calls_check
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .operations import Operation
 from .signals import STRICT, ContextLossError, Signal
@@ -128,8 +128,8 @@ class Call:
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.started = perf_counter()
 
-    def _tool_check(self) -> str | None:
-        return tool_calls_check(self.analysis, self.signals) if self.req.state_mode is not None else None
+    def _tool_check(self, resp: ResponseFacts | None = None) -> str | None:
+        return tool_calls_check(self.analysis, self.signals, resp) if self.req.state_mode is not None else None
 
     def detach(self) -> None:
         """Leave the span's context: the call has returned to the app (a stream may still be running)."""
@@ -222,6 +222,8 @@ class Call:
         """Check the response, remember it, record everything and end the span."""
         seconds = self._close()
         try:
+            if error_type is not None:  # an error event of a stream or a socket carries the API's code
+                self.signals = confirmed_by_api(self.signals, error_type)
             if resp is not None:
                 if resp.has_output:
                     self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
@@ -236,7 +238,7 @@ class Call:
                 seconds,
                 self.server,
                 self.signals,
-                self._tool_check(),
+                self._tool_check(resp),
                 error_type,
                 self.op.records_usage,
             )
@@ -253,6 +255,7 @@ class Call:
             return
         seconds = self._close()
         try:
+            self.signals = confirmed_by_api(self.signals, getattr(exc, "code", None))
             self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
         except Exception:
             self.telemetry.internal_error("record_error")

@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from opentelemetry.util.types import AttributeValue
+
 from .analysis import Analysis
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts, effective_store
+from .items import pending_calls
 from .signals import TOOL_SIGNALS, Signal
 
 
@@ -210,10 +213,24 @@ def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) 
     return [s for check in RESPONSE_CHECKS if (s := check(req, resp, sit)) is not None]
 
 
-def tool_calls_check(an: Analysis, signals: list[Signal]) -> str:
-    """``ok``, ``none`` (no tool items involved), or the first failing tool-call signal's name."""
+def tool_calls_check(an: Analysis, signals: list[Signal], resp: ResponseFacts | None = None) -> str:
+    """The first failing tool-call signal's name; else ``pending`` (the response returned calls the app must
+    answer), ``ok`` (the request's tool items pair up) or ``none`` (no tool items involved)."""
     raised = {s.name for s in signals}
     for name in TOOL_SIGNALS:
         if name in raised:
             return name
+    if resp is not None and pending_calls(resp.output_items):
+        return "pending"
     return "ok" if an.tools.present else "none"
+
+
+def confirmed_by_api(signals: list[Signal], error_code: object) -> list[Signal]:
+    """The API refused the request with `invalid_encrypted_content`: a replayed payload was modified, whether or not
+    its shape showed it before sending."""
+    if error_code != "invalid_encrypted_content":
+        return signals
+    confirmed: dict[str, AttributeValue] = {"openai_responses.confirmed": True}
+    kept = [s for s in signals if s.name != "encrypted_content_modified"]
+    before = next((s for s in signals if s.name == "encrypted_content_modified"), None)
+    return [*kept, Signal("encrypted_content_modified", {**(before.detail if before else {}), **confirmed})]

@@ -219,6 +219,13 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint, awaits, shape))
 
 
+def pending_calls(outputs: tuple[ItemMeta, ...]) -> tuple[str, ...]:
+    """call_ids of a response's calls the app must answer: calls it executes whose output the response did not
+    bring itself (a hosted shell, say)."""
+    answered = {m.call_id for m in outputs if m.type in OUTPUT_TYPES}
+    return tuple(m.call_id for m in outputs if m.awaits and m.call_id is not None and m.call_id not in answered)
+
+
 def lookup_key(meta: ItemMeta) -> str | int | CallKey | None:
     """How the ledger may know an input item: a call by its type and `call_id` (libraries strip ids, the server
     gives items written to a conversation new ones), an item reference or any other item by its id, an

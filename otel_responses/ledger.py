@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .items import APP_OUTPUTS, OUTPUT_TYPES, CallKey, ItemMeta
+from .items import APP_OUTPUTS, CallKey, ItemMeta, pending_calls
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
@@ -47,11 +47,8 @@ class Entry:
 
     @property
     def pending_calls(self) -> tuple[str, ...]:
-        """call_ids of the calls the app must answer: calls it executes whose output the response did not bring
-        itself (a hosted shell, say)."""
-        outputs = self.outputs
-        answered = {m.call_id for m in outputs if m.type in OUTPUT_TYPES}
-        return tuple(m.call_id for m in outputs if m.awaits and m.call_id is not None and m.call_id not in answered)
+        """call_ids of the calls the app must answer next turn."""
+        return pending_calls(self.outputs)
 
     def shapes(self, index: int) -> list[int]:
         """Every shape seen of output ``index``'s opaque payload."""

@@ -13,14 +13,8 @@ from typing import Any
 
 from .call import PARSING, Call
 from .operations import Operation
-from .streams import (
-    AsyncRawStreamProxy,
-    AsyncStreamProxy,
-    LegacyRawStreamProxy,
-    PaginatorProxy,
-    RawStreamProxy,
-    SyncStreamProxy,
-)
+from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
+from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 from .telemetry import Telemetry
 
 _RAW_HEADER = "X-Stainless-Raw-Response"

@@ -690,9 +690,9 @@ ALL_MODES = PLAIN_MODES | STREAM_MODES
 # step -> (where the wrappers look it up, the attribute there, the modes that reach it)
 STEPS: dict[str, tuple[str, str, frozenset[str]]] = {
     "facts.request_facts": ("otel_responses.operations", "request_facts", ALL_MODES),
-    "analysis.analyse": ("otel_responses.wrappers", "analyse", ALL_MODES),
-    "checks.run_request_checks": ("otel_responses.wrappers", "run_request_checks", ALL_MODES),
-    "checks.run_response_checks": ("otel_responses.wrappers", "run_response_checks", ALL_MODES),
+    "analysis.analyse": ("otel_responses.call", "analyse", ALL_MODES),
+    "checks.run_request_checks": ("otel_responses.call", "run_request_checks", ALL_MODES),
+    "checks.run_response_checks": ("otel_responses.call", "run_response_checks", ALL_MODES),
     "telemetry.Telemetry.succeed": ("otel_responses.telemetry.Telemetry", "succeed", ALL_MODES),
     "telemetry.Telemetry.start": ("otel_responses.telemetry.Telemetry", "start", ALL_MODES),
     # The operation table holds `read_response` itself; it fails when what it calls fails.

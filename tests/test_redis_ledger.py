@@ -262,6 +262,9 @@ def test_a_process_with_another_key_sees_nothing(
     with capture(ledger=ledger, hash_key=OTHER_KEY) as cap:
         raised = {**chain_turns(client, process_a, cap), **replay_turns(client, process_a, cap)}
     assert set(raised) == {"unstored", "instructions", *REPLAYS}
+    # Nothing is compared across keys; only the API's own `invalid_encrypted_content` answer names a modification.
+    confirmed = raised.pop("truncated_encrypted_content")
+    assert confirmed == ("encrypted_content_modified",)
     assert set(raised.values()) == {()}
     old = f"otel-responses:{Fingerprinter(key_from_text(KEY)).key_id()}:"
     new = f"otel-responses:{Fingerprinter(key_from_text(OTHER_KEY)).key_id()}:"
