@@ -47,7 +47,7 @@ class RequestFacts:
     last_messages: tuple[int, ...] = ()  # fingerprints of the last app messages, oldest first
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
     # Found in the same pass over the items, for the analysis against the ledger:
-    lookups: tuple[Lookup, ...] = ()  # items the ledger may know, by id or assistant-text fingerprint
+    lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
 
 
@@ -97,9 +97,12 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
             tool_positions.append(position)
         role = meta.role
         if kind == "message" and role in APP_ROLES:
-            text = meta.fingerprint if meta.fingerprint is not None else -1 - position  # no text: counts once
-            distinct.add(text)
-            messages.append(text)
+            text = meta.fingerprint
+            if text is None:
+                distinct.add(-1 - position)  # no text (an image, a file): a message of its own
+            else:
+                distinct.add(text)
+                messages.append(text)
             if role == "user":
                 user_messages += 1
             else:

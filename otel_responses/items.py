@@ -122,15 +122,22 @@ class ItemMeta(NamedTuple):
 USER_TEXT = ItemMeta("message", None, None, "user", None, False)
 
 
+_NOT_TEXT_PARTS = frozenset({"input_image", "input_file", "computer_screenshot"})
+
+
 def _message_text(content: object) -> str | None:
-    """The text of a message's content: a string, or its text parts joined as ``output_text`` does."""
+    """The text of a message's content: a string, or its text parts joined as ``output_text`` does; None when
+    it also carries an image or a file (its text alone does not tell two such messages apart)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, (list, tuple)):
         return None
     texts = []
     for part in content:
-        text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+        get = part.get if isinstance(part, dict) else lambda name, part=part: getattr(part, name, None)
+        if get("type") in _NOT_TEXT_PARTS:
+            return None
+        text = get("text")
         if isinstance(text, str):
             texts.append(text)
     return "".join(texts)

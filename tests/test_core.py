@@ -421,3 +421,11 @@ def test_entry_pending_calls_skip_what_the_response_answered_itself() -> None:
     )
     entry = Entry("r", 1, True, None, None, outputs, 0, 0)
     assert entry.pending_calls == ("f1",)
+
+
+def test_messages_without_text_count_but_leave_no_fingerprint() -> None:
+    """An image-only message is a distinct message, and nothing negative reaches the (shared) ledger's fields."""
+    image = {"role": "user", "content": [{"type": "input_image", "image_url": "https://example.invalid/a.png"}]}
+    req = request_facts("chat", {"model": "m", "input": [image, image, user("q")]}, SETTINGS)
+    assert req.app_messages == 3
+    assert req.last_messages == (meta(user("q")).fingerprint,)
