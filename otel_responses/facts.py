@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
-from .items import APP_ROLES, ItemMeta, is_sequence, item_meta, lookup_key
+from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, is_sequence, item_meta
 from .ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
@@ -90,12 +90,19 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     tool_positions: list[int] = []
     for position, meta in enumerate(items):
         kind = meta.type
-        key = lookup_key(meta)
+        call_id = meta.call_id
+        role = meta.role
+        # How the ledger may know the item (see items.NOT_BY_CALL).
+        if call_id is not None and kind not in NOT_BY_CALL:
+            key: Key | None = (kind, call_id)
+        elif meta.id is not None:
+            key = meta.id
+        else:
+            key = meta.fingerprint if role == "assistant" else None
         if key is not None:
             lookups.append(_new_lookup(Lookup, (key, position, len(distinct), compactions)))
-        if meta.call_id is not None or kind == "item_reference":
+        if call_id is not None or kind == "item_reference":
             tool_positions.append(position)
-        role = meta.role
         if kind == "message" and role in APP_ROLES:
             text = meta.fingerprint
             if text is None:

@@ -19,12 +19,14 @@ _KEY_ID = b"otelr-keyid"
 class Fingerprinter:
     """Keyed BLAKE2b: 16 hex characters for the exported instructions hash, 64-bit ints for internal use."""
 
-    __slots__ = ("_key", "_last")
+    __slots__ = ("_internal", "_key", "_last")
 
     def __init__(self, key: bytes | None = None) -> None:
         self._key = key if key else secrets.token_bytes(KEY_BYTES)
         # Apps pass the same instructions object turn after turn: remember the last one by identity.
         self._last: tuple[str, str] | None = None
+        # The keyed state after the key block: copying it skips the key setup on every internal fingerprint.
+        self._internal = hashlib.blake2b(key=self._key, digest_size=8, person=_INTERNAL)
 
     def text(self, value: str) -> str:
         """Short hex fingerprint of ``value``; the only fingerprint that is ever exported."""
@@ -45,7 +47,8 @@ class Fingerprinter:
 
     def number(self, value: str) -> int:
         """Internal 64-bit fingerprint of a payload (assistant text, encrypted content); never exported."""
-        digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=self._key, digest_size=8, person=_INTERNAL)
+        digest = self._internal.copy()
+        digest.update(value.encode("utf-8", "surrogatepass"))
         return int.from_bytes(digest.digest(), "big")
 
 

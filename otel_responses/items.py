@@ -7,7 +7,6 @@ fingerprints leave this module; payloads never do.
 
 from __future__ import annotations
 
-import re
 from typing import Any, NamedTuple, TypeGuard
 
 from .fingerprint import Fingerprinter
@@ -62,17 +61,18 @@ SHAPE_URLSAFE = 1  # has `-` or `_`
 SHAPE_STANDARD = 2  # has `+` or `/`
 SHAPE_FOREIGN = 4  # has a character outside both base64 alphabets
 _SHAPE_BITS = 3
-_NOT_BASE64 = re.compile(r"[^A-Za-z0-9+/=_-]")
+_BASE64_BYTES = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 
 
 def payload_shape(payload: str) -> int:
-    """Length and alphabet of an opaque payload, as one int; the payload itself is not kept."""
+    """Length and alphabet of an opaque payload, as one int; the payload itself is not kept. (Deleting the base64
+    bytes and looking at what is left runs in C, several times faster than a regular expression.)"""
     bits = 0
     if "-" in payload or "_" in payload:
         bits |= SHAPE_URLSAFE
     if "+" in payload or "/" in payload:
         bits |= SHAPE_STANDARD
-    if _NOT_BASE64.search(payload) is not None:
+    if not payload.isascii() or payload.encode("ascii").translate(None, _BASE64_BYTES):
         bits |= SHAPE_FOREIGN
     return len(payload) << _SHAPE_BITS | bits
 
@@ -233,15 +233,11 @@ def pending_calls(outputs: tuple[ItemMeta, ...]) -> tuple[str, ...]:
     return tuple(m.call_id for m in outputs if m.awaits and m.call_id is not None and m.call_id not in answered)
 
 
-def lookup_key(meta: ItemMeta) -> str | int | CallKey | None:
-    """How the ledger may know an input item: a call by its type and `call_id` (libraries strip ids, the server
-    gives items written to a conversation new ones), an item reference or any other item by its id, an
-    assistant message without id by its text. Outputs only the app writes are never looked up."""
-    if meta.call_id is not None and meta.type not in APP_OUTPUTS and meta.type != "mcp_approval_request":
-        return (meta.type, meta.call_id)
-    if meta.id is not None:
-        return meta.id
-    return meta.fingerprint if meta.role == "assistant" else None
+# How the ledger may know an input item (``facts._scan``): a call by its type and `call_id` (libraries strip ids, the
+# server gives items written to a conversation new ones), any other item by its id, an assistant message without id
+# by its text. Not by call_id: outputs only the app writes (never returned by a response, never looked up) and MCP
+# approval requests (their call_id is their own id).
+NOT_BY_CALL = APP_OUTPUTS | {"mcp_approval_request"}
 
 
 # NamedTuple's generated __new__ is a Python-level wrapper; building the tuple directly skips a frame per item.

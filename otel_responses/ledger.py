@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .items import APP_OUTPUTS, CallKey, ItemMeta, pending_calls
+from .items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
 if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
@@ -61,7 +61,7 @@ def location_keys(meta: ItemMeta) -> list[Key]:
     keys: list[Key] = []
     if meta.id is not None:
         keys.append(meta.id)
-    if meta.call_id is not None and meta.type not in APP_OUTPUTS and meta.type != "mcp_approval_request":
+    if meta.call_id is not None and meta.type not in NOT_BY_CALL:
         keys.append((meta.type, meta.call_id))
     if meta.role == "assistant" and meta.fingerprint is not None:
         keys.append(meta.fingerprint)
