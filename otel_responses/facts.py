@@ -88,21 +88,21 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     messages: list[int] = []
     lookups: list[Lookup] = []
     tool_positions: list[int] = []
+    not_by_call, new_lookup = NOT_BY_CALL, _new_lookup  # locals: this loop runs once per replayed item
     for position, meta in enumerate(items):
-        kind = meta.type
-        call_id = meta.call_id
-        role = meta.role
+        kind, item_id, call_id, role = meta[:4]
         # How the ledger may know the item (see items.NOT_BY_CALL).
-        if call_id is not None and kind not in NOT_BY_CALL:
-            key: Key | None = (kind, call_id)
-        elif meta.id is not None:
-            key = meta.id
+        if call_id is not None:
+            tool_positions.append(position)
+            key: Key | None = (kind, call_id) if kind not in not_by_call else item_id
+        elif item_id is not None:
+            key = item_id
+            if kind == "item_reference":
+                tool_positions.append(position)
         else:
             key = meta.fingerprint if role == "assistant" else None
         if key is not None:
-            lookups.append(_new_lookup(Lookup, (key, position, len(distinct), compactions)))
-        if call_id is not None or kind == "item_reference":
-            tool_positions.append(position)
+            lookups.append(new_lookup(Lookup, (key, position, len(distinct), compactions)))
         if kind == "message" and role in APP_ROLES:
             text = meta.fingerprint
             if text is None:
@@ -210,7 +210,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False, text),)
     elif is_sequence(raw_input):
         fingerprints = settings.fingerprinter
-        items = tuple(item_meta(item, fingerprints, sent=True) for item in raw_input)
+        items = tuple([item_meta(item, fingerprints, True) for item in raw_input])  # faster than a genexpr
     else:
         items = ()
     scan = _scan(items)

@@ -48,7 +48,11 @@ class Fingerprinter:
     def number(self, value: str) -> int:
         """Internal 64-bit fingerprint of a payload (assistant text, encrypted content); never exported."""
         digest = self._internal.copy()
-        digest.update(value.encode("utf-8", "surrogatepass"))
+        try:
+            data = value.encode()
+        except UnicodeEncodeError:  # a lone surrogate: still a fingerprint, never an error
+            data = value.encode("utf-8", "surrogatepass")
+        digest.update(data)
         return int.from_bytes(digest.digest(), "big")
 
 

@@ -207,22 +207,23 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
             call_id = get("call_id")
             if not isinstance(call_id, str):
                 call_id = None
-    elif item_type == "local_shell_call_output":
-        call_id, item_id = item_id, None  # its `id` is the call's call_id
-    elif item_type == "mcp_approval_request":
-        call_id = item_id
-    elif item_type == "mcp_approval_response":
-        call_id = get("approval_request_id")
-        if not isinstance(call_id, str):
-            call_id = None
     else:
         call_id = get("call_id")
-        if not isinstance(call_id, str):
+        if isinstance(call_id, str):
+            if item_type in APP_EXECUTED:
+                awaits = get("status") not in _UNFINISHED
+            elif item_type == "tool_search_call":
+                awaits = get("execution") == "client" and get("status") not in _UNFINISHED
+        else:  # the two pairs that do not use `call_id`
             call_id = None
-        elif item_type in APP_EXECUTED:
-            awaits = get("status") not in _UNFINISHED
-        elif item_type == "tool_search_call":
-            awaits = get("execution") == "client" and get("status") not in _UNFINISHED
+            if item_type == "local_shell_call_output":
+                call_id, item_id = item_id, None  # its `id` is the call's call_id
+            elif item_type == "mcp_approval_request":
+                call_id = item_id
+            elif item_type == "mcp_approval_response":
+                call_id = get("approval_request_id")
+                if not isinstance(call_id, str):
+                    call_id = None
     return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint, awaits, shape))
 
 
