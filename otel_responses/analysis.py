@@ -58,6 +58,9 @@ class Analysis:
     tools: Tools = field(default_factory=Tools)
     resolved: dict[int, ItemMeta] = field(default_factory=dict)  # item references, by input position
     duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
+    # The tool pairing rests on an entry read from a shared store (the parent's pending calls, an item reference
+    # resolved by it): strict mode does not refuse on it.
+    shared: bool = False
 
     @property
     def latest_link(self) -> Link | None:
@@ -131,6 +134,7 @@ def _match(analysis: Analysis, link: Link, sent: ItemMeta, position: int, index:
     returned = entry.outputs[index]
     if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
         analysis.resolved[position] = returned
+        analysis.shared = analysis.shared or entry.shared
         return
     if returned.encrypted and _payload_changed(sent, entry, index):
         analysis.modified.append(returned.id or sent.type)
@@ -269,5 +273,7 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     ):
         analysis.duplicated = _duplicated(req, ledger, analysis.parent, analysis)
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
+    if continues and analysis.parent is not None and analysis.parent.shared:
+        analysis.shared = True
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis

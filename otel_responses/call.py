@@ -23,10 +23,11 @@ from .attributes import OPERATION_CHAT
 from .checks import Situation, confirmed_by_api, run_request_checks, run_response_checks, tool_calls_check
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .operations import Operation
-from .signals import STRICT, ContextLossError, Signal
+from .signals import ContextLossError, Signal
 from .telemetry import Server, Telemetry
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+_RAW_HEADER = "X-Stainless-Raw-Response"
 
 # The call whose SDK is turning a `Response` into a `ParsedResponse` (`responses.parse`): the patched
 # `parse_response` keeps the `Response` there when that fails, so what the API said is still recorded.
@@ -59,6 +60,16 @@ def raw_request_id(result: Any) -> str | None:
     return request_id if isinstance(request_id, str) else None
 
 
+def raw_mode(kwargs: Mapping[str, Any]) -> str | None:
+    """``"true"`` for with_raw_response, ``"stream"`` for with_streaming_response, else None. The app's headers
+    mapping is its own object: read under the call's guard, like every other argument."""
+    headers = kwargs.get("extra_headers")
+    if type(headers) is not dict:  # the SDK's own raw-response header comes in a plain dict
+        return None
+    mode = headers.get(_RAW_HEADER)
+    return mode if isinstance(mode, str) else None
+
+
 def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     """What two requests at once would both be continuing: a parent response or a conversation."""
     if req.state_mode == CONVERSATION and req.conversation_id is not None:
@@ -87,6 +98,7 @@ class Call:
         "analysis",
         "flight",
         "op",
+        "raw_mode",
         "req",
         "server",
         "settings",
@@ -113,18 +125,31 @@ class Call:
         self.settings = settings = telemetry.settings
         self.op = op
         self.server = _server(instance)
+        self.raw_mode = raw_mode(kwargs)
         self.req = req = op.facts(args, kwargs, settings)
         ledger = settings.ledger
         self.analysis = analysis = analyse(req, ledger)
-        self.flight = _flight_key(req, analysis) if op.name == OPERATION_CHAT else None
+        self.flight = flight = _flight_key(req, analysis) if op.name == OPERATION_CHAT else None
         concurrent = False
-        if self.flight is not None:
-            concurrent = ledger.enter(self.flight)
-            if analysis.parent is not None and req.state_mode != CONVERSATION:
-                concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
-        signals = run_request_checks(req, analysis, Situation(settings.zdr, concurrent))
+        if flight is not None:
+            concurrent = ledger.enter(flight)
+            try:
+                self._begin(exempt, concurrent)
+            except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
+                self.flight = None
+                ledger.leave(flight)
+                raise
+        else:
+            self._begin(exempt, concurrent)
+
+    def _begin(self, exempt: frozenset[str], concurrent: bool) -> None:
+        """The request checks, the span and its context."""
+        req, analysis, ledger = self.req, self.analysis, self.settings.ledger
+        if self.flight is not None and analysis.parent is not None and req.state_mode != CONVERSATION:
+            concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
+        signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
         self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
-        self.span = telemetry.start(req, self.server, ledger.unavailable())
+        self.span = self.telemetry.start(req, self.server, ledger.unavailable())
         self.token = otel_context.attach(trace.set_span_in_context(self.span))
         self.started = perf_counter()
 
@@ -154,7 +179,7 @@ class Call:
     def refusal(self) -> ContextLossError | None:
         """In strict mode, the error to raise instead of sending; the span is ended with it."""
         try:
-            blocking = [s for s in self.signals if s.name in STRICT] if self.settings.strict else []
+            blocking = [s for s in self.signals if s.refusable] if self.settings.strict else []
             error = ContextLossError(blocking) if blocking else None
         except Exception:
             self.telemetry.internal_error("strict_check")

@@ -15,7 +15,7 @@ from .analysis import Analysis
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts, effective_store
 from .items import pending_calls
-from .signals import TOOL_SIGNALS, Signal
+from .signals import SHARED_FACT, TOOL_SIGNALS, Signal
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,13 @@ def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal |
     if req.state_mode != SERVER_CHAIN:
         return None
     if an.parent is not None and not an.parent.store:
-        return Signal("unstored_parent", {"openai_responses.parent.id": an.parent.response_id})
+        if sit.zdr:  # the setting alone says the parent is unstored, whatever the ledger holds
+            return Signal(
+                "unstored_parent", {"openai_responses.parent.id": an.parent.response_id, "openai_responses.zdr": True}
+            )
+        return Signal(
+            "unstored_parent", _on_entry({"openai_responses.parent.id": an.parent.response_id}, an.parent.shared)
+        )
     if sit.zdr:
         return Signal("unstored_parent", {"openai_responses.zdr": True})
     return None
@@ -99,19 +105,28 @@ def phase_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | N
     return Signal("phase_dropped", {"openai_responses.item.ids": an.phase_dropped[:16]})
 
 
+def _on_entry(detail: dict[str, AttributeValue], shared: bool) -> dict[str, AttributeValue]:
+    """A signal's detail, marked when it rests on an entry read from a shared ledger."""
+    if shared:
+        detail[SHARED_FACT] = True
+    return detail
+
+
 def orphan_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.orphans
-    return Signal("orphan_tool_output", {"openai_responses.call.ids": ids[:16]}) if ids else None
+    return Signal("orphan_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)) if ids else None
 
 
 def missing_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.missing
-    return Signal("missing_tool_output", {"openai_responses.call.ids": ids[:16]}) if ids else None
+    return Signal("missing_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)) if ids else None
 
 
 def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.before_call
-    return Signal("tool_output_before_call", {"openai_responses.call.ids": ids[:16]}) if ids else None
+    if not ids:
+        return None
+    return Signal("tool_output_before_call", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared))
 
 
 def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:

@@ -32,7 +32,19 @@ _HASH_KEY_HINT = (
 InstructionsVersion = str | Callable[[str | None], str | None] | None
 
 _log = logging.getLogger(__name__)
-_TRUE = frozenset({"1", "true", "yes", "on"})
+# Every method of the `Ledger` protocol: a custom ledger missing one would fail on the first call, inside the
+# instrumentation, where the failure is swallowed and the call goes unrecorded.
+_LEDGER_METHODS = (
+    "get",
+    "locate",
+    "latest_in_conversation",
+    "has_child",
+    "record",
+    "next_sequence",
+    "enter",
+    "leave",
+    "unavailable",
+)
 
 
 class ConfigError(ValueError):
@@ -56,12 +68,20 @@ def _env(name: str, environ: Mapping[str, str]) -> str | None:
     return value if value not in (None, "") else None
 
 
-def _as_bool(name: str, value: object) -> bool:
-    if isinstance(value, bool):
+def _bool_setting(config: Mapping[str, Any], name: str, environ: Mapping[str, str]) -> bool:
+    """A keyword must be a bool. An environment variable follows the OpenTelemetry specification for booleans:
+    only ``true`` (any case) is true; a value other than ``true``, ``false`` or empty is false, with a warning that
+    names the variable."""
+    if name in config:
+        value = config[name]
+        if not isinstance(value, bool):
+            raise ConfigError(f"{name} must be True or False, got {type(value).__name__}")
         return value
-    if isinstance(value, str):
-        return value.strip().lower() in _TRUE
-    raise ConfigError(f"{name} must be a bool, got {type(value).__name__}")
+    variable = ENV_PREFIX + name.upper()
+    text = environ.get(variable, "").strip().lower()
+    if text not in ("", "true", "false"):
+        _log.warning("otel-responses: %s must be true or false; its value is taken as false", variable)
+    return text == "true"
 
 
 def _as_positive_int(name: str, value: object) -> int:
@@ -121,7 +141,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     if unknown:
         raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
 
-    zdr = _as_bool("zdr", config.get("zdr", _env("ZDR", env) or False))
+    zdr = _bool_setting(config, "zdr", env)
     version = config.get("instructions_version", _env("INSTRUCTIONS_VERSION", env))
     if version is not None and not (isinstance(version, str) or callable(version)):
         raise ConfigError("instructions_version must be a string or a callable")
@@ -132,7 +152,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     if raw_key is not None and not isinstance(raw_key, (str, bytes)):
         raise ConfigError("hash_key must be str or bytes")
     key = key_from_text(raw_key) if isinstance(raw_key, str) else raw_key
-    strict = _as_bool("strict", config.get("strict", _env("STRICT", env) or False))
+    strict = _bool_setting(config, "strict", env)
     ledger = config.get("ledger")
     url = config.get("ledger_url", _env("LEDGER_URL", env))
     ttl = _as_positive_int("ledger_ttl", config.get("ledger_ttl", _env("LEDGER_TTL", env) or DEFAULT_LEDGER_TTL))
@@ -149,10 +169,10 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
         )
         ledger = InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity)
-    elif not all(
-        callable(getattr(ledger, name, None)) for name in ("get", "locate", "record", "enter", "leave", "unavailable")
-    ):
-        raise ConfigError("ledger must implement otel_responses.ledger.Ledger")
+    else:
+        missing = [name for name in _LEDGER_METHODS if not callable(getattr(ledger, name, None))]
+        if missing:
+            raise ConfigError(f"ledger must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
     fingerprinter = Fingerprinter(key)
     if shared:
         cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
-from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, is_sequence, item_meta
+from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta
 from .ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
@@ -210,13 +210,14 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False, text),)
     elif is_sequence(raw_input):
         fingerprints = settings.fingerprinter
-        items = tuple([item_meta(item, fingerprints, True) for item in raw_input])  # faster than a genexpr
+        sent = raw_input if type(raw_input) is list else elements(raw_input)
+        items = tuple([item_meta(item, fingerprints, True) for item in sent])  # faster than a genexpr
     else:
         items = ()
     scan = _scan(items)
 
     raw_include = kwargs.get("include")
-    include = tuple(v for v in raw_include if isinstance(v, str)) if is_sequence(raw_include) else ()
+    include = tuple(v for v in elements(raw_include) if isinstance(v, str)) if is_sequence(raw_include) else ()
     instructions = _str(kwargs.get("instructions")) or None  # "" gives the model no instructions
     previous = _str(kwargs.get("previous_response_id")) or None
     conversation = _conversation_id(kwargs.get("conversation")) or None
@@ -296,7 +297,7 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
     """Facts of a ``Response`` (or anything shaped like one); missing fields become ``None``."""
     raw_output = getattr(response, "output", None)
     fingerprints = settings.fingerprinter
-    output = tuple(item_meta(item, fingerprints) for item in raw_output) if is_sequence(raw_output) else ()
+    output = tuple(item_meta(item, fingerprints) for item in elements(raw_output)) if is_sequence(raw_output) else ()
     encrypted_out = 0
     compaction = False
     for meta in output:

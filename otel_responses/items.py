@@ -7,6 +7,8 @@ fingerprints leave this module; payloads never do.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, NamedTuple, TypeGuard
 
 from .fingerprint import Fingerprinter
@@ -133,8 +135,8 @@ def _message_text(content: object) -> str | None:
     if not isinstance(content, (list, tuple)):
         return None
     texts = []
-    for part in content:
-        get = part.get if isinstance(part, dict) else lambda name, part=part: getattr(part, name, None)
+    for part in elements(content):
+        get = field_reader(part) if isinstance(part, dict) else lambda name, part=part: getattr(part, name, None)
         if get("type") in _NOT_TEXT_PARTS:
             return None
         text = get("text")
@@ -151,7 +153,7 @@ def _fields(item: object) -> Any:
     ``getattr`` on a missing field, which raises inside pydantic and costs microseconds per item.
     """
     if isinstance(item, dict):
-        return item.get
+        return field_reader(item)
     fields = getattr(item, "__dict__", None)
     if isinstance(fields, dict):
         extra = getattr(item, "__pydantic_extra__", None)
@@ -169,7 +171,7 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     messages' text is fingerprinted (distinct messages, turns sent twice).
     Runs once per replayed item, so the string checks are written out rather than calling a helper.
     """
-    get = item.get if isinstance(item, dict) else _fields(item)
+    get = item.get if type(item) is dict else _fields(item)
     raw_type = get("type")
     role = get("role")
     if not isinstance(role, str):
@@ -248,3 +250,14 @@ _new_meta = tuple.__new__
 def is_sequence(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
     """Lists and tuples only: the SDK types `input` as Iterable, and a generator must not be consumed."""
     return isinstance(value, (list, tuple))
+
+
+def elements(value: list[Any] | tuple[Any, ...]) -> Iterator[Any]:
+    """The elements a list or tuple holds, read without calling a subclass's own ``__iter__``: an app's list whose
+    iteration can run only once must still reach the SDK whole."""
+    return list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value)
+
+
+def field_reader(item: dict[str, Any]) -> Callable[[str], Any]:
+    """A dict's ``get``; for a subclass, the dict's own (its override may raise or count reads)."""
+    return item.get if type(item) is dict else partial(dict.get, item)

@@ -44,6 +44,9 @@ class Entry:
     parent_id: str | None = None  # the response this one continued, when known
     input_messages: tuple[int, ...] = ()  # fingerprints of the input's last app messages, oldest first
     copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
+    # Read from a shared store rather than recorded by this process: another writer may have put it there, so strict
+    # mode never refuses a request on it (signals built on it are still recorded).
+    shared: bool = False
 
     @property
     def pending_calls(self) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from .facts import (
     response_facts,
     target_facts,
 )
-from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, is_sequence, item_meta
+from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
 from .ledger import Entry, Ledger, outputs_to_keep
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ def _conversation_facts(name: str, items_param: str | None = None, by_item: bool
         else:
             conversation = _first(args, kwargs, "conversation_id")
         raw_items = kwargs.get(items_param) if items_param else None
-        items = tuple(item_meta(i, settings.fingerprinter) for i in raw_items) if is_sequence(raw_items) else ()
+        items = (
+            tuple(item_meta(i, settings.fingerprinter) for i in elements(raw_items)) if is_sequence(raw_items) else ()
+        )
         return conversation_facts(name, conversation, items)
 
     return build

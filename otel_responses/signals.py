@@ -144,6 +144,9 @@ CATALOGUE: Final[dict[str, Kind]] = {
     )
 }
 
+# On a signal's event: the signal rests on a fact read from a shared ledger (another process's record, or a value
+# anyone who can write that store put there). Strict mode never refuses on such a signal; it is still recorded.
+SHARED_FACT: Final = "openai_responses.ledger.shared"
 # Request-side errors that strict mode refuses to send: only those the request itself and this process's records
 # prove. `encrypted_content_modified` is recorded, never refused: the API encrypts afresh on every serialisation and
 # the instrumentation cannot see every copy, so it could be wrong about what the API accepts.
@@ -175,6 +178,12 @@ class Signal:
     @property
     def severity(self) -> str:
         return CATALOGUE[self.name].severity
+
+    @property
+    def refusable(self) -> bool:
+        """Strict mode may refuse the request for it: an error the request itself, or this process's own records,
+        prove (never a fact read from a shared store)."""
+        return self.name in STRICT and self.detail.get(SHARED_FACT) is not True
 
 
 class ContextLossError(Exception):

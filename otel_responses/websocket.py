@@ -143,7 +143,7 @@ def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_
     """A wrapper of a synchronous send: a ``response.create`` opens a span; the events will end it."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        fields = _fields_of(telemetry, read, args, kwargs) if switch.on else None
+        fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
         call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
         token = _SENDING.set(True)
         try:
@@ -168,7 +168,7 @@ def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection
     """The coroutine twin of :func:`_sync_sender`."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        fields = _fields_of(telemetry, read, args, kwargs) if switch.on else None
+        fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
         call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
         token = _SENDING.set(True)
         try:

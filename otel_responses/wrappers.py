@@ -8,16 +8,16 @@ mode, which refuses a request that would lose context before it is sent.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .call import PARSING, Call
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 from .telemetry import Telemetry
-
-_RAW_HEADER = "X-Stainless-Raw-Response"
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -30,14 +30,10 @@ class Switch:
     def __init__(self) -> None:
         self.on = True
 
-
-def _raw_mode(kwargs: Mapping[str, Any]) -> str | None:
-    """``"true"`` for with_raw_response, ``"stream"`` for with_streaming_response, else None."""
-    headers = kwargs.get("extra_headers")
-    if isinstance(headers, Mapping):
-        mode = headers.get(_RAW_HEADER)
-        return mode if isinstance(mode, str) else None
-    return None
+    def active(self) -> bool:
+        """On, and not suppressed by ``opentelemetry.instrumentation.utils.suppress_instrumentation()`` (an exporter
+        or another instrumentation calling the SDK on its own behalf)."""
+        return self.on and is_instrumentation_enabled()
 
 
 def stream_proxy(raw_mode: str | None, is_async: bool) -> Callable[[Any, Call], Any]:
@@ -58,7 +54,7 @@ def begin(
     kwargs: Any,
     exempt: frozenset[str] = frozenset(),
 ) -> Call | None:
-    if not switch.on:
+    if not switch.active():
         return None
     try:
         return Call(telemetry, op, instance, args, kwargs, exempt)
@@ -124,8 +120,8 @@ def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: bo
             return wrapped(*args, **kwargs)
         result = through(call, wrapped, args, kwargs)
         if call.req.stream:
-            return call.stream(result, stream_proxy(_raw_mode(kwargs), False))
-        call.succeeded(result, _raw_mode(kwargs))
+            return call.stream(result, stream_proxy(call.raw_mode, False))
+        call.succeeded(result, call.raw_mode)
         return result
 
     return wrapper
@@ -143,8 +139,8 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: b
             return await wrapped(*args, **kwargs)
         result = await through(call, wrapped, args, kwargs)
         if call.req.stream:
-            return call.stream(result, stream_proxy(_raw_mode(kwargs), True))
-        call.succeeded(result, _raw_mode(kwargs))
+            return call.stream(result, stream_proxy(call.raw_mode, True))
+        call.succeeded(result, call.raw_mode)
         return result
 
     return wrapper
@@ -156,9 +152,13 @@ def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wr
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         call = begin(switch, telemetry, op, instance, args, kwargs)
-        paginator = wrapped(*args, **kwargs)
         if call is None:
-            return paginator
+            return wrapped(*args, **kwargs)
+        try:
+            paginator = wrapped(*args, **kwargs)
+        except BaseException as exc:  # an argument the SDK rejects: the span ends with it, its context is left
+            call.failed(exc)
+            raise
         call.detach()
         try:
             return PaginatorProxy(paginator, call)

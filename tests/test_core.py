@@ -5,6 +5,7 @@ is the shape the real API or a real client library sends, and the signals the ca
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -24,7 +25,7 @@ from otel_responses.items import (
 )
 from otel_responses.ledger import Entry, InMemoryLedger
 from otel_responses.operations import remember_created
-from otel_responses.signals import CATALOGUE, ERROR
+from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT
 
 SETTINGS = settings_from({"hash_key": "core-tests"})
 FP = SETTINGS.fingerprinter
@@ -429,3 +430,84 @@ def test_messages_without_text_count_but_leave_no_fingerprint() -> None:
     req = request_facts("chat", {"model": "m", "input": [image, image, user("q")]}, SETTINGS)
     assert req.app_messages == 3
     assert req.last_messages == (meta(user("q")).fingerprint,)
+
+
+# -- what strict mode may refuse --------------------------------------------------------------------------------
+
+
+def shared_copy(ledger: InMemoryLedger) -> InMemoryLedger:
+    """The same entries, as a process that read them from a shared store holds them."""
+    other = InMemoryLedger()
+    for response_id in list(ledger._entries):
+        entry = ledger.get(response_id)
+        assert entry is not None
+        other.cache(dataclasses.replace(entry, shared=True))
+    return other
+
+
+# (case, parent's output and request, this request, signal expected, refusable when the parent was recorded here)
+REFUSALS: list[tuple[str, list[Any], dict[str, Any], dict[str, Any], str, bool]] = [
+    ("unstored_parent", [ANSWER], {"store": False}, {"previous_response_id": "resp_1"}, "unstored_parent", True),
+    ("pending_call", [CALL], {}, {"previous_response_id": "resp_1", "input": "next"}, "missing_tool_output", True),
+    (
+        "orphan_output",
+        [ANSWER],
+        {},
+        {"previous_response_id": "resp_1", "input": [{**OUTPUT, "call_id": "call_9"}]},
+        "orphan_tool_output",
+        True,
+    ),
+    (
+        "reference_to_a_call",
+        [CALL],
+        {"store": True},
+        {"input": [user("q"), {"type": "item_reference", "id": "fc_1"}, user("next")]},
+        "missing_tool_output",
+        True,
+    ),
+    (
+        "conflict",
+        [ANSWER],
+        {},
+        {"previous_response_id": "resp_1", "conversation": "conv_1"},
+        "state_mode_conflict",
+        True,
+    ),
+    (
+        "before_call",
+        [ANSWER],
+        {},
+        {"input": [user("q"), OUTPUT, CALL]},
+        "tool_output_before_call",
+        True,
+    ),
+]
+# What the request itself proves stays refusable whatever the ledger holds.
+REQUEST_ONLY = {"state_mode_conflict", "tool_output_before_call"}
+
+
+@pytest.mark.parametrize(
+    ("case", "outputs", "first", "kwargs", "name", "local"), REFUSALS, ids=[r[0] for r in REFUSALS]
+)
+def test_strict_mode_refuses_on_the_request_and_this_processs_records_only(
+    case: str, outputs: list[Any], first: dict[str, Any], kwargs: dict[str, Any], name: str, local: bool
+) -> None:
+    ledger = ledger_with(("resp_1", outputs, {"input": [user("q")], **first}))
+    for shared, target in ((False, ledger), (True, shared_copy(ledger))):
+        req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+        raised = run_request_checks(req, analyse(req, target), Situation(zdr=False, concurrent=False))
+        (signal,) = [s for s in raised if s.name == name]
+        expected = local if not shared else name in REQUEST_ONLY
+        assert signal.refusable is expected, (shared, signal)
+        assert (signal.detail.get(SHARED_FACT) is True) is (shared and name not in REQUEST_ONLY)
+
+
+def test_zdr_makes_an_unstored_parent_refusable_whatever_the_ledger_holds() -> None:
+    ledger = shared_copy(ledger_with(("resp_1", [ANSWER], {"input": [user("q")], "store": False})))
+    req = request_facts("chat", {"model": "m", "previous_response_id": "resp_1"}, SETTINGS)
+    (signal,) = [
+        s
+        for s in run_request_checks(req, analyse(req, ledger), Situation(zdr=True, concurrent=False))
+        if s.name == "unstored_parent"
+    ]
+    assert signal.refusable
