@@ -14,6 +14,7 @@ KEY_BYTES = 32
 _EXPORTED = b"otelr-instr"
 _INTERNAL = b"otelr-item"
 _KEY_ID = b"otelr-keyid"
+_DERIVE = b"otelr-derive"
 
 
 class Fingerprinter:
@@ -44,6 +45,16 @@ class Fingerprinter:
         nothing about the key. A shared ledger namespaces its entries with it, so a rotated key never
         compares fingerprints made under the old one."""
         return hashlib.blake2b(b"", key=self._key, digest_size=6, person=_KEY_ID).hexdigest()
+
+    def derive(self, purpose: bytes) -> bytes:
+        """A key of its own for ``purpose`` (1 to 16 bytes), derived from this one: a keyed hash of nothing, with a
+        personalisation no other use shares and the purpose as salt. It tells nothing about this key, nor about a key
+        derived for another purpose, and like this key it is never written anywhere: the shared ledger seals its
+        values with one, so a writer to Redis without the fleet's key cannot forge them."""
+        # BLAKE2b pads a short salt with zero bytes: without them in a purpose, two purposes never share a key.
+        if not isinstance(purpose, bytes) or not 0 < len(purpose) <= hashlib.blake2b.SALT_SIZE or b"\0" in purpose:
+            raise ValueError(f"purpose must be 1 to {hashlib.blake2b.SALT_SIZE} bytes, none of them zero")
+        return hashlib.blake2b(b"", key=self._key, digest_size=KEY_BYTES, person=_DERIVE, salt=purpose).digest()
 
     def number(self, value: str) -> int:
         """Internal 64-bit fingerprint of a payload (assistant text, encrypted content); never exported."""

@@ -8,7 +8,6 @@ unavailable, and checks resume when Redis is back. Entries expire; nothing in Re
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -31,12 +30,14 @@ from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
 from otel_responses.fingerprint import Fingerprinter, key_from_text
-from otel_responses.items import ItemMeta
+from otel_responses.items import ItemMeta, payload_shape
 from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
+from otel_responses.ledger_codec import Codec, entry_fields
 from otel_responses.redis_ledger import RedisLedger, decode_entry, encode_entry
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import (
+    ENCRYPTED,
     INSTRUCTIONS,
     MODEL,
     REASONING_MODEL,
@@ -477,7 +478,7 @@ def _entry(outputs: int, id_chars: int = 40) -> Entry:
 
 
 def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> None:
-    entry = _entry(MAX_OUTPUT_ITEMS, id_chars=200)
+    entry = _entry(MAX_OUTPUT_ITEMS, id_chars=100)
     whole = encode_entry(entry, 1 << 20)
     assert whole is not None
     assert whole[1] == MAX_OUTPUT_ITEMS
@@ -485,6 +486,7 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
     data, kept = encode_entry(entry, 1024) or (b"", 0)
     assert 0 < kept < MAX_OUTPUT_ITEMS
     assert len(data) <= 1024
+    assert len(data) <= 1024 - len("v3.") - 22 - len(".")  # the whole value, sealed, within the cap
     trimmed = decode_entry(data, 1024)
     assert trimmed is not None
     assert trimmed.outputs == entry.outputs[:kept]
@@ -510,108 +512,209 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
 def test_malformed_or_foreign_values_are_absent(
     redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
 ) -> None:
+    """Junk of every kind: unsigned (the previous release's format, or no format at all), sealed with the fleet's key
+    but malformed (a writer's bug), or sealed for another key name. Each is absent and counted; none is an error."""
     ledger = new_ledger(ledgers, redis_url)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
     ns = ledger.namespace
+    assert ns is not None
+    codec = Codec(Fingerprinter(key_from_text(KEY)))
     good = encode_entry(_entry(2), 8192)
     assert good is not None
-    planted: dict[str, bytes] = {
+
+    def sealed(key: str, content: bytes) -> bytes:
+        return codec.seal(f"{ns}:{key}", content)
+
+    unsigned: dict[str, bytes] = {
         f"{ns}:r:resp_junk": b"not json at all",
-        f"{ns}:r:resp_short": b"[1]",
-        f"{ns}:r:resp_types": b'[1,"resp_types","seq",1,null,null,0,0,[]]',
-        f"{ns}:r:resp_future": b'[3,"resp_future",1,1,null,null,0,0,[],null,[],[]]',
         f"{ns}:r:resp_v2short": b'[2,"resp_v2short",1,1,null,null,0,0,[]]',
-        f"{ns}:r:resp_badcopy": b'[2,"resp_badcopy",1,1,null,null,0,0,[],null,[],[[99,8]]]',
-        f"{ns}:r:resp_other": good[0],  # a valid entry under another response's key
         f"{ns}:r:resp_deep": b"[" * 5000 + b"]" * 5000,
-        f"{ns}:r:resp_huge": b"[" + b"1," * 200_000 + b"1]",
-        f"{ns}:r:resp_badmeta": b'[1,"resp_badmeta",1,1,null,null,0,0,[["message",null,null,null,null,true,-1]]]',
         f"{ns}:i:item_junk": b"\xff\xfe",
         f"{ns}:i:item_index": b"99:resp_big",
-        f"{ns}:i:item_points_to_junk": b"0:resp_junk",
         f"{ns}:c:conv_junk": b"{}",
-        f"{ns}:c:conv_other": good[0],  # an entry of conversation conv_big
     }
+    malformed: dict[str, bytes] = {
+        f"{ns}:r:resp_short": sealed("r:resp_short", b"[1]"),
+        f"{ns}:r:resp_types": sealed("r:resp_types", b'["resp_types","seq",1,null,null,0,0,[],null,[],[]]'),
+        f"{ns}:r:resp_badcopy": sealed("r:resp_badcopy", b'["resp_badcopy",1,1,null,null,0,0,[],null,[],[[99,8]]]'),
+        f"{ns}:r:resp_other": sealed("r:resp_other", good[0]),  # a valid entry of another response
+        f"{ns}:r:resp_huge": b"v3." + b"A" * 22 + b"." + b"[" + b"1," * 200_000 + b"1]",  # too long to be read
+        f"{ns}:c:conv_other": sealed("c:conv_other", good[0]),  # an entry of conversation conv_big
+    }
+    moved = {f"{ns}:r:resp_moved": sealed("r:resp_big", good[0])}
+    # A genuine location of an entry that is junk: the entry is read (and counted) again, the item is not found.
+    points_to_junk = {f"{ns}:i:item_points_to_junk": sealed("i:item_points_to_junk", b"0:resp_junk")}
     with redis.Redis.from_url(redis_url) as admin:
-        admin.mset(planted)
-    for response_id in (
-        "resp_junk",
-        "resp_short",
-        "resp_types",
-        "resp_future",
-        "resp_v2short",
-        "resp_badcopy",
-        "resp_other",
-        "resp_deep",
-    ):
+        admin.mset({**unsigned, **malformed, **moved, **points_to_junk})
+    for response_id in ("resp_junk", "resp_v2short", "resp_deep", "resp_short", "resp_types", "resp_badcopy"):
         assert ledger.get(response_id) is None, response_id
-    assert ledger.get("resp_huge") is None
-    assert ledger.get("resp_badmeta") is None
+    for response_id in ("resp_other", "resp_huge", "resp_moved"):
+        assert ledger.get(response_id) is None, response_id
     assert ledger.locate(["item_junk", "item_index", "item_points_to_junk", 12345]) == [None] * 4
     assert ledger.latest_in_conversation("conv_junk") is None
     assert ledger.latest_in_conversation("conv_other") is None
-    assert ledger.stats()["undecodable"] >= 10
+    stats = ledger.stats()
+    assert (stats["unsigned"], stats["undecodable"], stats["forged"]) == (len(unsigned) + 1, len(malformed), len(moved))
     assert ledger.unavailable() is False  # malformed is not unreachable
     with capture(ledger=ledger, hash_key=KEY) as cap, pytest.raises(openai.APIStatusError):
         client.responses.create(model=MODEL, input="Hi.", previous_response_id="resp_junk")
     assert chat_signals(cap) == [()]
 
 
-def test_a_previous_release_writer_and_this_reader_share_one_redis(
-    redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
-) -> None:
-    """A rolling deploy: entries in format 1 (no parent, no message fingerprints, no payload shapes, no `awaits`)
-    written by the previous release are read, and checked against, by this one."""
-    ledger = new_ledger(ledgers, redis_url)
+# -- forged facts (issue 14) ---------------------------------------------------------------------------------
+# Anyone who can write to the shared Redis without the hash key, one key per victim. Sealed with a guessed key or
+# written in the previous release's unsigned format, the fact is ignored and counted, and no signal is raised. With
+# accept_unsigned=True (a rolling deploy) the unsigned forgery is believed again: what the option reopens, and the
+# proof each scenario does raise its signal when the forged value is read.
+
+GUESSED = Codec(Fingerprinter(key_from_text("an attacker's guess at the fleet key")))
+FORGERS = [
+    pytest.param("sealed", False, "forged", id="sealed-with-a-guessed-key"),
+    pytest.param("format-2", False, "unsigned", id="unsigned-format-2"),
+    pytest.param("format-2", True, None, id="unsigned-format-2-accepted"),
+]
+
+
+def forge(admin: redis.Redis, how: str, key: str, content: bytes, *, entry: bool = True) -> None:
+    """Plant ``content`` (format-3 content) under ``key`` as a writer without the hash key can."""
+    if how == "sealed":
+        admin.set(key, GUESSED.seal(key, content))
+    else:
+        admin.set(key, b"[2," + content[1:] if entry else content)
+
+
+def forged_entry(entry: Entry) -> bytes:
+    return json.dumps(entry_fields(entry), separators=(",", ":")).encode()
+
+
+def forged_ledger(ledgers: list[RedisLedger], url: str, accept_unsigned: bool) -> RedisLedger:
+    ledger = new_ledger(ledgers, url, accept_unsigned=accept_unsigned)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
-    ns = ledger.namespace
-    with capture(hash_key=KEY):  # the previous release's processes, as far as the API is concerned
-        called = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
-        unstored = client.responses.create(model=MODEL, input="The marker is V-1.", store=False)
-    call = next(item for item in called.output if item.type == "function_call")
-    format_1 = {
-        called.id: [
-            1,
-            called.id,
-            1,
-            1,
-            None,
-            None,
-            1,
-            0,
-            [["function_call", call.id, call.call_id, None, None, 0, None]],
-        ],
-        unstored.id: [1, unstored.id, 2, 0, None, None, 1, 0, [["message", "msg_v1", None, "assistant", None, 0, 7]]],
-    }
-    with redis.Redis.from_url(redis_url) as admin:
-        admin.mset({f"{ns}:r:{rid}": json.dumps(value).encode() for rid, value in format_1.items()})
-        admin.set(f"{ns}:i:{call.id}", f"0:{called.id}".encode())
-    entry = ledger.get(called.id)
-    assert entry is not None
-    assert entry.pending_calls == (call.call_id,)  # format 1 paired client calls by type: they still await
-    assert entry.parent_id is None
-    assert entry.input_messages == ()
-    with capture(ledger=ledger, hash_key=KEY) as cap:
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
-    assert chat_signals(cap) == [("missing_tool_output",), ("unstored_parent",)]
+    return ledger
+
+
+def assert_ignored(ledger: RedisLedger, cap: CapturedTelemetry, count: str | None, signal: str) -> None:
+    if count is None:  # accepted: the forged fact is believed
+        assert chat_signals(cap) == [(signal,)]
+        return
+    assert chat_signals(cap) == [()]
+    assert ledger.stats()[count] >= 1
     assert ledger.stats()["undecodable"] == 0
-    # This release writes format 2, which a reader of this release decodes whole.
-    base = _entry(3)
-    reasoning = ItemMeta("reasoning", "rs_1", None, None, None, True, None, False, 4096 << 3 | 1)
-    fresh = dataclasses.replace(
-        base,
-        outputs=(reasoning, *(m._replace(awaits=True) for m in base.outputs)),
-        parent_id="resp_parent",
-        input_messages=(1, 2**64 - 1),
-        copies=((0, 4096 << 3),),
-    )
-    encoded = encode_entry(fresh, 8192)
-    assert encoded is not None
-    assert json.loads(encoded[0])[0] == 2
-    assert decode_entry(encoded[0]) == fresh
+
+
+@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+def test_a_forged_unstored_parent_raises_nothing(
+    how: str,
+    accept_unsigned: bool,
+    count: str | None,
+    redis_url: str,
+    client: openai.OpenAI,
+    ledgers: list[RedisLedger],
+) -> None:
+    """`r:<id>` with store=0: a false `unstored_parent` (refused in strict mode) on a parent that was stored."""
+    with capture(hash_key=KEY):
+        parent = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+    ledger = forged_ledger(ledgers, redis_url, accept_unsigned)
+    key = f"{ledger.namespace}:r:{parent.id}"
+    with redis.Redis.from_url(redis_url) as admin:
+        forge(admin, how, key, forged_entry(Entry(parent.id, 1, False, None, None, (), 1, 0)))
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        client.responses.create(model=MODEL, input="Again.", previous_response_id=parent.id, instructions=INSTRUCTIONS)
+    assert_ignored(ledger, cap, count, "unstored_parent")
+    if count is None:
+        entry = ledger.get(parent.id)
+        assert entry is not None
+        assert entry.shared is True  # read from a shared store: strict mode never refuses on it
+
+
+@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+def test_a_forged_pending_call_in_a_conversation_raises_nothing(
+    how: str,
+    accept_unsigned: bool,
+    count: str | None,
+    redis_url: str,
+    client: openai.OpenAI,
+    ledgers: list[RedisLedger],
+) -> None:
+    """`c:<conversation>` naming a turn with a call pending: a false `missing_tool_output` on the next turn."""
+    conversation = client.conversations.create()
+    ledger = forged_ledger(ledgers, redis_url, accept_unsigned)
+    call = ItemMeta("function_call", "fc_forged", "call_forged", None, None, False, None, True)
+    turn = Entry("resp_forged", time.time_ns(), True, None, conversation.id, (call,), 1, 0)
+    with redis.Redis.from_url(redis_url) as admin:
+        forge(admin, how, f"{ledger.namespace}:c:{conversation.id}", forged_entry(turn))
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        client.responses.create(model=MODEL, input="Hello.", conversation=conversation.id)
+    assert_ignored(ledger, cap, count, "missing_tool_output")
+
+
+@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+def test_a_forged_item_location_raises_nothing(
+    how: str,
+    accept_unsigned: bool,
+    count: str | None,
+    redis_url: str,
+    client: openai.OpenAI,
+    ledgers: list[RedisLedger],
+) -> None:
+    """`i:<reasoning item>` pointing to a made-up entry whose payload had another length: a false
+    `encrypted_content_modified` on a replay that sends the payload unchanged."""
+    with capture(hash_key=KEY):
+        first = client.responses.create(
+            model=REASONING_MODEL, input=[tool_request()], store=False, include=ENCRYPTED, tools=TOOLS
+        )
+    output = [item.model_dump(mode="json", exclude_none=True) for item in first.output]
+    reasoning = output[0]
+    shape = payload_shape(reasoning["encrypted_content"] + "QUJD")
+    item = ItemMeta("reasoning", reasoning["id"], None, None, None, True, None, False, shape)
+    made_up = Entry("resp_forged", 1, False, None, None, (item,), 1, 0)
+    ledger = forged_ledger(ledgers, redis_url, accept_unsigned)
+    ns = ledger.namespace
+    with redis.Redis.from_url(redis_url) as admin:
+        forge(admin, how, f"{ns}:i:{reasoning['id']}", b"0:resp_forged", entry=False)
+        forge(admin, how, f"{ns}:r:resp_forged", forged_entry(made_up))
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        replay(client, "whole", output)
+    assert_ignored(ledger, cap, count, "encrypted_content_modified")
+
+
+@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
+    how: str,
+    accept_unsigned: bool,
+    count: str | None,
+    redis_url: str,
+    client: openai.OpenAI,
+    ledgers: list[RedisLedger],
+) -> None:
+    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode)."""
+    with capture(hash_key=KEY):
+        parent = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    call = next(item for item in parent.output if item.type == "function_call")
+    ledger = forged_ledger(ledgers, redis_url, accept_unsigned)
+    text = ItemMeta("message", "msg_forged", None, "assistant", None, False)
+    made_up = Entry(parent.id, 1, True, None, None, (text,), 1, 0)
+    with redis.Redis.from_url(redis_url) as admin:
+        forge(admin, how, f"{ledger.namespace}:r:{parent.id}", forged_entry(made_up))
+    with capture(ledger=ledger, hash_key=KEY) as cap:
+        client.responses.create(
+            model=MODEL,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "shipped"}],
+            previous_response_id=parent.id,
+            tools=TOOLS,
+        )
+    assert_ignored(ledger, cap, count, "orphan_tool_output")
+
+
+def test_a_forged_continued_marker_is_ignored(redis_url: str, ledgers: list[RedisLedger]) -> None:
+    """`k:<id>`: a false `concurrent_branch` on the next child of that response."""
+    ledger = forged_ledger(ledgers, redis_url, False)
+    with redis.Redis.from_url(redis_url) as admin:
+        forge(admin, "sealed", f"{ledger.namespace}:k:resp_lonely", b"1", entry=False)
+        forge(admin, "format-2", f"{ledger.namespace}:k:resp_lonely_2", b"1", entry=False)
+    assert ledger.has_child("resp_lonely") is False
+    assert ledger.has_child("resp_lonely_2") is False
+    assert (ledger.stats()["forged"], ledger.stats()["unsigned"]) == (1, 1)
 
 
 # -- nothing in Redis but metadata ---------------------------------------------------------------------------

@@ -1,0 +1,458 @@
+"""The values the shared ledger keeps in Redis: their key names, their one versioned format, the MAC that
+authenticates them, and the rules every field must pass, on write as on read.
+
+Anyone who can write to the shared Redis could otherwise plant a fact: a parent stored with ``store=false``, a call
+left pending in a conversation, an item whose payload had another length. So every value of every key kind
+(entries ``r:``, item locations ``i:`` ``t:`` ``f:``, conversation pointers ``c:``, continued-markers ``k:``) is
+sealed with a keyed BLAKE2b under a key derived from the fleet's hash key (derived in each process, never written
+anywhere). The MAC covers the format version, the full key name and the content: a value copied to another key
+fails, and a value that fails is absent (and counted), as a malformed one always was. Without the hash key a
+writer can still delete values or put back an older genuine value under its own key; it cannot make one up.
+
+Whatever passes the MAC is still checked against the shapes the API gives (ids, enum-like tokens, the instructions
+hash, bounded counts and lists) before it can reach a check or a span, and the same rules decide on write: a
+response whose fields would not pass stays in its process's local tier, so no process writes what another would
+reject.
+
+Formats are read through one table, ``FORMATS``: a value starts with ``v{version}.`` and, for a signed format,
+its MAC; a value without that header is of format 2, the last unsigned one (written by the previous release), read
+only when the ledger is built with ``accept_unsigned=True``. Format 1 (two releases back) no longer decodes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .items import ItemMeta
+from .ledger import MAX_INPUT_MESSAGES, MAX_OUTPUT_ITEMS, Entry, Key, location_keys
+
+if TYPE_CHECKING:
+    from .fingerprint import Fingerprinter
+
+DEFAULT_MAX_ENTRY_BYTES = 8192
+# Version 3 seals every value; version 2 (entries as compact JSON with the version inside, locations as
+# `index:response_id`, markers as `1`, none authenticated) is the previous release's.
+FORMAT = 3
+MAC_BYTES = 16
+MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
+_MAC_PERSON = b"otelr-ledger"
+_MAC_CHARS = 22  # base64url of 16 bytes, unpadded
+
+# What a shared value may hold. Ids: what the API makes (`resp_…`, `msg_…`, `call_…`, `conv_…`, at most 55 characters
+# in the recorded traffic) and what client libraries make up (uuids, `__fake_id__`), with room to spare. Item types,
+# roles and phases: short lowercase tokens. The instructions hash: the 16 hex characters ``Fingerprinter.text`` makes.
+MAX_ID_CHARS = 128
+_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_HASH = re.compile(r"[0-9a-f]{16}")
+_MAX_SEQUENCE = 2**63 - 1  # wall-clock nanoseconds until 2262
+_MAX_COUNT = 2**32 - 1
+_MAX_FINGERPRINT = 2**64 - 1
+_MAX_SHAPE = 2**40
+# Values longer than these are rejected unread (before their MAC is computed).
+_MAX_LOCATION_BYTES = 256
+_MAX_MARKER_BYTES = 64
+_MARKER = b"1"
+_ENTRY_FIELDS = 11  # of format 3; format 2 has its version in front
+
+
+# -- key names -----------------------------------------------------------------------------------------------
+
+
+def is_id(value: object) -> bool:
+    """An id a shared value may hold and a key may be named by."""
+    return type(value) is str and _ID.fullmatch(value) is not None
+
+
+def _optional_id(value: object) -> bool:
+    return value is None or is_id(value)
+
+
+def _token(value: object) -> bool:
+    return type(value) is str and _TOKEN.fullmatch(value) is not None
+
+
+def _optional_token(value: object) -> bool:
+    return value is None or _token(value)
+
+
+def entry_key(namespace: str, response_id: str) -> str:
+    return f"{namespace}:r:{response_id}"
+
+
+def conversation_key(namespace: str, conversation_id: str) -> str:
+    """The conversation's latest entry (a copy of it, sealed under this name)."""
+    return f"{namespace}:c:{conversation_id}"
+
+
+def marker_key(namespace: str, response_id: str) -> str:
+    """Says the response was continued (for ``concurrent_branch``)."""
+    return f"{namespace}:k:{response_id}"
+
+
+def location_key(namespace: str, key: Key) -> str | None:
+    """The Redis key locating an output item: by text fingerprint (``f``), by call (``t``: type and call_id), by
+    id (``i``); None for a name no shared value may hold (it is never written, so never asked for)."""
+    if isinstance(key, int):
+        return f"{namespace}:f:{key:016x}"
+    if isinstance(key, tuple):
+        item_type, call_id = key
+        return f"{namespace}:t:{item_type}:{call_id}" if _token(item_type) and is_id(call_id) else None
+    return f"{namespace}:i:{key}" if is_id(key) else None
+
+
+# -- entries -------------------------------------------------------------------------------------------------
+
+
+def _dumps(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def _count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_COUNT
+
+
+def _flag(value: object) -> bool:
+    return type(value) is int and value in (0, 1)
+
+
+def _fingerprint(value: object) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_FINGERPRINT
+
+
+def _shape(value: object) -> bool:
+    return type(value) is int and 0 <= value < _MAX_SHAPE
+
+
+def _meta(raw: object) -> ItemMeta | None:
+    if type(raw) is not list or len(raw) != 9:
+        return None
+    item_type, item_id, call_id, role, phase, encrypted, fingerprint, awaits, shape = raw
+    if not _token(item_type) or not _optional_id(item_id) or not _optional_id(call_id):
+        return None
+    if not _optional_token(role) or not _optional_token(phase) or not _flag(encrypted) or not _flag(awaits):
+        return None
+    if (fingerprint is not None and not _fingerprint(fingerprint)) or (shape is not None and not _shape(shape)):
+        return None
+    return ItemMeta(item_type, item_id, call_id, role, phase, bool(encrypted), fingerprint, bool(awaits), shape)
+
+
+def _copy(raw: object) -> bool:
+    return type(raw) is list and len(raw) == 2 and _count(raw[0]) and raw[0] < MAX_OUTPUT_ITEMS and _shape(raw[1])
+
+
+def entry_from_fields(doc: object) -> Entry | None:
+    """The entry a format-3 field list holds, or None unless every field passes: the one set of rules for what a
+    shared entry may hold, applied to what is written and to what is read. Built ``shared``: another writer may
+    have put it there."""
+    if type(doc) is not list or len(doc) != _ENTRY_FIELDS:
+        return None
+    response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:7]
+    raw_outputs, parent_id, raw_messages, raw_copies = doc[7:]
+    if not is_id(response_id) or type(sequence) is not int or not 0 <= sequence <= _MAX_SEQUENCE:
+        return None
+    if not _flag(store) or not _optional_id(conversation_id) or not _optional_id(parent_id):
+        return None
+    if instructions_hash is not None and (type(instructions_hash) is not str or not _HASH.fullmatch(instructions_hash)):
+        return None
+    if not _count(app_messages) or not _count(compactions):
+        return None
+    if type(raw_messages) is not list or len(raw_messages) > MAX_INPUT_MESSAGES:
+        return None
+    if not all(map(_fingerprint, raw_messages)):
+        return None
+    if type(raw_copies) is not list or len(raw_copies) > MAX_OUTPUT_ITEMS or not all(map(_copy, raw_copies)):
+        return None
+    if type(raw_outputs) is not list or len(raw_outputs) > MAX_OUTPUT_ITEMS:
+        return None
+    outputs = []
+    for raw in raw_outputs:
+        meta = _meta(raw)
+        if meta is None:
+            return None
+        outputs.append(meta)
+    return Entry(
+        response_id=response_id,
+        sequence=sequence,
+        store=bool(store),
+        instructions_hash=instructions_hash,
+        conversation_id=conversation_id,
+        outputs=tuple(outputs),
+        input_app_messages=app_messages,
+        input_compactions=compactions,
+        parent_id=parent_id,
+        input_messages=tuple(raw_messages),
+        copies=tuple((index, shape) for index, shape in raw_copies),
+        shared=True,
+    )
+
+
+def entry_fields(entry: Entry) -> list[Any]:
+    """The entry's fields in format 3's order, as JSON takes them."""
+    return [
+        entry.response_id,
+        entry.sequence,
+        int(entry.store),
+        entry.instructions_hash,
+        entry.conversation_id,
+        entry.input_app_messages,
+        entry.input_compactions,
+        [
+            [m.type, m.id, m.call_id, m.role, m.phase, int(m.encrypted), m.fingerprint, int(m.awaits), m.shape]
+            for m in entry.outputs[:MAX_OUTPUT_ITEMS]
+        ],
+        entry.parent_id,
+        list(entry.input_messages[-MAX_INPUT_MESSAGES:]),
+        [list(copy) for copy in entry.copies[:MAX_OUTPUT_ITEMS]],
+    ]
+
+
+def shareable(entry: Entry, parent_id: str | None = None) -> bool:
+    """Whether every field of the entry (and the parent it continued) passes the rules a reader applies: an entry
+    that does not is kept local rather than written for other processes to reject."""
+    return _optional_id(parent_id) and entry_from_fields(entry_fields(entry)) is not None
+
+
+def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
+    """Compact JSON of ``fields`` within ``max_bytes``, dropping output items past it (and the other copies' shapes,
+    which name output indexes); None when it cannot fit even without them."""
+    data = _dumps(fields)
+    outputs = fields[7]
+    if len(data) <= max_bytes:
+        return data, len(outputs)
+    bare = [*fields[:7], [], *fields[8:10], []]
+    size = len(_dumps(bare))
+    if size > max_bytes:
+        return None
+    kept = 0
+    for output in outputs:
+        size += len(_dumps(output)) + (1 if kept else 0)
+        if size > max_bytes:
+            break
+        kept += 1
+    return _dumps([*fields[:7], outputs[:kept], *fields[8:10], []]), kept
+
+
+def encode_entry(entry: Entry, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
+    """The entry as a sealed value's content (format 3, compact JSON of its fields only) and how many output items
+    it kept: the whole value (header and MAC included) stays within ``max_bytes``, output items past it dropped.
+    None for an entry that cannot fit even without them, or that a reader would reject (see ``shareable``)."""
+    if not shareable(entry):
+        return None
+    return _fit(entry_fields(entry), max_bytes - _HEADER_BYTES)
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("ascii"))
+    except Exception:  # not ASCII, not JSON, nested past the recursion limit, an int of too many digits
+        return None
+
+
+def _entry_v3(body: bytes) -> Entry | None:
+    return entry_from_fields(_json(body))
+
+
+def _entry_v2(body: bytes) -> Entry | None:
+    doc = _json(body)
+    if type(doc) is not list or len(doc) != _ENTRY_FIELDS + 1 or type(doc[0]) is not int or doc[0] != 2:
+        return None
+    return entry_from_fields(doc[1:])
+
+
+# -- item locations and markers ------------------------------------------------------------------------------
+
+
+def encode_location(index: int, response_id: str) -> bytes:
+    """``index:response_id``: where an output item is (the same content in formats 2 and 3)."""
+    return f"{index}:{response_id}".encode("ascii")
+
+
+def _location(body: bytes) -> tuple[str, int] | None:
+    """``index:response_id`` -> (response id, output index), or None."""
+    index, colon, response_id = body.partition(b":")
+    if not colon or not index.isdigit() or len(index) > 2 or int(index) >= MAX_OUTPUT_ITEMS:
+        return None
+    try:
+        name = response_id.decode("ascii")
+    except UnicodeDecodeError:
+        return None
+    return (name, int(index)) if is_id(name) else None
+
+
+def _marker(body: bytes) -> bool:
+    return body == _MARKER
+
+
+# -- the formats ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Format:
+    """How the values of one format version are read. ``signed``: its values carry a MAC (a value of an unsigned
+    format is read only by a ledger built with ``accept_unsigned=True``)."""
+
+    version: int
+    signed: bool
+    entry: Callable[[bytes], Entry | None]
+    location: Callable[[bytes], tuple[str, int] | None]
+    marker: Callable[[bytes], bool]
+
+
+# Every format this release reads, and how: the one place to change when a format is added (trace ids, turn numbers,
+# a Redis Cluster key layout) or dropped. A version missing here is unreadable, as this release's values are to a
+# reader of the previous one.
+FORMATS: dict[int, Format] = {
+    3: Format(3, signed=True, entry=_entry_v3, location=_location, marker=_marker),
+    2: Format(2, signed=False, entry=_entry_v2, location=_location, marker=_marker),
+}
+# A value without a `v{version}.` header.
+UNVERSIONED = 2
+_HEADER = f"v{FORMAT}.".encode("ascii")
+_HEADER_BYTES = len(_HEADER) + _MAC_CHARS + 1
+
+
+def _ignore(name: str) -> None:
+    """Counts nothing (a codec used outside a ledger)."""
+
+
+class Codec:
+    """Seals and opens the values of one fleet key: ``v3.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
+    (base64url) of the format version, the key name and the content, keyed with ``fingerprinter.derive``.
+
+    Opening a value costs one MAC; what fails is None and counted through ``count``: ``forged`` (a MAC that does
+    not verify: made without the key, or copied from another key), ``unsigned`` (no header: a format-2 value, or
+    junk, while ``accept_unsigned`` is off) or ``undecodable`` (anything else: malformed, oversized, of an unknown
+    format, or a field outside the rules).
+    """
+
+    __slots__ = ("_mac", "accept_unsigned", "count", "max_entry_bytes")
+
+    def __init__(
+        self,
+        fingerprinter: Fingerprinter,
+        *,
+        accept_unsigned: bool = False,
+        max_entry_bytes: int = DEFAULT_MAX_ENTRY_BYTES,
+        count: Callable[[str], None] = _ignore,
+    ) -> None:
+        # The keyed state after the key block: copying it saves a compression per value.
+        self._mac = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=MAC_BYTES, person=_MAC_PERSON)
+        self.accept_unsigned = accept_unsigned
+        self.max_entry_bytes = max_entry_bytes
+        self.count = count
+
+    def _tag(self, version: int, key: str, content: bytes) -> bytes:
+        name = key.encode("utf-8", "surrogatepass")
+        digest = self._mac.copy()
+        digest.update(version.to_bytes(2, "big") + len(name).to_bytes(4, "big"))
+        digest.update(name)
+        digest.update(content)
+        return base64.urlsafe_b64encode(digest.digest())[:_MAC_CHARS]
+
+    def seal(self, key: str, content: bytes) -> bytes:
+        """The value to store under ``key``."""
+        return b"".join((_HEADER, self._tag(FORMAT, key, content), b".", content))
+
+    def open(self, key: str, raw: object, limit: int) -> tuple[Format, bytes] | None:
+        """The format and content of the value read from ``key``, once authenticated; None (counted) otherwise."""
+        if isinstance(raw, str):  # a client made with decode_responses=True
+            try:
+                raw = raw.encode("ascii")
+            except UnicodeEncodeError:
+                raw = None
+        if not isinstance(raw, bytes) or len(raw) > limit:
+            self.count("undecodable")
+            return None
+        if raw[:1] != b"v":
+            if not self.accept_unsigned:
+                self.count("unsigned")
+                return None
+            return FORMATS[UNVERSIONED], raw
+        dot = raw.find(b".", 1, 8)
+        digits = raw[1:dot]
+        form = FORMATS.get(int(digits)) if dot > 0 and digits.isdigit() else None
+        if form is None or not form.signed:
+            self.count("undecodable")
+            return None
+        tag, content = raw[dot + 1 : dot + 1 + _MAC_CHARS], raw[dot + 2 + _MAC_CHARS :]
+        if raw[dot + 1 + _MAC_CHARS : dot + 2 + _MAC_CHARS] != b"." or not hmac.compare_digest(
+            tag, self._tag(form.version, key, content)
+        ):
+            self.count("forged")
+            return None
+        return form, content
+
+    def entry(self, key: str, raw: object) -> Entry | None:
+        opened = self.open(key, raw, max(self.max_entry_bytes, DEFAULT_MAX_ENTRY_BYTES) * 2)
+        if opened is None:
+            return None
+        entry = opened[0].entry(opened[1])
+        if entry is None:
+            self.count("undecodable")
+        return entry
+
+    def location(self, key: str, raw: object) -> tuple[str, int] | None:
+        opened = self.open(key, raw, _MAX_LOCATION_BYTES)
+        if opened is None:
+            return None
+        place = opened[0].location(opened[1])
+        if place is None:
+            self.count("undecodable")
+        return place
+
+    def marker(self, key: str, raw: object) -> bool:
+        opened = self.open(key, raw, _MAX_MARKER_BYTES)
+        if opened is None:
+            return False
+        if not opened[0].marker(opened[1]):
+            self.count("undecodable")
+            return False
+        return True
+
+    def commands(self, namespace: str, entry: Entry, parent_id: str | None) -> list[tuple[str, bytes]]:
+        """The keys and sealed values recording ``entry``: the entry, the locations of its output items (by id, by
+        call, and by text fingerprint for assistant messages), its conversation's latest entry, and its parent's
+        continued-marker. None of them (counted ``local_only``) for an entry a reader would reject, nor (counted
+        ``dropped``) for one too big even without its output items; ``trimmed`` counts those that lost some."""
+        if not shareable(entry, parent_id):
+            self.count("local_only")
+            return []
+        fitted = _fit(entry_fields(entry), self.max_entry_bytes - _HEADER_BYTES)
+        if fitted is None:
+            self.count("dropped")
+            return []
+        content, kept = fitted
+        if kept < len(entry.outputs):
+            self.count("trimmed")
+        name = entry_key(namespace, entry.response_id)
+        commands = [(name, self.seal(name, content))]
+        for index, meta in enumerate(entry.outputs[:kept]):
+            place = encode_location(index, entry.response_id)
+            for key in location_keys(meta):
+                located = location_key(namespace, key)
+                if located is not None:
+                    commands.append((located, self.seal(located, place)))
+        if entry.conversation_id is not None:
+            name = conversation_key(namespace, entry.conversation_id)
+            commands.append((name, self.seal(name, content)))
+        if parent_id is not None:
+            name = marker_key(namespace, parent_id)
+            commands.append((name, self.seal(name, _MARKER)))
+        return commands
+
+
+def decode_entry(body: object, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES, *, version: int = FORMAT) -> Entry | None:
+    """The entry an already authenticated content of format ``version`` holds, or None for anything malformed,
+    oversized or outside the rules. (Values read from Redis go through ``Codec.entry``, which authenticates first.)"""
+    form = FORMATS.get(version)
+    if form is None or not isinstance(body, bytes) or len(body) > max(max_bytes, DEFAULT_MAX_ENTRY_BYTES) * 2:
+        return None
+    return form.entry(body)

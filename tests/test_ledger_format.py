@@ -1,0 +1,774 @@
+"""The shared ledger's value format (issue 14): every value sealed with a MAC under a key derived from the fleet's
+hash key, one table of readable formats, and every field checked against the API's shapes on read and on write.
+
+Against a real `redis-server` on 127.0.0.1 (as in tests/test_redis_ledger.py). The previous release's format (2) is
+written and read here by a frozen copy of its encoder and decoder (byte-exact to the release's `encode_entry`,
+location values `index:response_id` and continued-marker `1`), so a rolling deploy is tested both ways without the
+old release installed.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import redis
+
+from otel_responses.fingerprint import Fingerprinter, key_from_text
+from otel_responses.items import ItemMeta, payload_shape
+from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry
+from otel_responses.ledger_codec import (
+    FORMAT,
+    FORMATS,
+    MAC_PURPOSE,
+    Codec,
+    decode_entry,
+    encode_entry,
+    entry_fields,
+    is_id,
+    shareable,
+)
+from otel_responses.redis_ledger import COUNTS, RedisLedger
+from otel_responses.testing import CapturedTelemetry, capture
+
+from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request
+from .test_redis_ledger import KEY, REDIS_SERVER, RedisServer
+
+pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (see .ci/run)")
+
+CASSETTES = Path(__file__).parent / "real_traffic" / "cassettes"
+FLEET = Fingerprinter(key_from_text(KEY))
+ATTACKER = Fingerprinter(key_from_text("not-the-fleet-key"))
+
+
+# -- the previous release's format 2, frozen -----------------------------------------------------------------
+# Copied from otel_responses/redis_ledger.py at the release that wrote format 2 (commit 4742b30; checked byte for
+# byte against it, by hand, from a worktree of that commit, with trimmed and untrimmed entries). Do not "fix" it:
+# it is what the old processes of a rolling deploy run.
+
+V2_MAX_INPUT_MESSAGES = 4
+V2_MAX_OUTPUT_ITEMS = 32
+V2_MAX_ENTRY_BYTES = 8192
+V2_ENTRY_FIELDS = {1: 9, 2: 12}
+V2_META_FIELDS = {1: 7, 2: 9}
+V2_V1_CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "shell_call", "apply_patch_call"})
+V2_MARKER = b"1"
+
+
+def _v2_dumps(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+
+
+def v2_encode_entry(entry: Entry, max_bytes: int = V2_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
+    head: list[Any] = [
+        2,
+        entry.response_id,
+        entry.sequence,
+        int(entry.store),
+        entry.instructions_hash,
+        entry.conversation_id,
+        entry.input_app_messages,
+        entry.input_compactions,
+    ]
+    tail: list[Any] = [entry.parent_id, list(entry.input_messages[-V2_MAX_INPUT_MESSAGES:])]
+    outputs = [
+        [m.type, m.id, m.call_id, m.role, m.phase, int(m.encrypted), m.fingerprint, int(m.awaits), m.shape]
+        for m in entry.outputs[:V2_MAX_OUTPUT_ITEMS]
+    ]
+    copies = [list(copy) for copy in entry.copies[:V2_MAX_OUTPUT_ITEMS]]
+    data = _v2_dumps([*head, outputs, *tail, copies])
+    if len(data) <= max_bytes:
+        return data, len(outputs)
+    size = len(_v2_dumps([*head, [], *tail, []]))
+    if size > max_bytes:
+        return None
+    kept = 0
+    for output in outputs:
+        size += len(_v2_dumps(output)) + (1 if kept else 0)
+        if size > max_bytes:
+            break
+        kept += 1
+    return _v2_dumps([*head, outputs[:kept], *tail, []]), kept
+
+
+def v2_location(index: int, response_id: str) -> bytes:
+    return f"{index}:{response_id}".encode()
+
+
+def _v2_optional_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _v2_count(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _v2_flag(value: object) -> bool:
+    return type(value) is int and value in (0, 1)
+
+
+def _v2_fingerprint(value: object) -> bool:
+    return type(value) is int and 0 <= value <= 2**64 - 1
+
+
+def _v2_shape(value: object) -> bool:
+    return type(value) is int and 0 <= value < 2**40
+
+
+def _v2_meta(raw: object, version: int) -> ItemMeta | None:
+    if not isinstance(raw, list) or len(raw) != V2_META_FIELDS[version]:
+        return None
+    item_type, item_id, call_id, role, phase, encrypted, fingerprint = raw[:7]
+    awaits, shape = raw[7:] if version >= 2 else (0, None)
+    if not isinstance(item_type, str) or not all(map(_v2_optional_str, (item_id, call_id, role, phase))):
+        return None
+    if not _v2_flag(encrypted) or not _v2_flag(awaits):
+        return None
+    if fingerprint is not None and not _v2_fingerprint(fingerprint):
+        return None
+    if shape is not None and not _v2_shape(shape):
+        return None
+    if version == 1:
+        awaits = int(item_type in V2_V1_CALLS and call_id is not None)
+    return ItemMeta(item_type, item_id, call_id, role, phase, bool(encrypted), fingerprint, bool(awaits), shape)
+
+
+def v2_decode_entry(raw: object, max_bytes: int = V2_MAX_ENTRY_BYTES) -> Entry | None:
+    if not isinstance(raw, (bytes, str)) or len(raw) > max(max_bytes, V2_MAX_ENTRY_BYTES) * 2:
+        return None
+    try:
+        doc = json.loads(raw)
+    except Exception:
+        return None
+    if not isinstance(doc, list) or not doc or type(doc[0]) is not int or doc[0] not in V2_ENTRY_FIELDS:
+        return None
+    version = doc[0]
+    if len(doc) != V2_ENTRY_FIELDS[version]:
+        return None
+    _, response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:8]
+    raw_outputs = doc[8]
+    parent_id, raw_messages, raw_copies = doc[9:] if version >= 2 else (None, [], [])
+    if not _v2_optional_str(parent_id) or not isinstance(raw_messages, list) or not isinstance(raw_copies, list):
+        return None
+    if len(raw_messages) > V2_MAX_INPUT_MESSAGES or not all(map(_v2_fingerprint, raw_messages)):
+        return None
+    if len(raw_copies) > V2_MAX_OUTPUT_ITEMS or not all(
+        isinstance(c, list) and len(c) == 2 and _v2_count(c[0]) and c[0] < V2_MAX_OUTPUT_ITEMS and _v2_shape(c[1])
+        for c in raw_copies
+    ):
+        return None
+    if not isinstance(response_id, str) or not response_id or type(sequence) is not int:
+        return None
+    if store not in (0, 1) or type(store) is not int:
+        return None
+    if not _v2_optional_str(instructions_hash) or not _v2_optional_str(conversation_id):
+        return None
+    if not _v2_count(app_messages) or not _v2_count(compactions):
+        return None
+    if not isinstance(raw_outputs, list) or len(raw_outputs) > V2_MAX_OUTPUT_ITEMS:
+        return None
+    outputs = [_v2_meta(item, version) for item in raw_outputs]
+    if any(meta is None for meta in outputs):
+        return None
+    return Entry(
+        response_id=response_id,
+        sequence=sequence,
+        store=bool(store),
+        instructions_hash=instructions_hash,
+        conversation_id=conversation_id,
+        outputs=tuple(meta for meta in outputs if meta is not None),
+        input_app_messages=app_messages,
+        input_compactions=compactions,
+        parent_id=parent_id,
+        input_messages=tuple(raw_messages),
+        copies=tuple((index, shape) for index, shape in raw_copies),
+    )
+
+
+def v2_decode_location(raw: object) -> tuple[str, int] | None:
+    try:
+        text = raw.decode("ascii") if isinstance(raw, bytes) else raw
+        if not isinstance(text, str):
+            return None
+        index, response_id = text.split(":", 1)
+        position = int(index)
+    except Exception:
+        return None
+    return (response_id, position) if 0 <= position < V2_MAX_OUTPUT_ITEMS and response_id else None
+
+
+def v2_commands(namespace: str, entry: Entry, parent_id: str | None) -> dict[str, bytes]:
+    """What a process of the previous release writes for one entry (its `_commands`, for ids it made keys of)."""
+    encoded = v2_encode_entry(entry)
+    assert encoded is not None
+    data, kept = encoded
+    out = {f"{namespace}:r:{entry.response_id}": data}
+    for index, meta in enumerate(entry.outputs[:kept]):
+        if meta.id is not None:
+            out[f"{namespace}:i:{meta.id}"] = v2_location(index, entry.response_id)
+        if meta.call_id is not None:
+            out[f"{namespace}:t:{meta.type}:{meta.call_id}"] = v2_location(index, entry.response_id)
+        if meta.role == "assistant" and meta.fingerprint is not None:
+            out[f"{namespace}:f:{meta.fingerprint:016x}"] = v2_location(index, entry.response_id)
+    if entry.conversation_id is not None:
+        out[f"{namespace}:c:{entry.conversation_id}"] = data
+    if parent_id is not None:
+        out[f"{namespace}:k:{parent_id}"] = V2_MARKER
+    return out
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    running = RedisServer(tmp_path_factory.mktemp("redis-format"))
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def admin(server: RedisServer) -> Iterator[redis.Redis]:
+    with server.client() as client:
+        client.flushdb()
+        yield client
+
+
+@pytest.fixture
+def make(server: RedisServer) -> Iterator[Callable[..., RedisLedger]]:
+    """Ledgers bound to the fleet key, closed after the test."""
+    made: list[RedisLedger] = []
+
+    def new(fingerprinter: Fingerprinter = FLEET, **options: Any) -> RedisLedger:
+        ledger = RedisLedger(server.url(), **options)
+        ledger.bind(fingerprinter)
+        made.append(ledger)
+        return ledger
+
+    yield new
+    for ledger in made:
+        ledger.close(timeout=1)
+
+
+def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
+    """An entry with every kind of field filled in."""
+    outputs = (
+        ItemMeta("reasoning", "rs_1", None, None, None, True, None, False, payload_shape("QUJD" * 300)),
+        ItemMeta("message", "msg_1", None, "assistant", "commentary", False, 2**64 - 1),
+        ItemMeta("function_call", "fc_1", "call_abc", None, None, False, None, True),
+        ItemMeta("mcp_approval_request", "mcpr_1", "mcpr_1", None, None, False),
+    )
+    entry = Entry(
+        response_id, 1_760_000_000_000_000_000, True, "0123456789abcdef", "conv_1", outputs, 3, 1,
+        parent_id="resp_parent", input_messages=(1, 2, 2**64 - 1), copies=((0, payload_shape("QUJD" * 300)),),
+    )  # fmt: skip
+    return dataclasses.replace(entry, **changes)
+
+
+def keys_and_values(admin: redis.Redis) -> dict[str, bytes]:
+    names = [key.decode() for key in admin.scan_iter(match="*", count=1000)]
+    values = admin.mget(names) if names else []
+    return {name: value for name, value in zip(names, values, strict=True) if isinstance(value, bytes)}
+
+
+def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
+    return {name: ledger.stats()[name] for name in names}
+
+
+# -- the byte layout -----------------------------------------------------------------------------------------
+
+
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET) -> bytes:
+    """The MAC as documented, computed here independently of the codec."""
+    digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
+    name = key.encode()
+    digest.update((3).to_bytes(2, "big") + len(name).to_bytes(4, "big") + name + content)
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=")
+
+
+def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """`v3.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
+    locations `index:response_id`, markers `1`; the MAC over the version, the full key name and the content."""
+    assert FORMAT == 3
+    ledger = make()
+    entry = rich_entry()
+    ledger.record(entry, "resp_parent")
+    assert ledger.flush(5)
+    stored = keys_and_values(admin)
+    ns = ledger.namespace
+    kinds = {name.split(":")[2] for name in stored}
+    assert kinds == {"r", "i", "t", "f", "c", "k"}
+    layout = re.compile(rb"v3\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    for name, value in stored.items():
+        match = layout.fullmatch(value)
+        assert match is not None, (name, value)
+        assert match[1] == expected_mac(name, match[2]), name
+    content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
+    assert stored[f"{ns}:r:resp_rich"] == b"v3." + expected_mac(f"{ns}:r:resp_rich", content) + b"." + content
+    assert stored[f"{ns}:c:conv_1"].endswith(b"." + content)
+    assert stored[f"{ns}:i:msg_1"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:t:function_call:call_abc"].endswith(b".2:resp_rich")
+    assert stored[f"{ns}:f:{2**64 - 1:016x}"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:k:resp_parent"].endswith(b".1")
+    assert ledger.stats()["writes"] == 1
+    # Read back by another process of the fleet: every field, marked as read from a shared store.
+    reader = make()
+    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True)
+    assert reader.has_child("resp_parent") is True
+    assert set(COUNTS) >= {"forged", "unsigned", "local_only", "undecodable"}
+    assert counts(reader, "forged", "unsigned", "undecodable") == {"forged": 0, "unsigned": 0, "undecodable": 0}
+
+
+def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    derived = FLEET.derive(MAC_PURPOSE)
+    assert len(derived) == 32
+    assert derived != FLEET.derive(b"another-use")
+    assert derived != key_from_text(KEY)
+    assert derived != Fingerprinter(key_from_text("another key")).derive(MAC_PURPOSE)
+    assert FLEET.derive(MAC_PURPOSE) == derived  # the same in every process of the fleet
+    for bad in (b"", b"x" * 17, b"a\x00"):
+        with pytest.raises(ValueError, match="purpose"):
+            FLEET.derive(bad)
+    ledger = make()
+    ledger.record(rich_entry(), "resp_parent")
+    assert ledger.flush(5)
+    everything = b"\x00".join(name.encode() + b"\x00" + value for name, value in keys_and_values(admin).items())
+    for form in (derived, derived.hex().encode(), base64.b64encode(derived), base64.urlsafe_b64encode(derived)):
+        assert form[:12] not in everything
+    for key in (key_from_text(KEY), key_from_text(KEY).hex().encode(), KEY.encode()):
+        assert key[:12] not in everything
+
+
+def test_the_format_table_says_what_decodes() -> None:
+    assert sorted(FORMATS) == [2, 3]
+    assert FORMATS[3].signed is True
+    assert FORMATS[2].signed is False
+    codec = Codec(FLEET, accept_unsigned=True)
+    seen: list[str] = []
+    codec.count = seen.append
+    key = "otel-responses:abc:r:resp_rich"
+    content = json.dumps(entry_fields(rich_entry())).encode()
+    sealed = codec.seal(key, content)
+    assert codec.entry(key, sealed) is not None
+    for other in (b"v4.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+        assert codec.entry(key, other + sealed[3:]) is None
+    assert seen == ["undecodable"] * 5
+    seen.clear()
+    assert codec.entry(key, sealed.decode()) is not None  # a client with decode_responses=True
+    assert codec.entry(key, 12) is None
+    assert seen == ["undecodable"]
+
+
+# -- forged and moved values ---------------------------------------------------------------------------------
+
+
+def test_a_genuine_value_moved_to_another_key_is_rejected(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """The MAC binds the full key name: a value copied under another name is forged, whatever its content."""
+    writer = make()
+    older = rich_entry("resp_older", sequence=1, conversation_id="conv_2", parent_id=None)
+    writer.record(older, None)
+    writer.record(rich_entry(), "resp_parent")
+    assert writer.flush(5)
+    ns = writer.namespace
+    stored = keys_and_values(admin)
+    moves = {
+        f"{ns}:r:resp_rich": f"{ns}:c:conv_1",  # an entry as its conversation's latest
+        f"{ns}:r:resp_older": f"{ns}:c:conv_2",
+        f"{ns}:c:conv_1": f"{ns}:c:conv_9",
+        f"{ns}:i:msg_1": f"{ns}:i:msg_9",  # a location under another item
+        f"{ns}:t:function_call:call_abc": f"{ns}:t:custom_tool_call:call_abc",
+        f"{ns}:f:{2**64 - 1:016x}": f"{ns}:f:{12345:016x}",
+        f"{ns}:k:resp_parent": f"{ns}:k:resp_rich",  # a continued-marker on another response
+    }
+    admin.mset({target: stored[source] for source, target in moves.items()})
+    reader = make()
+    assert reader.latest_in_conversation("conv_1") is None
+    assert reader.latest_in_conversation("conv_2") is None
+    assert reader.latest_in_conversation("conv_9") is None
+    assert reader.has_child("resp_rich") is False
+    found = reader.locate(["msg_9", ("custom_tool_call", "call_abc"), 12345])
+    assert found == [None, None, None]
+    assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 7, "undecodable": 0, "unsigned": 0}
+    # The genuine values under their own names still read.
+    assert reader.get("resp_rich") is not None
+    assert reader.has_child("resp_parent") is True
+
+
+@pytest.mark.parametrize(
+    "forge",
+    [
+        pytest.param(lambda key, content: Codec(ATTACKER).seal(key, content), id="sealed-with-another-key"),
+        pytest.param(lambda key, content: b"v3." + b"A" * 22 + b"." + content, id="made-up-mac"),
+        pytest.param(lambda key, content: b"v3." + b"A" * 21 + b"." + content, id="short-mac"),
+        pytest.param(lambda key, content: b"v3.." + content, id="no-mac"),
+        pytest.param(
+            lambda key, content: Codec(FLEET).seal(key, b"[]")[:26] + content, id="a-real-mac-of-other-content"
+        ),
+    ],
+)
+def test_a_forged_value_of_every_kind_is_ignored_and_counted(
+    forge: Callable[[str, bytes], bytes], admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    entry = rich_entry()
+    content = json.dumps(entry_fields(entry)).encode()
+    admin.mset(
+        {
+            f"{ns}:r:resp_rich": forge(f"{ns}:r:resp_rich", content),
+            f"{ns}:c:conv_1": forge(f"{ns}:c:conv_1", content),
+            f"{ns}:i:msg_1": forge(f"{ns}:i:msg_1", b"1:resp_rich"),
+            f"{ns}:t:function_call:call_abc": forge(f"{ns}:t:function_call:call_abc", b"2:resp_rich"),
+            f"{ns}:f:{2**64 - 1:016x}": forge(f"{ns}:f:{2**64 - 1:016x}", b"1:resp_rich"),
+            f"{ns}:k:resp_parent": forge(f"{ns}:k:resp_parent", b"1"),
+        }
+    )
+    assert reader.get("resp_rich") is None
+    assert reader.latest_in_conversation("conv_1") is None
+    assert reader.locate(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [None, None, None]
+    assert reader.has_child("resp_parent") is False
+    assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 6, "undecodable": 0, "unsigned": 0}
+    assert reader.unavailable() is False  # forged is not unreachable
+
+
+# -- hostile content under a valid MAC ----------------------------------------------------------------------
+# What a buggy writer holding the key, or a forger while `accept_unsigned` is on, could put there: each is
+# rejected and counted, whether sealed (format 3) or unsigned (format 2, read with accept_unsigned=True).
+
+GOOD = entry_fields(rich_entry("resp_h"))
+
+
+def with_field(index: int, value: object) -> list[Any]:
+    fields: list[Any] = json.loads(json.dumps(GOOD))
+    fields[index] = value
+    return fields
+
+
+def with_output(position: int, value: object) -> list[Any]:
+    fields: list[Any] = json.loads(json.dumps(GOOD))
+    fields[7][0][position] = value
+    return fields
+
+
+HOSTILE_FIELDS: dict[str, object] = {
+    "not-a-list": {"response_id": "resp_h"},
+    "missing-field": GOOD[:-1],
+    "extra-field": [*GOOD, None],
+    "id-overlong": with_field(0, "resp_" + "a" * 124),
+    "id-telemetry-injection": with_field(0, "resp_h\nopenai_responses.signals=unstored_parent"),
+    "id-spaces": with_field(0, "resp h"),
+    "id-unicode": with_field(0, "resp_\u0570"),
+    "id-empty": with_field(0, ""),
+    "id-number": with_field(0, 12),
+    "sequence-string": with_field(1, "1"),
+    "sequence-negative": with_field(1, -1),
+    "sequence-huge": with_field(1, 2**63),
+    "sequence-float": with_field(1, 1.5),
+    "store-bool": with_field(2, True),
+    "store-two": with_field(2, 2),
+    "hash-uppercase": with_field(3, "0123456789ABCDEF"),
+    "hash-short": with_field(3, "0123456789abcde"),
+    "hash-long": with_field(3, "0123456789abcdef0"),
+    "hash-text": with_field(3, "the instructions"),
+    "conversation-overlong": with_field(4, "conv_" + "x" * 200),
+    "conversation-slash": with_field(4, "conv/1"),
+    "count-negative": with_field(5, -3),
+    "count-huge": with_field(6, 2**40),
+    "count-nested": with_field(5, [1]),
+    "outputs-too-many": with_field(7, [GOOD[7][1]] * (MAX_OUTPUT_ITEMS + 1)),
+    "outputs-object": with_field(7, {"0": GOOD[7][0]}),
+    "parent-bad-charset": with_field(8, "resp_<script>"),
+    "messages-too-many": with_field(9, [1, 2, 3, 4, 5]),
+    "messages-fingerprint-too-big": with_field(9, [2**64]),
+    "copies-index-past-outputs": with_field(10, [[MAX_OUTPUT_ITEMS, 8]]),
+    "copies-shape-negative": with_field(10, [[0, -8]]),
+    "item-type-uppercase": with_output(0, "Reasoning"),
+    "item-type-spaces": with_output(0, "function call"),
+    "item-type-overlong": with_output(0, "a" * 65),
+    "item-type-null": with_output(0, None),
+    "item-id-overlong": with_output(1, "rs_" + "b" * 126),
+    "item-id-nested": with_output(1, ["rs_1"]),
+    "call-id-bad": with_output(2, "call 1"),
+    "role-uppercase": with_output(3, "Assistant"),
+    "phase-text": with_output(4, "the final answer"),
+    "encrypted-two": with_output(5, 2),
+    "fingerprint-negative": with_output(6, -1),
+    "awaits-bool": with_output(7, True),
+    "shape-huge": with_output(8, 2**40),
+    "item-short": with_field(7, [GOOD[7][0][:8]]),
+}
+HOSTILE_BYTES: dict[str, bytes] = {
+    "not-json": b"not json at all",
+    "not-ascii": b'["resp_h\xff"]',
+    "deep": b"[" * 5000 + b"]" * 5000,
+    "huge": b"[" + b"1," * 20_000 + b"1]",
+    "int-of-5000-digits": b"[" + b"9" * 5000 + b"]",
+    "nan": json.dumps(with_field(1, float("nan"))).encode(),
+    "empty": b"",
+}
+
+
+def _hostile_cases() -> list[Any]:
+    cases = [pytest.param(json.dumps(doc).encode(), id=name) for name, doc in HOSTILE_FIELDS.items()]
+    return cases + [pytest.param(raw, id=name) for name, raw in HOSTILE_BYTES.items()]
+
+
+@pytest.mark.parametrize("content", _hostile_cases())
+def test_hostile_entry_content_is_rejected_and_counted(
+    content: bytes, admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    assert decode_entry(content) is None
+    reader = make(accept_unsigned=True)
+    ns = reader.namespace
+    assert ns is not None
+    v2 = content
+    if content.startswith(b"[") and not content.startswith(b"[["):
+        v2 = b"[2," + content[1:] if content != b"[]" else content
+    sealed = Codec(FLEET).seal(f"{ns}:r:resp_h", content)
+    admin.set(f"{ns}:r:resp_h", sealed)
+    assert reader.get("resp_h") is None
+    admin.set(f"{ns}:r:resp_h", v2)
+    assert reader.get("resp_h") is None
+    assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
+
+
+def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """The cases above fail for what they change, not for the base they change."""
+    good = json.dumps(GOOD).encode()
+    assert decode_entry(good) == dataclasses.replace(rich_entry("resp_h"), shared=True)
+    reader = make(accept_unsigned=True)
+    ns = reader.namespace
+    admin.set(f"{ns}:r:resp_h", Codec(FLEET).seal(f"{ns}:r:resp_h", good))
+    assert reader.get("resp_h") is not None
+    reader = make(accept_unsigned=True)
+    admin.set(f"{ns}:r:resp_h", b"[2," + good[1:])
+    assert reader.get("resp_h") is not None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"99:resp_h",
+        b"32:resp_h",
+        b"-1:resp_h",
+        b"+1:resp_h",
+        b"1_0:resp_h",
+        b" 1:resp_h",
+        b"007:resp_h",
+        b"0:",
+        b":resp_h",
+        b"0",
+        b"0:resp h",
+        b"0:resp_h\n",
+        b"0:" + b"r" * 129,
+        b"0:resp_\xc3\xa9",
+        "\uff10:resp_h".encode(),  # a fullwidth digit, which int() takes
+        b"0:" + b"r" * 300,
+    ],
+)
+def test_hostile_location_content_is_rejected_and_counted(
+    content: bytes, admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    reader = make(accept_unsigned=True)
+    ns = reader.namespace
+    genuine = make()
+    genuine.record(rich_entry("resp_h"), None)
+    assert genuine.flush(5)
+    admin.set(f"{ns}:i:item_h", Codec(FLEET).seal(f"{ns}:i:item_h", content))
+    admin.set(f"{ns}:i:item_u", content)
+    assert reader.locate(["item_h", "item_u"]) == [None, None]
+    assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
+
+
+def test_hostile_marker_content_is_rejected(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    reader = make()
+    ns = reader.namespace
+    for n, content in enumerate((b"0", b"", b"11", b"1" * 100, b"yes")):
+        admin.set(f"{ns}:k:resp_{n}", Codec(FLEET).seal(f"{ns}:k:resp_{n}", content))
+        assert reader.has_child(f"resp_{n}") is False
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 5, "forged": 0}
+
+
+# -- the same rules on write ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"response_id": "resp_" + "a" * 124},
+        {"response_id": "resp with spaces"},
+        {"conversation_id": "conv/1"},
+        {"instructions_hash": "not-a-hash"},
+        {"input_app_messages": 2**33},
+        {"outputs": (ItemMeta("message", "msg 1", None, "assistant", None, False),)},
+        {"outputs": (ItemMeta("message", "msg_1", None, "Assistant", None, False),)},
+        {"outputs": (ItemMeta("Odd Type", "x_1", None, None, None, False),)},
+        {"outputs": (ItemMeta("function_call", "fc_1", "call/1", None, None, False, None, True),)},
+        {"parent_id": "resp\u00e9"},
+    ],
+    ids=lambda changes: next(iter(changes)),
+)
+def test_an_entry_a_reader_would_reject_is_kept_local(
+    changes: dict[str, Any], admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    entry = rich_entry(**changes)
+    assert not shareable(entry)
+    assert encode_entry(entry) is None
+    ledger = make()
+    ledger.record(entry, None)
+    assert ledger.flush(5)
+    assert keys_and_values(admin) == {}
+    assert ledger.get(entry.response_id) == entry  # the local tier has it, as recorded
+    assert counts(ledger, "local_only", "writes", "dropped") == {"local_only": 1, "writes": 0, "dropped": 0}
+
+
+def test_a_parent_id_a_reader_would_reject_keeps_the_entry_local(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    ledger = make()
+    ledger.record(rich_entry(parent_id=None), "resp with spaces")
+    assert ledger.flush(5)
+    assert keys_and_values(admin) == {}
+    assert ledger.stats()["local_only"] == 1
+
+
+def test_what_one_process_writes_another_reads(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """Whatever passes the write rules decodes whole on the other side, trimmed or not."""
+    variants = [
+        rich_entry(),
+        rich_entry("resp_min", instructions_hash=None, conversation_id=None, parent_id=None, outputs=(), copies=()),
+        rich_entry("resp_" + "a" * 123, sequence=2**63 - 1, input_app_messages=2**32 - 1),
+        rich_entry(
+            "a.b:c-D_9", outputs=tuple(ItemMeta("x" * 64, f"i_{n}", None, "z" * 64, None, False) for n in range(3))
+        ),
+    ]
+    writer = make()
+    for entry in variants:
+        assert shareable(entry), entry.response_id
+        writer.record(dataclasses.replace(entry, conversation_id=None), None)
+    assert writer.flush(5)
+    reader = make()
+    for entry in variants:
+        assert reader.get(entry.response_id) == dataclasses.replace(entry, conversation_id=None, shared=True)
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 0, "forged": 0}
+
+
+def test_ids_of_the_recorded_api_traffic_and_the_emulator_pass(client: openai.OpenAI) -> None:
+    """Every id in the recorded traffic (responses, items, calls, conversations) may be shared; so may every id the
+    emulator makes, and every item type, role and phase the API returns."""
+    pattern = re.compile(
+        r'\\?"(id|call_id|previous_response_id|conversation|response_id|item_id|approval_request_id)\\?"\s*:'
+        r'\s*\\?"([^"\\]*)\\?"'
+    )
+    ids = {
+        match[2]
+        for path in CASSETTES.rglob("*")
+        if path.is_file()
+        for match in pattern.finditer(path.read_text(errors="replace"))
+    }
+    assert len(ids) > 1000
+    assert [value for value in ids if not is_id(value)] == []
+    conversation = client.conversations.create()
+    response = client.responses.create(
+        model=MODEL, input=[tool_request()], tools=TOOLS, conversation=conversation.id, instructions=INSTRUCTIONS
+    )
+    made = [conversation.id, response.id, *(item.id for item in response.output)]
+    made += [getattr(item, "call_id", None) or "call_x" for item in response.output]
+    assert all(map(is_id, made)), made
+    tokens = {"reasoning", "message", "function_call", "assistant", "commentary", "final_answer", "compaction"}
+    entry = rich_entry(outputs=tuple(ItemMeta(t, None, None, t, t, False) for t in tokens))
+    assert shareable(entry)
+
+
+# -- a rolling deploy ----------------------------------------------------------------------------------------
+
+
+def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
+    return [tuple(dict(span.attributes or {})["openai_responses.signals"]) for span in cap.chat_spans()]  # type: ignore[arg-type]
+
+
+def test_an_old_writer_and_a_new_reader_share_one_redis(
+    admin: redis.Redis, make: Callable[..., RedisLedger], client: openai.OpenAI
+) -> None:
+    """The previous release's processes write format 2. By default this release ignores those values (counted
+    `unsigned`): checks against the old writers' responses are silent, never wrong. With accept_unsigned=True they
+    are read (and marked shared) and checked as before."""
+    with capture(hash_key=KEY):  # the old processes, as far as the API is concerned
+        called = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+        unstored = client.responses.create(model=MODEL, input="The marker is V-2.", store=False)
+    call = next(item for item in called.output if item.type == "function_call")
+    old: dict[str, bytes] = {}
+    namespace = f"otel-responses:{FLEET.key_id()}"
+    calls = (ItemMeta("function_call", call.id, call.call_id, None, None, False, None, True),)
+    old |= v2_commands(namespace, Entry(called.id, 1, True, None, "conv_old", calls, 1, 0), None)
+    old |= v2_commands(namespace, Entry(unstored.id, 2, False, None, None, (), 1, 0), "resp_old_parent")
+    admin.mset(old)
+
+    strict_reader = make()
+    assert strict_reader.get(called.id) is None
+    assert strict_reader.latest_in_conversation("conv_old") is None
+    assert strict_reader.locate([call.id or "", ("function_call", call.call_id)]) == [None, None]
+    assert strict_reader.has_child("resp_old_parent") is False
+    assert counts(strict_reader, "unsigned", "forged", "undecodable") == {"unsigned": 5, "forged": 0, "undecodable": 0}
+    with capture(ledger=make(), hash_key=KEY) as cap:
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
+    assert chat_signals(cap) == [(), ()]  # silent during the deploy
+
+    lenient = make(accept_unsigned=True)
+    entry = lenient.get(called.id)
+    assert entry is not None
+    assert entry.shared is True
+    assert entry.pending_calls == (call.call_id,)
+    assert lenient.locate([call.id or ""])[0] == (entry, 0)
+    assert lenient.has_child("resp_old_parent") is True
+    with capture(ledger=make(accept_unsigned=True), hash_key=KEY) as cap:
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
+    assert chat_signals(cap) == [("missing_tool_output",), ("unstored_parent",)]
+
+
+def test_an_old_reader_ignores_new_values(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """The previous release's decoder, given every value this release writes, returns None and never raises (its
+    continued-marker check only asks whether the key exists, and a format-3 marker means the same thing)."""
+    writer = make()
+    writer.record(rich_entry(), "resp_parent")
+    writer.record(
+        rich_entry("resp_plain", outputs=(ItemMeta("message", "msg_2", None, "assistant", None, False, 7),)), None
+    )
+    assert writer.flush(5)
+    stored = keys_and_values(admin)
+    assert len(stored) > 6
+    for name, value in stored.items():
+        assert v2_decode_entry(value) is None, name
+        assert v2_decode_location(value) is None, name
+
+
+def test_the_frozen_format_2_encoder_matches_what_this_release_reads_with_accept_unsigned() -> None:
+    """The frozen encoder and this release's format-2 reader agree on every field."""
+    entry = rich_entry()
+    encoded = v2_encode_entry(entry)
+    assert encoded is not None
+    assert encoded[0].startswith(b"[2,")
+    assert v2_decode_entry(encoded[0]) == entry
+    assert decode_entry(encoded[0], version=2) == dataclasses.replace(entry, shared=True)
+    assert decode_entry(encoded[0]) is None  # not format 3
+    # Format 1 (two releases back) no longer decodes.
+    assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=2) is None
+    assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=1) is None
