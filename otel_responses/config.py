@@ -106,7 +106,7 @@ def _as_seconds(name: str, value: object) -> float:
     return number
 
 
-def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int) -> Ledger:
+def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool) -> Ledger:
     """A ``RedisLedger`` for ``ledger_url``; errors never repeat the URL (it may hold a password)."""
     from .redis_ledger import RedisLedger, check_url
 
@@ -115,7 +115,9 @@ def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int) -> Ledge
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
     try:
-        return RedisLedger(valid, ttl_seconds=ttl, timeout_seconds=timeout, local_capacity=capacity)
+        return RedisLedger(
+            valid, ttl_seconds=ttl, timeout_seconds=timeout, local_capacity=capacity, accept_unsigned=accept_unsigned
+        )
     except ImportError:
         raise ConfigError("ledger_url needs the redis package: pip install 'otel-responses[redis]'") from None
     except ValueError:
@@ -136,6 +138,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         "ledger_url",
         "ledger_ttl",
         "ledger_timeout",
+        "ledger_accept_unsigned",
     }
     unknown = set(config) - known
     if unknown:
@@ -168,7 +171,10 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         capacity = _as_positive_int(
             "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
         )
-        ledger = InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity)
+        accept_unsigned = _bool_setting(config, "ledger_accept_unsigned", env)
+        ledger = (
+            InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned)
+        )
     else:
         missing = [name for name in _LEDGER_METHODS if not callable(getattr(ledger, name, None))]
         if missing:
