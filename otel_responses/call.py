@@ -255,7 +255,7 @@ class Call:
                 if self.op.remember is not None:
                     self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings)
             if extra:
-                self.span.set_attributes(extra)
+                self.telemetry.annotate(self.span, extra)
             self.telemetry.succeed(
                 self.span,
                 self.req,

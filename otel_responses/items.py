@@ -121,6 +121,11 @@ class ItemMeta(NamedTuple):
     shape: int | None = None
 
 
+# Longest item type, id or call_id kept (the API's are about 55 characters): the ledger holds them for as long as it
+# holds a response, so a hostile server's megabyte ids must not be kept whole. Both sides of a comparison (output
+# recorded, input replayed) are cut alike, so matching still works.
+MAX_NAME = 256
+
 USER_TEXT = ItemMeta("message", None, None, "user", None, False)
 
 
@@ -176,11 +181,15 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     role = get("role")
     if not isinstance(role, str):
         role = None
+    elif len(role) > MAX_NAME:
+        role = role[:MAX_NAME]
     item_id = get("id")
     if not isinstance(item_id, str):
         item_id = None
+    elif len(item_id) > MAX_NAME:
+        item_id = item_id[:MAX_NAME]
     if isinstance(raw_type, str):
-        item_type = raw_type
+        item_type = raw_type if len(raw_type) <= MAX_NAME else raw_type[:MAX_NAME]
     elif role is not None:
         item_type = "message"  # EasyInputMessageParam: `type` is optional.
     elif item_id is not None:
@@ -191,7 +200,7 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     encrypted = awaits = False
     if item_type == "message":
         phase = get("phase")
-        if not isinstance(phase, str):
+        if not isinstance(phase, str) or len(phase) > MAX_NAME:
             phase = None
         # Assistant text: to recognise a replay of the text alone (an item with an id is recognised by it). App
         # messages of a request: to count distinct ones and to tell a turn sent twice. User messages returned
@@ -212,6 +221,8 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     else:
         call_id = get("call_id")
         if isinstance(call_id, str):
+            if len(call_id) > MAX_NAME:
+                call_id = call_id[:MAX_NAME]
             if item_type in APP_EXECUTED:
                 awaits = get("status") not in _UNFINISHED
             elif item_type == "tool_search_call":

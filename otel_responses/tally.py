@@ -21,8 +21,11 @@ from opentelemetry.util.types import AttributeValue
 Attributes = dict[str, AttributeValue]
 
 # At most this many series per counter, the last one the overflow series that sums any further attribute sets,
-# as the SDK does for its own instruments (its default cardinality limit is 2000).
-MAX_SERIES = 2000
+# as the SDK does for its own instruments. A memory guard only: it is twice the SDK's default cardinality limit
+# (2000 attribute sets per instrument), so the limit that decides what is exported is the SDK's, which an operator
+# sets (a View's `aggregation_cardinality_limit`, a reader's `cardinality_limits`) up to this bound. Attribute values
+# are validated before they get here (`bounds`): a series costs well under a kilobyte.
+MAX_SERIES = 4096
 OVERFLOW: Attributes = {"otel.metric.overflow": True}
 
 

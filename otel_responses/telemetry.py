@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.metrics import Meter
@@ -16,6 +16,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import attributes as a
+from .bounds import cap, cap_all, cap_attributes, cap_list, metric_code, metric_host, metric_model
 from .config import Settings
 from .facts import RequestFacts, ResponseFacts, bounded_types, effective_store
 from .signals import LOSS_SEVERITIES, Signal
@@ -97,33 +98,35 @@ class Telemetry:
         if req.state_mode is not None:
             attrs[a.STATE_MODE] = req.state_mode
             attrs[a.STORE] = req.store
-            attrs[a.INPUT_ITEM_TYPES] = bounded_types(req.input_items, self.settings.max_item_types)
+            attrs[a.INPUT_ITEM_TYPES] = cap_all(bounded_types(req.input_items, self.settings.max_item_types))
             attrs[a.INPUT_ITEM_COUNT] = len(req.input_items)
             attrs[a.REASONING_ENCRYPTED_REQUESTED] = req.encrypted_requested
             attrs[a.REASONING_ENCRYPTED_INPUT_COUNT] = req.encrypted_input_count
+        # Every string from the app, the server or a setting is capped (bounds.MAX_LENGTH).
         if req.target_response_id is not None:
-            attrs[a.GEN_AI_RESPONSE_ID] = req.target_response_id
-        if req.model is not None:
-            attrs[a.GEN_AI_REQUEST_MODEL] = req.model
+            attrs[a.GEN_AI_RESPONSE_ID] = cap(req.target_response_id)
+        model = req.model
+        if model is not None:
+            model = attrs[a.GEN_AI_REQUEST_MODEL] = cap(model)
         if server[0] is not None:
-            attrs[a.SERVER_ADDRESS] = server[0]
+            attrs[a.SERVER_ADDRESS] = cap(server[0])
         if server[1] is not None:
             attrs[a.SERVER_PORT] = server[1]
         if req.previous_response_id is not None:
-            attrs[a.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID] = req.previous_response_id
+            attrs[a.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID] = cap(req.previous_response_id)
         if req.conversation_id is not None:
-            attrs[a.GEN_AI_CONVERSATION_ID] = req.conversation_id
+            attrs[a.GEN_AI_CONVERSATION_ID] = cap(req.conversation_id)
         if req.service_tier is not None:
-            attrs[a.OPENAI_REQUEST_SERVICE_TIER] = req.service_tier
+            attrs[a.OPENAI_REQUEST_SERVICE_TIER] = cap(req.service_tier)
         if req.instructions_hash is not None:
-            attrs[a.INSTRUCTIONS_HASH] = req.instructions_hash
+            attrs[a.INSTRUCTIONS_HASH] = req.instructions_hash  # 16 hex characters of our own hash
         if req.instructions_version is not None:
-            attrs[a.INSTRUCTIONS_VERSION] = req.instructions_version
+            attrs[a.INSTRUCTIONS_VERSION] = cap(req.instructions_version)
         if req.include:
-            attrs[a.INCLUDE] = list(req.include)
+            attrs[a.INCLUDE] = cap_list(req.include)
         if ledger_unavailable:
             attrs[a.LEDGER_UNAVAILABLE] = True
-        name = f"{req.operation} {req.model}" if req.model else req.operation
+        name = f"{req.operation} {model}" if model else req.operation
         return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
 
     def _cached(self, key: tuple[object, ...], build: Callable[[], Attributes]) -> Attributes:
@@ -140,46 +143,54 @@ class Telemetry:
     def _metric_attrs(
         self, req: RequestFacts, server: Server, response_model: str | None, extra: tuple[str, str] | None = None
     ) -> Attributes:
-        """The GenAI client metrics' attributes, with one more (error type, token type) if given."""
+        """The GenAI client metrics' attributes, with one more (error type, token type) if given.
+
+        Values from outside (models, host, error type) are validated (``bounds``) before they key the cache:
+        neither the cache nor the SDK keeps a long or odd string alive."""
+        model = metric_model(req.model)
+        response_model = metric_model(response_model)
+        host = metric_host(server[0])
 
         def build() -> Attributes:
             attrs: Attributes = {
                 a.GEN_AI_OPERATION_NAME: req.operation,
                 a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
             }
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
             _put(attrs, a.GEN_AI_RESPONSE_MODEL, response_model)
-            _put(attrs, a.SERVER_ADDRESS, server[0])
+            _put(attrs, a.SERVER_ADDRESS, host)
             _put(attrs, a.SERVER_PORT, server[1])
             if extra is not None:
                 attrs[extra[0]] = extra[1]
             return attrs
 
-        return self._cached(("m", req.operation, req.model, response_model, server, extra), build)
+        return self._cached(("m", req.operation, model, response_model, host, server[1], extra), build)
 
     def _count_call(self, req: RequestFacts, context_loss: bool, store: bool) -> None:
         """``store``: the effective flag (the response body's when it said)."""
+        model = metric_model(req.model)
 
         def build() -> Attributes:
             attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
             if req.state_mode is not None:
                 attrs[a.STATE_MODE] = req.state_mode
                 attrs[a.STORE] = store
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
             return attrs
 
-        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, req.model)
+        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, model)
         self.calls.add(key, self._cached(key, build), 1)
 
     def _count_by_model(self, tally: Tally, req: RequestFacts, name: str, value: str, amount: int) -> None:
         """Add to a counter by operation, request model and one more attribute (token kind, direction)."""
+        model = metric_model(req.model)
 
         def build() -> Attributes:
             attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, name: value}
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
             return attrs
 
-        key = ("k", req.operation, req.model, name, value)
+        key = ("k", req.operation, model, name, value)
         tally.add(key, self._cached(key, build), amount)
 
     def _count_usage(self, req: RequestFacts, resp: ResponseFacts, metric_attrs_key: tuple[Server, str | None]) -> None:
@@ -212,21 +223,23 @@ class Telemetry:
         attrs[a.SIGNALS] = list(dict.fromkeys(s.name for s in signals))
         attrs[a.CONTEXT_LOSS] = context_loss
         for signal in signals:
-            span.add_event(
+            span.add_event(  # the detail's ids and item types come from the app or the server: capped
                 a.SIGNAL_EVENT,
-                {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **signal.detail},
+                {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **cap_attributes(signal.detail)},
             )
             self.signal_counter.add(1, self._signal_attrs(req, signal))
         return context_loss
 
     def _signal_attrs(self, req: RequestFacts, signal: Signal) -> Attributes:
+        model = metric_model(req.model)
+
         def build() -> Attributes:
             attrs: Attributes = {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity}
             _put(attrs, a.STATE_MODE, req.state_mode)
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, req.model)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
             return attrs
 
-        return self._cached(("s", signal.name, signal.severity, req.state_mode, req.model), build)
+        return self._cached(("s", signal.name, signal.severity, req.state_mode, model), build)
 
     def succeed(
         self,
@@ -242,7 +255,9 @@ class Telemetry:
     ) -> None:
         """Record the response side, then end the span. ``resp`` is None when the body was not read.
 
-        ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``).
+        ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``, an ``error``
+        event: the server's code, any text), or whose parsing failed (the exception's class name). The span keeps
+        it capped; the metric keeps it when it looks like a code, else ``_OTHER``.
         """
         attrs: Attributes = {}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
@@ -253,9 +268,11 @@ class Telemetry:
         self._count_call(req, self._signals(span, req, signals, attrs), store)
         response_model = resp.model if resp is not None else None
         if error_type is not None:
-            attrs[a.ERROR_TYPE] = error_type
+            error_type = attrs[a.ERROR_TYPE] = cap(error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
-            self.duration.record(seconds, self._metric_attrs(req, server, response_model, (a.ERROR_TYPE, error_type)))
+            self.duration.record(
+                seconds, self._metric_attrs(req, server, response_model, (a.ERROR_TYPE, metric_code(error_type)))
+            )
         else:
             self.duration.record(seconds, self._metric_attrs(req, server, response_model))
         if resp is not None:
@@ -267,7 +284,7 @@ class Telemetry:
 
     def _response_attrs(self, req: RequestFacts, resp: ResponseFacts, attrs: Attributes) -> None:
         if resp.has_output:
-            attrs[a.OUTPUT_ITEM_TYPES] = bounded_types(resp.output_items, self.settings.max_item_types)
+            attrs[a.OUTPUT_ITEM_TYPES] = cap_all(bounded_types(resp.output_items, self.settings.max_item_types))
             attrs[a.OUTPUT_ITEM_COUNT] = len(resp.output_items)
             attrs[a.REASONING_ENCRYPTED_OUTPUT_COUNT] = resp.encrypted_output_count
         if req.state_mode is not None or resp.has_output:
@@ -275,18 +292,18 @@ class Telemetry:
             attrs[a.COMPACTION] = compaction
             if compaction:
                 attrs[a.GEN_AI_CONVERSATION_COMPACTED] = True
-        _put(attrs, a.GEN_AI_RESPONSE_ID, resp.response_id)
-        _put(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
-        _put(attrs, a.REQUEST_ID, resp.request_id)
-        _put(attrs, a.OPENAI_RESPONSE_SERVICE_TIER, resp.service_tier)
+        _put_text(attrs, a.GEN_AI_RESPONSE_ID, resp.response_id)
+        _put_text(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
+        _put_text(attrs, a.REQUEST_ID, resp.request_id)
+        _put_text(attrs, a.OPENAI_RESPONSE_SERVICE_TIER, resp.service_tier)
         _put(attrs, a.GEN_AI_USAGE_INPUT_TOKENS, resp.input_tokens)
         _put(attrs, a.GEN_AI_USAGE_OUTPUT_TOKENS, resp.output_tokens)
         _put(attrs, a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, resp.cached_tokens)
         _put(attrs, a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, resp.reasoning_tokens)
         if resp.finish_reason is not None:
-            attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [resp.finish_reason]
+            attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [cap(resp.finish_reason)]
         if resp.conversation_id is not None and req.conversation_id is None:
-            attrs[a.GEN_AI_CONVERSATION_ID] = resp.conversation_id
+            attrs[a.GEN_AI_CONVERSATION_ID] = cap(resp.conversation_id)
 
     def internal_error(self, step: str) -> None:
         """Count and log (at debug, without the message, which may echo payload) a swallowed failure.
@@ -311,7 +328,11 @@ class Telemetry:
     def tag_request_id(self, span: Span, request_id: str | None) -> None:
         """The request id of a response whose body is left unread (a streaming raw response)."""
         if request_id is not None:
-            span.set_attribute(a.REQUEST_ID, request_id)
+            span.set_attribute(a.REQUEST_ID, cap(request_id))
+
+    def annotate(self, span: Span, extra: Mapping[str, AttributeValue]) -> None:
+        """Set attributes gathered outside the facts (a stream's request id, how it ended), strings capped."""
+        span.set_attributes(cap_attributes(extra))
 
     def fail(
         self,
@@ -324,14 +345,14 @@ class Telemetry:
         tool_check: str | None,
     ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
-        error_type = type(exc).__qualname__
+        error_type = cap(type(exc).__qualname__)
         attrs: Attributes = {a.ERROR_TYPE: error_type}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
         self._count_call(req, self._signals(span, req, signals, attrs), req.store)
-        self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, error_type)))
-        _put(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
+        self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, metric_code(error_type))))
+        _put_text(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
-        _put(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
+        _put_text(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
         span.set_attributes(attrs)
         span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
@@ -340,6 +361,12 @@ class Telemetry:
 def _put(attrs: Attributes, key: str, value: AttributeValue | None) -> None:
     if value is not None:
         attrs[key] = value
+
+
+def _put_text(attrs: Attributes, key: str, value: str | None) -> None:
+    """A string from the app or the server, capped."""
+    if value is not None:
+        attrs[key] = cap(value)
 
 
 def _str_attr(obj: Any, name: str) -> str | None:

@@ -15,6 +15,7 @@ from otel_responses.checks import Situation, run_request_checks
 from otel_responses.config import settings_from
 from otel_responses.facts import ResponseFacts, request_facts, response_facts, with_stream_items
 from otel_responses.items import (
+    MAX_NAME,
     SHAPE_FOREIGN,
     SHAPE_STANDARD,
     SHAPE_URLSAFE,
@@ -511,3 +512,17 @@ def test_zdr_makes_an_unstored_parent_refusable_whatever_the_ledger_holds() -> N
         if s.name == "unstored_parent"
     ]
     assert signal.refusable
+
+
+def test_overlong_item_fields_are_cut_alike_on_both_sides() -> None:
+    """The ledger keeps item types, ids and call ids for as long as it keeps a response: a megabyte one is cut, the
+    same way in an output recorded and in its replay, so the two still match."""
+    huge = "x" * 1_000_000
+    item = {"type": "function_call", "id": "fc_" + huge, "call_id": "call_" + huge, "name": "f", "arguments": "{}"}
+    returned, sent = meta(item, sent=False), meta(item)
+    assert returned == sent
+    assert all(len(value) <= MAX_NAME for value in (returned.type, returned.id, returned.call_id) if value)
+    odd = meta({"type": huge, "role": huge, "phase": huge})
+    assert len(odd.type) == MAX_NAME
+    assert odd.role is not None
+    assert len(odd.role) == MAX_NAME
