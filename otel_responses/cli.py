@@ -1,29 +1,47 @@
-"""The ``otel-responses`` command.
+"""The `otel-responses` command: argument parsing, the checks made before any work, and exit codes.
 
-``demo``   runs every scripted scenario (each state mode done right, each context-losing mistake) against
-           the built-in emulator and shows what the instrumentation saw.
-``doctor`` runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
-
-Exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected; 2 bad usage; 3 the endpoint
-could not be reached; 4 the endpoint refused the key.
+The help text is written here in plain words, not taken from docstrings: argparse prints it as it is.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
+from .version import __version__
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_REFUSED = 4
+EXIT_MISSING_EXTRA = 5
+
+DESCRIPTION = """\
+Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor).
+
+  demo    runs every scripted scenario (each state mode done right, each context-losing
+          mistake) against the built-in emulator and shows what the instrumentation saw.
+  doctor  runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
+"""
+
+EPILOG = """\
+exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected; 2 bad usage;
+3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
+4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
+(pip install 'otel-responses[cli]').
+"""
+
+EXTRA = "cli"
+REACH_TIMEOUT = 2.0  # seconds: a collector on the network answers a TCP connect well within this
 
 
 def _port(text: str) -> int:
@@ -53,53 +71,137 @@ def _positive(text: str) -> float:
     return value
 
 
+def _name(text: str) -> str:
+    """A name such as a model: an empty one would only fail later, as a confusing API error."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="otel-responses", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="otel-responses",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run every scripted scenario against the built-in emulator")
+    demo = commands.add_parser(
+        "demo",
+        help="run every scripted scenario against the built-in emulator",
+        description="Run every scripted scenario against the built-in emulator and print what the\n"
+        "instrumentation saw. No network and no API key needed.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     demo.add_argument("--spans", action="store_true", help="also print each span's openai_responses.* attributes")
     demo.add_argument("--console", action="store_true", help="print every span as the console exporter does")
     demo.add_argument("--otlp-endpoint", type=_url, metavar="URL", help="export traces and metrics over OTLP/HTTP")
     demo.add_argument(
         "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
     )
-    demo.add_argument("--serve", action="store_true", help="keep repeating the workload until interrupted")
+    demo.add_argument(
+        "--serve", action="store_true", help="keep repeating the workload until Ctrl-C or SIGTERM (exit 0)"
+    )
     demo.add_argument("--interval", type=_positive, default=5.0, metavar="SECONDS", help="pause between rounds")
-    doctor = commands.add_parser("doctor", help="the minimal troubleshooting flow, step by step")
+    doctor = commands.add_parser(
+        "doctor",
+        help="the minimal troubleshooting flow, step by step",
+        description="Run the troubleshooting guide's minimal flow, one state mode per step, and print PASS or\n"
+        "FAIL with the signals seen and the fix.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     doctor.add_argument(
         "--base-url", type=_url, metavar="URL", help="a real endpoint (key from OPENAI_API_KEY); default: emulator"
     )
-    doctor.add_argument("--model", default="gpt-5-mini", help="a reasoning model that supports function tools")
+    doctor.add_argument(
+        "--model", type=_name, default="gpt-5-mini", help="a reasoning model that supports function tools"
+    )
     return parser
 
 
-def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from .demo import Exporters, demo
+def _needed_modules(args: argparse.Namespace) -> list[str]:
+    """What the command will import beyond the base install: all of it comes with the `cli` extra."""
+    modules = ["openai", "opentelemetry.sdk"]
+    if getattr(args, "otlp_endpoint", None):
+        modules.append("opentelemetry.exporter.otlp.proto.http")
+    if getattr(args, "prometheus_port", None) is not None:
+        modules += ["opentelemetry.exporter.prometheus", "prometheus_client"]
+    return modules
 
-    if args.interval != 5.0 and not args.serve:
-        err.write("otel-responses demo: --interval only makes sense with --serve\n")
-        return EXIT_USAGE
-    stop = threading.Event()
-    if args.serve:
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, lambda *_: stop.set())
-        if args.prometheus_port:
-            err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
-    exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
-    try:
-        ok = demo(out, err, exporters, show_spans=args.spans, serve=args.serve, interval=args.interval, stop=stop)
-    except OSError as error:  # a port already taken, say
-        err.write(f"otel-responses demo: {error.strerror or error}\n")
-        return EXIT_USAGE
-    return EXIT_OK if ok else EXIT_FAILED
+
+def _missing_module(modules: Sequence[str]) -> str | None:
+    """The first module that cannot be imported, checked before any work so the user gets advice, not a traceback."""
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as error:
+            return error.name or module
+    return None
 
 
 def _endpoint(base_url: str) -> str:
     """host:port only: a URL may carry credentials, and the path says nothing useful."""
     parts = urlsplit(base_url)
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+def _unreachable(url: str, timeout: float = REACH_TIMEOUT) -> str | None:
+    """Why a TCP connection to the URL's host and port fails, or None: checked up front, because the OTLP
+    exporters would otherwise retry for seconds in the background and the run would still end in success."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
+            return None
+    except TimeoutError:
+        return f"no answer within {timeout:g}s"
+    except OSError as error:
+        return error.strerror or type(error).__name__
+
+
+def _stop_on_signals(stop: threading.Event) -> None:
+    """Ctrl-C and SIGTERM set `stop`, which the demo checks between scenarios; a second signal acts as usual."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        stop.set()
+        for each in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(each, signal.SIG_DFL if each == signal.SIGTERM else signal.default_int_handler)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, handler)
+
+
+def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.interval != 5.0 and not args.serve:
+        err.write("otel-responses demo: --interval only makes sense with --serve\n")
+        return EXIT_USAGE
+    stop = threading.Event()
+    if args.serve:
+        _stop_on_signals(stop)
+    if args.otlp_endpoint:
+        reason = _unreachable(args.otlp_endpoint)
+        if reason is not None:
+            where = _endpoint(args.otlp_endpoint)
+            err.write(f"otel-responses demo: cannot reach the OTLP endpoint {where} ({reason})\n")
+            return EXIT_UNREACHABLE
+    from .demo import Exporters, demo
+
+    if args.serve and args.prometheus_port:
+        err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
+    exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
+    try:
+        ok = demo(out, err, exporters, show_spans=args.spans, serve=args.serve, interval=args.interval, stop=stop)
+    except OSError as error:  # a port already taken, say
+        err.write(f"otel-responses demo: {error.strerror or error}\n")
+        return EXIT_USAGE
+    if exporters.export_failed:
+        where = _endpoint(args.otlp_endpoint)
+        err.write(f"otel-responses demo: the OTLP endpoint {where} did not accept the spans (the reason is above)\n")
+        return EXIT_UNREACHABLE
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -114,7 +216,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     emulator: Emulator | None = None
     if args.base_url:
-        key = os.environ.get("OPENAI_API_KEY")
+        key = os.environ.get("OPENAI_API_KEY", "").strip()
         if not key:
             err.write("otel-responses doctor: set OPENAI_API_KEY to use --base-url\n")
             return EXIT_USAGE
@@ -148,8 +250,15 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code (see the module docstring)."""
+    """Entry point; returns the exit code (see EPILOG)."""
     args = _parser().parse_args(argv)
+    missing = _missing_module(_needed_modules(args))
+    if missing is not None:
+        sys.stderr.write(
+            f"otel-responses {args.command}: the module {missing!r} is missing; it comes with the '{EXTRA}' extra:\n"
+            f"  pip install 'otel-responses[{EXTRA}]'\n"
+        )
+        return EXIT_MISSING_EXTRA
     if args.command == "demo":
         return _demo(args, sys.stdout, sys.stderr)
     return _doctor(args, sys.stdout, sys.stderr)

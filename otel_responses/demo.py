@@ -15,6 +15,7 @@ from .signals import CATALOGUE, LOSS_SEVERITIES
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 
 @dataclass
@@ -44,6 +45,29 @@ class Outcome:
         return raised
 
 
+class _Watched:
+    """A span exporter that remembers whether an export failed: the OTLP exporter only logs it, so a run against an
+    endpoint that answers but rejects the export (a wrong port or path) would otherwise end in success."""
+
+    def __init__(self, exporter: SpanExporter) -> None:
+        self._exporter = exporter
+        self.failed = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        result = self._exporter.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self.failed = True
+        return result
+
+    def shutdown(self) -> None:
+        self._exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self._exporter.force_flush(timeout_millis)
+
+
 @dataclass
 class Exporters:
     """Where the demo's telemetry goes besides the table."""
@@ -52,6 +76,12 @@ class Exporters:
     otlp_endpoint: str | None = None
     prometheus_port: int | None = None
     _shutdown: list[Any] = field(default_factory=list)
+    _watched: list[_Watched] = field(default_factory=list)
+
+    @property
+    def export_failed(self) -> bool:
+        """Whether the OTLP endpoint refused spans (final once the providers are shut down)."""
+        return any(w.failed for w in self._watched)
 
     def providers(self, out: TextIO) -> tuple[Any, Any, Any]:
         """Tracer provider (with an in-memory exporter for the table), meter provider, in-memory exporter."""
@@ -74,7 +104,9 @@ class Exporters:
             from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
             base = self.otlp_endpoint.rstrip("/")
-            tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{base}/v1/traces")))
+            watched = _Watched(OTLPSpanExporter(endpoint=f"{base}/v1/traces"))
+            self._watched.append(watched)
+            tracer_provider.add_span_processor(BatchSpanProcessor(watched))  # type: ignore[arg-type]
             readers.append(PeriodicExportingMetricReader(OTLPMetricExporter(endpoint=f"{base}/v1/metrics"), 5000))
         if self.prometheus_port is not None:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -95,9 +127,14 @@ class Exporters:
 
 
 def run_scenarios(
-    tracer_provider: Any, meter_provider: Any, memory: Any, progress: TextIO | None = None
+    tracer_provider: Any,
+    meter_provider: Any,
+    memory: Any,
+    progress: TextIO | None = None,
+    stop: threading.Event | None = None,
 ) -> list[Outcome]:
-    """Run every scenario once against a fresh emulator with the instrumentation on."""
+    """Run every scenario once against a fresh emulator with the instrumentation on; `stop` ends the round
+    after the current scenario (each takes a fraction of a second), so Ctrl-C need not wait for the round."""
     from .emulator import Emulator
     from .instrumentor import ResponsesInstrumentor
 
@@ -107,6 +144,8 @@ def run_scenarios(
     try:
         with Emulator() as emulator:
             for number, scenario in enumerate(SCENARIOS, 1):
+                if stop is not None and stop.is_set():
+                    break
                 if progress is not None:
                     progress.write(f"[{number}/{len(SCENARIOS)}] {scenario.name}\n")
                     progress.flush()
@@ -166,14 +205,16 @@ def demo(
     interval: float = 5.0,
     stop: threading.Event | None = None,
 ) -> bool:
-    """Run the workload (repeatedly with ``serve``); True when every outcome was as expected."""
+    """Run the workload (repeatedly with `serve`, until `stop` is set); True when every outcome was as expected."""
     tracer_provider, meter_provider, memory = exporters.providers(out)
     stop = stop or threading.Event()
     ok = True
     rounds = 0
     try:
         while True:
-            outcomes = run_scenarios(tracer_provider, meter_provider, memory, progress)
+            outcomes = run_scenarios(tracer_provider, meter_provider, memory, progress, stop)
+            if stop.is_set():  # an interrupted round is incomplete: neither shown nor judged
+                break
             rounds += 1
             ok = ok and all(o.as_expected for o in outcomes)
             if rounds == 1:
@@ -187,9 +228,12 @@ def demo(
                 else:
                     out.write("\nevery healthy session kept its context; every mistake was named by its signal\n")
                 out.flush()
-            if not serve or stop.wait(interval):
+            if not serve:
                 break
             progress.write(f"round {rounds} done; next in {interval:g}s (Ctrl-C to stop)\n")
+            progress.flush()
+            if stop.wait(interval):
+                break
     finally:
         exporters.shutdown()
     return ok

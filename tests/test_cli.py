@@ -20,6 +20,7 @@ import pytest
 
 from otel_responses import scenarios
 from otel_responses.doctor import STEPS
+from otel_responses.version import __version__
 
 COMMAND = str(Path(sys.executable).parent / "otel-responses")
 
@@ -123,11 +124,55 @@ def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
         assert "openai_responses_signals_total{" in body
         assert re.search(r'openai_responses_calls_total\{[^}]*openai_responses_state_mode="client_replay"', body)
         assert "gen_ai_client_operation_duration_seconds_bucket" in body
+        _read_until(process, "round 1 done")  # a signal during a round ends it unshown
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "every healthy session kept its context" in out
+
+
+def _read_until(process: subprocess.Popen[str], text: str, timeout: float = 60) -> str:
+    """Read the process's standard error (where progress goes) through a line containing `text`; return it all."""
+    assert process.stderr is not None
+    deadline = time.monotonic() + timeout
+    lines: list[str] = []
+    for line in process.stderr:
+        lines.append(line)
+        if text in line or time.monotonic() > deadline:
+            break
+    assert lines, "no output on stderr"
+    assert text in lines[-1], f"no {text!r} on stderr: {''.join(lines)}"
+    return "".join(lines)
+
+
+ROUND_END = f"[{len(scenarios.SCENARIOS)}/{len(scenarios.SCENARIOS)}]"
+
+
+@pytest.mark.parametrize(
+    ("signum", "interval", "during"),
+    [(signal.SIGTERM, "0.1", "[2/"), (signal.SIGINT, "0.1", "[2/"), (signal.SIGTERM, "30", "round 1 done")],
+    ids=["sigterm-mid-round", "sigint-mid-round", "sigterm-in-the-pause"],
+)
+def test_demo_serve_stops_promptly_on_a_signal(signum: signal.Signals, interval: str, during: str) -> None:
+    process = subprocess.Popen(
+        [COMMAND, "demo", "--serve", "--interval", interval], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        seen = _read_until(process, "round 1 done")
+        if during != "round 1 done":
+            seen += _read_until(process, during)  # round 2 under way
+    finally:
+        sent = time.monotonic()
+        process.send_signal(signum)
+        out, rest = process.communicate(timeout=30)
+    err = seen + rest
+    took = time.monotonic() - sent
+    assert took < 2, f"took {took:.1f}s to stop"
+    assert process.returncode == 0, err
+    assert "Traceback" not in err
+    assert "every healthy session kept its context" in out  # round 1 was shown
+    assert err.count(ROUND_END) == 1, err  # the round under way stopped unfinished
 
 
 def test_doctor_against_the_emulator_passes_every_step() -> None:
@@ -186,9 +231,121 @@ def test_doctor_never_prints_credentials_in_the_url() -> None:
         (["demo", "--interval", "1"], {}, "--interval only makes sense with --serve"),
         (["demo", "--interval", "-1", "--serve"], {}, "must be positive"),
         (["frobnicate"], {}, "invalid choice"),
+        (["doctor", "--model", ""], {}, "argument --model: must not be empty"),
+        (["doctor", "--model", "  "], {}, "argument --model: must not be empty"),
+        (["doctor", "--base-url", ""], {}, "argument --base-url: not an http(s) URL"),
+        (["demo", "--otlp-endpoint", ""], {}, "argument --otlp-endpoint: not an http(s) URL"),
+        (["demo", "--prometheus-port", ""], {}, "argument --prometheus-port: not a port number"),
+        (["demo", "--serve", "--interval", ""], {}, "argument --interval: not a number"),
+        (["doctor", "--base-url", "http://127.0.0.1:9/v1"], {"OPENAI_API_KEY": " "}, "set OPENAI_API_KEY"),
     ],
 )
 def test_bad_usage_exits_2_with_a_clear_message(args: list[str], env: dict[str, str], message: str) -> None:
     result = run(*args, env=env, timeout=60)
     assert result.returncode == 2
     assert message in result.stderr
+
+
+# A stand-in for an install without the `cli` extra: the listed modules fail to import, as they would if absent.
+BLOCKER = """
+import importlib.abc, os, sys
+
+BLOCKED = os.environ["BLOCK_MODULES"].split(",")
+
+
+class Blocker(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+"""
+
+
+def _path_with(directory: Path) -> str:
+    return os.pathsep.join([str(directory), *filter(None, [os.environ.get("PYTHONPATH")])])
+
+
+@pytest.mark.parametrize(
+    ("args", "blocked"),
+    [
+        (["demo"], "openai"),
+        (["demo"], "opentelemetry.sdk"),
+        (["demo", "--otlp-endpoint", "http://127.0.0.1:9"], "opentelemetry.exporter.otlp"),
+        (["demo", "--prometheus-port", "9"], "prometheus_client"),
+        (["doctor"], "openai"),
+    ],
+)
+def test_a_missing_extra_is_named_with_its_own_exit_code(tmp_path: Path, args: list[str], blocked: str) -> None:
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    result = run(*args, env={"PYTHONPATH": _path_with(tmp_path), "BLOCK_MODULES": blocked}, timeout=60)
+    assert result.returncode == 5, result.stderr
+    assert "pip install 'otel-responses[cli]'" in result.stderr
+    assert blocked in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_blocker_really_blocks(tmp_path: Path) -> None:
+    """The stand-in above is only evidence if it makes the import fail in a real process."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    result = subprocess.run(
+        [sys.executable, "-c", "import openai"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": _path_with(tmp_path), "BLOCK_MODULES": "openai"},
+    )
+    assert result.returncode == 1
+    assert "ModuleNotFoundError: No module named 'openai'" in result.stderr
+
+
+def test_version_prints_the_package_version() -> None:
+    result = run("--version", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"otel-responses {__version__}"
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["top", "demo", "doctor"])
+def test_help_is_plain_text(command: list[str]) -> None:
+    result = run(*command, "--help", timeout=60)
+    assert result.returncode == 0, result.stderr
+    for markup in ("``", ":func:", ":class:", ":meth:", ":mod:", ":ref:"):
+        assert markup not in result.stdout, markup
+    assert "exit codes:" in result.stdout
+    assert "5 a package of the 'cli' extra is missing" in result.stdout
+
+
+def test_demo_reports_an_unreachable_otlp_endpoint_at_once() -> None:
+    started = time.monotonic()
+    result = run("demo", "--otlp-endpoint", f"http://user:pw-secret@127.0.0.1:{free_port()}", timeout=60)
+    took = time.monotonic() - started
+    assert result.returncode == 3, result.stderr
+    assert re.fullmatch(r"otel-responses demo: cannot reach the OTLP endpoint 127\.0\.0\.1:\d+ \(.+\)\n", result.stderr)
+    assert "pw-secret" not in result.stdout + result.stderr
+    assert took < 10, f"took {took:.1f}s"  # the exporters' retries take over 10 s
+
+
+class _Refusing(_Collector):
+    """Listens, but is no OTLP receiver: every export is a 404."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+def test_demo_reports_an_endpoint_that_rejects_the_export() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = run("demo", "--otlp-endpoint", f"http://127.0.0.1:{server.server_address[1]}", timeout=60)
+    finally:
+        server.shutdown()
+    assert result.returncode == 3, result.stderr
+    assert (
+        f"the OTLP endpoint 127.0.0.1:{server.server_address[1]} did not accept the spans (the reason is above)"
+        in result.stderr
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -91,3 +93,70 @@ def test_readme_documents_every_setting() -> None:
         "LEDGER_TIMEOUT",
     ):
         assert f"`{ENV_PREFIX}{name}`" in README
+
+
+def _section(title: str) -> str:
+    return README.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_readme_command_section_documents_version_and_every_exit_code() -> None:
+    from otel_responses import cli
+
+    section = _section("The `otel-responses` command")
+    assert "otel-responses --version" in section
+    codes = [value for name, value in vars(cli).items() if name.startswith("EXIT_")]
+    assert sorted(codes) == list(range(len(codes)))
+    for code in codes:
+        assert f"`{code}`" in section.split("Exit codes", 1)[1], code
+    assert "pip install 'otel-responses[cli]'" in section
+    assert "Ctrl-C or SIGTERM stops it at once" in section
+    assert "DESIGN.md" not in section  # users do not have it
+    assert "[signal](#signals)" in section
+
+
+def _console_command() -> str:
+    enable = _section("Enable it")
+    lines = [line for lang, code in re.findall(r"```(\w+)\n(.*?)```", enable, re.S) for line in code.splitlines()]
+    return next(line for line in lines if line.startswith("opentelemetry-instrument") and "console" in line)
+
+
+def _instrumented(command: str, app: Path, base_url: str) -> subprocess.CompletedProcess[str]:
+    bin_dir = str(Path(sys.executable).parent)
+    argv = [*command.split()[:-1], str(app)]  # `... python your_app.py`: the venv's python, this app
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "EMULATOR_URL": base_url},
+    )
+
+
+def test_readme_console_auto_instrumentation_example_prints_spans(tmp_path: Path) -> None:
+    """The README's console variant, run as written (opentelemetry-distro is in the test extra; the OTLP
+    exporter package is not, as for a user trying the console first)."""
+    from otel_responses.emulator import Emulator
+
+    command = _console_command()
+    assert command.endswith(" python your_app.py")
+    app = tmp_path / "your_app.py"
+    app.write_text(
+        "import os\nimport openai\n"
+        "client = openai.OpenAI(base_url=os.environ['EMULATOR_URL'], api_key='emulator-key', max_retries=0)\n"
+        "print(client.responses.create(model='gpt-5-mini', input='Remember this: the marker is M-1.').output_text)\n"
+    )
+    with Emulator() as emulator:
+        result = _instrumented(command, app, emulator.base_url)
+        if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None:
+            # Why the README adds `--logs_exporter none`: without it, nothing is recorded.
+            without = _instrumented(command.replace(" --logs_exporter none", ""), app, emulator.base_url)
+            assert "Noted marker M-1." in without.stdout
+            assert '"openai_responses.state.mode"' not in without.stdout
+            assert "Requested component 'otlp_proto_grpc' not found" in without.stderr
+    assert result.returncode == 0, result.stderr
+    assert "Noted marker M-1." in result.stdout
+    assert '"name": "chat gpt-5-mini"' in result.stdout
+    assert '"openai_responses.state.mode": "single_turn"' in result.stdout  # the span, from this package
+    assert '"name": "openai_responses.calls"' in result.stdout  # and the metrics
+    assert "Traceback" not in result.stderr
