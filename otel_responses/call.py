@@ -269,7 +269,16 @@ class Call:
             )
         except Exception:
             self.telemetry.internal_error("record_response")
-            self.span.end()
+            self._end_span()
+
+    def _end_span(self) -> None:
+        """After a failure while recording: end the span unless that failure came from ending it (a span processor's
+        ``on_end`` raising), which must not end it twice."""
+        try:
+            if self.span.is_recording():
+                self.span.end()
+        except Exception:
+            self.telemetry.internal_error("end_span")
 
     def failed(self, exc: BaseException) -> None:
         """The call raised. When the API answered and only the SDK's parsing of the answer failed, the answer
@@ -284,4 +293,4 @@ class Call:
             self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
         except Exception:
             self.telemetry.internal_error("record_error")
-            self.span.end()
+            self._end_span()
