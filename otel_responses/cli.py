@@ -24,6 +24,7 @@ EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
 EXIT_REFUSED = 4
 EXIT_MISSING_EXTRA = 5
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
 
 DESCRIPTION = """\
 Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor).
@@ -37,7 +38,7 @@ EPILOG = """\
 exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected; 2 bad usage;
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
-(pip install 'otel-responses[cli]').
+(pip install 'otel-responses[cli]'); 130 interrupted by Ctrl-C (demo --serve stops with 0).
 """
 
 EXTRA = "cli"
@@ -259,9 +260,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"  pip install 'otel-responses[{EXTRA}]'\n"
         )
         return EXIT_MISSING_EXTRA
-    if args.command == "demo":
-        return _demo(args, sys.stdout, sys.stderr)
-    return _doctor(args, sys.stdout, sys.stderr)
+    try:
+        if args.command == "demo":
+            return _demo(args, sys.stdout, sys.stderr)
+        return _doctor(args, sys.stdout, sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
+        sys.stderr.write(f"otel-responses {args.command}: interrupted\n")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -175,6 +175,18 @@ def test_demo_serve_stops_promptly_on_a_signal(signum: signal.Signals, interval:
     assert err.count(ROUND_END) == 1, err  # the round under way stopped unfinished
 
 
+def test_ctrl_c_during_a_one_off_demo_is_one_line_and_exit_130() -> None:
+    process = subprocess.Popen([COMMAND, "demo"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        seen = _read_until(process, "[2/")  # the scenarios are under way
+    finally:
+        process.send_signal(signal.SIGINT)
+        _out, rest = process.communicate(timeout=30)
+    assert process.returncode == 130, seen + rest
+    assert "Traceback" not in rest
+    assert "interrupted" in rest
+
+
 def test_doctor_against_the_emulator_passes_every_step() -> None:
     result = run("doctor", env={"OPENAI_API_KEY": ""})
     assert result.returncode == 0, result.stdout + result.stderr
