@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .fingerprint import Fingerprinter, key_from_text
-from .ledger import DEFAULT_CAPACITY, InMemoryLedger, Ledger, SharedLedger
+from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
@@ -32,19 +32,6 @@ _HASH_KEY_HINT = (
 InstructionsVersion = str | Callable[[str | None], str | None] | None
 
 _log = logging.getLogger(__name__)
-# Every method of the `Ledger` protocol: a custom ledger missing one would fail on the first call, inside the
-# instrumentation, where the failure is swallowed and the call goes unrecorded.
-_LEDGER_METHODS = (
-    "get",
-    "locate",
-    "latest_in_conversation",
-    "has_child",
-    "record",
-    "next_sequence",
-    "enter",
-    "leave",
-    "unavailable",
-)
 
 
 class ConfigError(ValueError):
@@ -176,7 +163,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned)
         )
     else:
-        missing = [name for name in _LEDGER_METHODS if not callable(getattr(ledger, name, None))]
+        missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]
         if missing:
             raise ConfigError(f"ledger must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
     fingerprinter = Fingerprinter(key)

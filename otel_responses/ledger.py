@@ -104,6 +104,11 @@ class Ledger(LedgerView, Protocol):
         ...
 
 
+# Every method a ledger must have: a custom one missing one would fail on its first call, inside the instrumentation,
+# where the failure is swallowed and the call goes unrecorded. Read from the protocol, so the two never drift.
+LEDGER_METHODS: tuple[str, ...] = tuple(sorted(name for name in dir(Ledger) if not name.startswith("_")))
+
+
 class SharedLedger(Ledger, Protocol):
     """A ledger shared by several processes. ``bind`` gives it the fleet's fingerprinter before any call: it
     namespaces the store by the key's id, so processes with different keys never compare fingerprints."""

@@ -51,7 +51,7 @@ from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
 
 from otel_responses import ConfigError, ResponsesInstrumentor
 from otel_responses.fingerprint import Fingerprinter, key_from_text
-from otel_responses.ledger import InMemoryLedger
+from otel_responses.ledger import LEDGER_METHODS, InMemoryLedger
 
 from .hostile import (
     FakeRedis,
@@ -78,17 +78,6 @@ from .test_redis_ledger import RedisServer
 MODEL = "gpt-4.1-mini"
 KEY = "adversarial-fleet-key-0badf00d"
 STRICT_ENV = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_STRICT"
-LEDGER_METHODS = (
-    "get",
-    "locate",
-    "latest_in_conversation",
-    "has_child",
-    "record",
-    "next_sequence",
-    "enter",
-    "leave",
-    "unavailable",
-)
 
 # -- a deterministic little API ----------------------------------------------------------------------------------
 

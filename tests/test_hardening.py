@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.ledger import InMemoryLedger
+from otel_responses.ledger import LEDGER_METHODS, InMemoryLedger
 from otel_responses.signals import SHARED_FACT
 from otel_responses.testing import CapturedTelemetry, capture
 
@@ -251,19 +251,6 @@ def test_boolean_environment_variables_follow_the_opentelemetry_specification(
         warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
         assert bool(warnings) is warned, warnings
         assert all(ENV_PREFIX + name in message for message in warnings)
-
-
-LEDGER_METHODS = (
-    "get",
-    "locate",
-    "latest_in_conversation",
-    "has_child",
-    "record",
-    "next_sequence",
-    "enter",
-    "leave",
-    "unavailable",
-)
 
 
 @pytest.mark.parametrize("missing", LEDGER_METHODS)
