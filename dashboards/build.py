@@ -19,13 +19,19 @@ from typing import Any
 
 import yaml
 from grafana_foundation_sdk.builders import bargauge, prometheus, stat, table, tempo, timeseries
-from grafana_foundation_sdk.builders.common import ReduceDataOptions, StackingConfig, VizLegendOptions
+from grafana_foundation_sdk.builders.common import (
+    ReduceDataOptions,
+    StackingConfig,
+    TableSortByFieldState,
+    VizLegendOptions,
+)
 from grafana_foundation_sdk.builders.dashboard import (
     Dashboard,
     DashboardLink,
     DatasourceVariable,
     QueryVariable,
     Row,
+    TextBoxVariable,
     ThresholdsConfig,
 )
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
@@ -40,6 +46,7 @@ from grafana_foundation_sdk.models.dashboard import (
     DashboardCursorSync,
     DashboardLinkType,
     DataSourceRef,
+    DynamicConfigValue,
     Threshold,
     ThresholdsMode,
     VariableOption,
@@ -72,6 +79,8 @@ TOKENS = label(attr.METRIC_TOKENS) + "_total"
 TOKEN_USAGE_SUM = label(attr.METRIC_TOKEN_USAGE) + "_sum"
 ENCRYPTED_ITEMS = label(attr.METRIC_ENCRYPTED_ITEMS) + "_total"
 DURATION = label(attr.METRIC_OPERATION_DURATION) + "_seconds"
+COST = label(attr.METRIC_COST) + "_total"
+COST_SAVED = label(attr.METRIC_COST_SAVED) + "_total"
 
 # Labels.
 MODEL = label(attr.GEN_AI_REQUEST_MODEL)
@@ -84,6 +93,8 @@ TOKEN_KIND = label(attr.TOKEN_KIND)
 TOKEN_TYPE = label(attr.GEN_AI_TOKEN_TYPE)
 DIRECTION = label(attr.DIRECTION)
 ERROR_TYPE = label(attr.ERROR_TYPE)
+TURN_DEPTH = label(attr.TURN_DEPTH)
+CURRENCY = label(attr.COST_CURRENCY)
 #: The service: ``job`` as Prometheus sets it when scraping, or as the Collector's prometheus exporter derives
 #: it from the resource's ``service.name`` (``service.namespace/service.name`` when a namespace is set).
 SERVICE = "job"
@@ -118,13 +129,32 @@ PROMETHEUS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 TEMPO = DataSourceRef(type_val="tempo", uid="${tempo}")
 FILTER = f'{SERVICE}=~"$service", {MODEL}=~"$model"'
 RATE = "$__rate_interval"
+#: The same interval in milliseconds (Grafana 10.2+), to turn events per interval into a rate.
+RATE_MS = "$__rate_interval_ms"
 RANGE = "$__range"
+#: Calls without a model (retrieve, input items, the Conversations API) have no model label: per-model panels of
+#: ratios and latency leave them out, per-model panels of problems name them NO_MODEL (``no_model()``).
+HAS_MODEL = ne(MODEL, "")
+NO_MODEL = "(no model)"
+LINEAGE = "lineage"
 ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
+UID = "otel-responses-context-health"
 TRACEQL = (
     f'{{ span.{attr.CONTEXT_LOSS} = true && resource.service.name =~ "${{service:regex}}" '
     f'&& span.{attr.GEN_AI_REQUEST_MODEL} =~ "${{model:regex}}" }} '
     f"| select(span.{attr.SIGNALS}, span.{attr.STATE_MODE}, span.{attr.GEN_AI_REQUEST_MODEL}, "
-    f"span.{attr.GEN_AI_OPERATION_NAME})"
+    f"span.{attr.GEN_AI_OPERATION_NAME}, span.{attr.LINEAGE_ID}, span.{attr.TURN})"
+)
+#: Every turn of one conversation (the ``lineage`` text box): one span per turn, each in its own trace.
+DRILL_DOWN_TRACEQL = (
+    f'{{ span.{attr.LINEAGE_ID} = "${LINEAGE}" }} '
+    f"| select(span.{attr.TURN}, span.{attr.STATE_MODE}, span.{attr.SIGNALS}, span.{attr.CONTEXT_LOSS}, "
+    f"span.{attr.GEN_AI_USAGE_INPUT_TOKENS}, span.{attr.GEN_AI_USAGE_OUTPUT_TOKENS}, "
+    f"span.{attr.GEN_AI_REQUEST_MODEL}, span.{attr.GEN_AI_OPERATION_NAME})"
+)
+#: The data link from a span's lineage id to the drill-down, keeping the time range and the datasources.
+DRILL_DOWN_URL = (
+    f"/d/{UID}/?var-{LINEAGE}=${{__value.raw}}&${{__url_time_range}}&${{datasource:queryparam}}&${{tempo:queryparam}}"
 )
 
 
@@ -133,8 +163,40 @@ def sel(metric: str, *matchers: str) -> str:
     return f"{metric}{{{', '.join([FILTER, *matchers])}}}"
 
 
+# Whether a series existed ``window`` ago is read from its samples in the ``BEFORE`` just before then, not from the
+# instant: one failed scrape there leaves a staleness marker, and an instant selector would then take a long-lived
+# series for a new one and count its whole value (a false alert). A range ignores staleness markers.
+BEFORE = "2m"
+
+
+def fresh(selector: str, window: str) -> str:
+    """What a counter counted in ``window``, a series' first sample included: the rules' ``events()`` on one line.
+
+    ``rate()``/``increase()`` never count a series' first sample, and the exporter creates a series at its first
+    event, already at 1: a brand-new model's first (often only) signal would show as 0 or nothing. A series born
+    inside the window counts at its whole value, an older one (with a sample in the ``BEFORE`` before the window)
+    by its increase; never both (``or`` keeps the left side of a label set present on both).
+    """
+    before = f"last_over_time({selector}[{BEFORE}] offset {window})"
+    return f"(({selector} unless {before}) or increase({selector}[{window}]))"
+
+
+def total(metric: str, *matchers: str, by: Sequence[str] = (), window: str = RANGE) -> str:
+    """``metric``'s events in ``window`` (the selected range by default), summed by ``by``."""
+    return f"{group(by)}({fresh(sel(metric, *matchers), window)})"
+
+
 def per_minute(metric: str, *matchers: str, by: Sequence[str] = ()) -> str:
-    return f"60 * {group(by)}(rate({sel(metric, *matchers)}[{RATE}]))"
+    """Events per minute at each step: events in ``$__rate_interval``, first samples included, over its length.
+
+    ``60 * rate(x[$__rate_interval])`` on counters born inside the interval, plus their first value: the same
+    per-step average ``rate()`` draws, only not blind to a new series.
+    """
+    return f"{total(metric, *matchers, by=by, window=RATE)} * 60000 / {RATE_MS}"
+
+
+def per_second(metric: str, *matchers: str, by: Sequence[str] = ()) -> str:
+    return f"{total(metric, *matchers, by=by, window=RATE)} * 1000 / {RATE_MS}"
 
 
 def share(metric: str, part: str, whole: Sequence[str] = (), by: Sequence[str] = (), window: str = RATE) -> str:
@@ -142,22 +204,40 @@ def share(metric: str, part: str, whole: Sequence[str] = (), by: Sequence[str] =
 
     The ``or 0 * ...`` term keeps groups that have events but none of the part at 0 instead of dropping them.
     """
-    fn = "increase" if window == RANGE else "rate"
-    part_rate = f"{fn}({sel(metric, part)}[{window}])"
-    whole_rate = f"{fn}({sel(metric, *whole)}[{window}])"
-    return f"{group(by)}({part_rate} or 0 * {whole_rate})\n/\n{group(by)}({whole_rate})"
+    part_total = total(metric, part, *whole, by=by, window=window)
+    whole_total = total(metric, *whole, by=by, window=window)
+    return f"(\n{part_total}\nor\n0 * {whole_total}\n)\n/\n{whole_total}"
 
 
 def cache_hit_ratio() -> str:
     """Cached input tokens (a counter) over input tokens (the GenAI histogram's sum), per model; 0 when none hit."""
     by = (MODEL,)
-    cached = f"rate({sel(TOKENS, eq(TOKEN_KIND, 'cached_input'))}[{RATE}])"
-    inputs = f"rate({sel(TOKEN_USAGE_SUM, eq(TOKEN_TYPE, 'input'))}[{RATE}])"
-    return f"{group(by)}({cached} or 0 * {inputs})\n/\n{group(by)}({inputs})"
+    cached = total(TOKENS, eq(TOKEN_KIND, "cached_input"), HAS_MODEL, by=by, window=RATE)
+    inputs = total(TOKEN_USAGE_SUM, eq(TOKEN_TYPE, "input"), HAS_MODEL, by=by, window=RATE)
+    return f"(\n{cached}\nor\n0 * {inputs}\n)\n/\n{inputs}"
 
 
 def quantile(q: float) -> str:
-    return f"histogram_quantile({q}, sum by (le, {MODEL}) (rate({sel(DURATION + '_bucket')}[{RATE}])))"
+    """A latency percentile per model from the buckets' increase over ``$__rate_interval``, new buckets included."""
+    buckets = fresh(sel(DURATION + "_bucket", HAS_MODEL), RATE)
+    return f"histogram_quantile({q}, sum by (le, {MODEL}) ({buckets}))"
+
+
+def no_model(expr: str) -> str:
+    """Name the group of calls without a model (retrieve, input items, Conversations API methods) ``(no model)``.
+
+    For panels of problems (signals, errors): such a call can raise one (``unstored_retrieve``, a tool-call signal on
+    ``conversations.items.create``) and the alerts count it; it is shown, under a name, not as an empty label.
+    """
+    return f'label_replace(\n{expr},\n"{MODEL}", "{NO_MODEL}", "{MODEL}", ""\n)'
+
+
+def cost_saved_share() -> str:
+    """What cached input saved over what the input would have cost without the cache: saved / (cost + saved)."""
+    by = (MODEL, CURRENCY)
+    cost = total(COST, HAS_MODEL, by=by, window=RATE)
+    saved = f"(\n{total(COST_SAVED, HAS_MODEL, by=by, window=RATE)}\nor\n0 * {cost}\n)"
+    return f"{saved}\n/\n(\n{cost}\n+\n{saved}\n)"
 
 
 def legend(*labels: str) -> str:
@@ -216,7 +296,7 @@ def context_health() -> Dashboard:
     """The "OpenAI Responses — context health" dashboard."""
     return (
         Dashboard("OpenAI Responses — context health")
-        .uid("otel-responses-context-health")
+        .uid(UID)
         .description(
             "Where multi-turn context gets lost in calls to the OpenAI Responses API, from the otel-responses "
             "instrumentation: signals, state handling, encrypted reasoning, tool calls, tokens, latency, errors."
@@ -264,6 +344,16 @@ def context_health() -> Dashboard:
             .all_value(".*")
             .current(ALL)
         )
+        .with_variable(
+            TextBoxVariable(LINEAGE)
+            .label("Lineage id")
+            .description(
+                "A conversation to follow in the drill-down row: openai_responses.lineage.id, the conversation id "
+                "(conv_...) in conversation mode, else the id of the first response of the chain or replay "
+                "(resp_...). Click one in the Tempo table of spans that lost context, or paste it."
+            )
+            .default_value("")
+        )
         # -- Overview -------------------------------------------------------------------------------------------
         .with_row(Row("Overview (selected time range)"))
         .with_panel(
@@ -284,7 +374,7 @@ def context_health() -> Dashboard:
                 f"Error-severity signals in the selected range ({_names(ERROR)}). Each one is a request the API "
                 "rejects or context that is certainly lost. Anything above 0 needs a look; the alert "
                 "OpenAIResponsesErrorSignal fires on the first one.",
-                f"sum(increase({sel(SIGNALS, eq(SEVERITY, ERROR))}[{RANGE}]))",
+                total(SIGNALS, eq(SEVERITY, ERROR)),
                 unit="short",
                 steps=thresholds((None, "green"), (1, "red")),
             )
@@ -294,7 +384,7 @@ def context_health() -> Dashboard:
                 "Warning signals",
                 f"Warning-severity signals in the selected range ({_names(WARNING)}). Context was probably lost "
                 "silently: the API accepted the request, but the model did not see everything it saw before.",
-                f"sum(increase({sel(SIGNALS, eq(SEVERITY, WARNING))}[{RANGE}]))",
+                total(SIGNALS, eq(SEVERITY, WARNING)),
                 unit="short",
                 steps=thresholds((None, "green"), (1, "orange")),
             )
@@ -304,7 +394,7 @@ def context_health() -> Dashboard:
                 "Calls",
                 "Instrumented OpenAI Responses and Conversations API calls in the selected range, for scale: a "
                 "handful of signals among a million calls reads differently from a handful among ten.",
-                f"sum(increase({sel(CALLS)}[{RANGE}]))",
+                total(CALLS),
                 unit="short",
                 steps=thresholds((None, "blue")),
             )
@@ -322,7 +412,10 @@ def context_health() -> Dashboard:
                 width=16,
                 height=9,
             ).with_target(
-                prom(per_minute(SIGNALS, by=(SIGNAL_NAME, SEVERITY, MODEL)), legend(SEVERITY, SIGNAL_NAME, MODEL))
+                prom(
+                    no_model(per_minute(SIGNALS, by=(SIGNAL_NAME, SEVERITY, MODEL))),
+                    legend(SEVERITY, SIGNAL_NAME, MODEL),
+                )
             )
         )
         .with_panel(
@@ -335,7 +428,7 @@ def context_health() -> Dashboard:
             .datasource(PROMETHEUS)
             .with_target(
                 prom(
-                    f"sort_desc(sum by ({SIGNAL_NAME}, {SEVERITY}) (increase({sel(SIGNALS)}[{RANGE}])))",
+                    f"sort_desc({total(SIGNALS, by=(SIGNAL_NAME, SEVERITY))})",
                     legend(SIGNAL_NAME, SEVERITY),
                     instant=True,
                 )
@@ -357,7 +450,7 @@ def context_health() -> Dashboard:
                 unit="percentunit",
             )
             .max(1)
-            .with_target(prom(share(CALLS, eq(CONTEXT_LOSS, "true"), by=(MODEL,)), legend(MODEL)))
+            .with_target(prom(share(CALLS, eq(CONTEXT_LOSS, "true"), (HAS_MODEL,), by=(MODEL,)), legend(MODEL)))
         )
         .with_panel(
             series(
@@ -369,7 +462,7 @@ def context_health() -> Dashboard:
                 unit="cpm",
             ).with_target(
                 prom(
-                    per_minute(SIGNALS, matches(SIGNAL_NAME, TOOL_SIGNALS), by=(SIGNAL_NAME, MODEL)),
+                    no_model(per_minute(SIGNALS, matches(SIGNAL_NAME, TOOL_SIGNALS), by=(SIGNAL_NAME, MODEL))),
                     legend(SIGNAL_NAME, MODEL),
                 )
             )
@@ -389,7 +482,8 @@ def context_health() -> Dashboard:
             .fill_opacity(60)
             .with_target(
                 prom(
-                    f"sum by ({STATE_MODE}) (rate({sel(CALLS, ne(STATE_MODE, ''))}[{RATE}]))",
+                    f"{total(CALLS, ne(STATE_MODE, ''), by=(STATE_MODE,), window=RATE)}\n/ on () group_left ()\n"
+                    f"{total(CALLS, ne(STATE_MODE, ''), window=RATE)}",
                     legend(STATE_MODE),
                 )
             )
@@ -404,7 +498,7 @@ def context_health() -> Dashboard:
                 unit="percentunit",
             )
             .max(1)
-            .with_target(prom(share(CALLS, eq(STORE, "false"), (ne(STORE, ""),), by=(MODEL,)), legend(MODEL)))
+            .with_target(prom(share(CALLS, eq(STORE, "false"), (ne(STORE, ""), HAS_MODEL), by=(MODEL,)), legend(MODEL)))
         )
         .with_panel(
             series(
@@ -425,7 +519,74 @@ def context_health() -> Dashboard:
                 "items sent or returned. Not a problem in itself: long sessions are being shortened. If the "
                 "context-loss share rises with it, check that the app replays the compaction output unchanged.",
                 unit="cpm",
-            ).with_target(prom(per_minute(SIGNALS, eq(SIGNAL_NAME, "compaction"), by=(MODEL,)), legend(MODEL)))
+            ).with_target(
+                prom(no_model(per_minute(SIGNALS, eq(SIGNAL_NAME, "compaction"), by=(MODEL,))), legend(MODEL))
+            )
+        )
+        # -- Turn depth -----------------------------------------------------------------------------------------
+        .with_row(Row("Turn depth: where in a conversation context gets lost"))
+        .with_panel(
+            series(
+                "Signals by turn depth",
+                "Error and warning signals per minute by the depth of the turn that raised them "
+                "(openai_responses.turn.depth: 1 = a first turn, 2-4, 5-16, 17+) and signal name. Signals only "
+                "at depth 1 point at how requests are built; signals that start at 5-16 or 17+ point at history "
+                "handling: truncation, compaction, replays that grow too long. Calls whose turn is unknown (the "
+                "continued response was never seen by the ledger) have no depth and are not shown here.",
+                unit="cpm",
+                width=9,
+            ).with_target(
+                prom(
+                    per_minute(
+                        SIGNALS,
+                        matches(SEVERITY, (ERROR, WARNING)),
+                        ne(TURN_DEPTH, ""),
+                        by=(TURN_DEPTH, SIGNAL_NAME),
+                    ),
+                    "depth " + legend(TURN_DEPTH, SIGNAL_NAME),
+                )
+            )
+        )
+        .with_panel(
+            series(
+                "Share of calls with context loss by turn depth",
+                "Per turn depth, the fraction of calls that raised an error or warning signal. A share that "
+                "climbs with depth means context is lost as conversations grow (history cut without compaction, "
+                "reasoning or tool outputs dropped from long replays); a flat share means the loss is in how every "
+                "request is built.",
+                unit="percentunit",
+                width=9,
+            )
+            .max(1)
+            .with_target(
+                prom(
+                    share(CALLS, eq(CONTEXT_LOSS, "true"), (ne(TURN_DEPTH, ""),), by=(TURN_DEPTH,)),
+                    "depth " + legend(TURN_DEPTH),
+                )
+            )
+        )
+        .with_panel(
+            bargauge.Panel()
+            .title("Context loss by turn depth (selected range)")
+            .description(
+                "Over the selected time range, per turn depth (1, 2-4, 5-16, 17+), the share of calls with an "
+                "error or warning signal: the depth at which this app starts losing context."
+            )
+            .datasource(PROMETHEUS)
+            .with_target(
+                prom(
+                    share(CALLS, eq(CONTEXT_LOSS, "true"), (ne(TURN_DEPTH, ""),), by=(TURN_DEPTH,), window=RANGE),
+                    "depth " + legend(TURN_DEPTH),
+                    instant=True,
+                )
+            )
+            .unit("percentunit")
+            .min(0)
+            .max(1)
+            .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
+            .thresholds(thresholds((None, "green"), (0.01, "orange"), (0.05, "red")))
+            .span(6)
+            .height(8)
         )
         # -- Tokens, latency, errors ----------------------------------------------------------------------------
         .with_row(Row("Tokens, latency and errors"))
@@ -438,8 +599,8 @@ def context_health() -> Dashboard:
                 "normal when history is replayed; a sudden drop can mean history was cut.",
                 unit="suffix: tokens/s",
             )
-            .with_target(prom(f"sum by ({TOKEN_TYPE}) (rate({sel(TOKEN_USAGE_SUM)}[{RATE}]))", legend(TOKEN_TYPE)))
-            .with_target(prom(f"sum by ({TOKEN_KIND}) (rate({sel(TOKENS)}[{RATE}]))", legend(TOKEN_KIND), ref="B"))
+            .with_target(prom(per_second(TOKEN_USAGE_SUM, by=(TOKEN_TYPE,)), legend(TOKEN_TYPE)))
+            .with_target(prom(per_second(TOKENS, by=(TOKEN_KIND,)), legend(TOKEN_KIND), ref="B"))
         )
         .with_panel(
             series(
@@ -473,10 +634,61 @@ def context_health() -> Dashboard:
                 unit="cpm",
             ).with_target(
                 prom(
-                    per_minute(DURATION + "_count", ne(ERROR_TYPE, ""), by=(ERROR_TYPE, MODEL)),
+                    no_model(per_minute(DURATION + "_count", ne(ERROR_TYPE, ""), by=(ERROR_TYPE, MODEL))),
                     legend(ERROR_TYPE, MODEL),
                 )
             )
+        )
+        # -- Cost -----------------------------------------------------------------------------------------------
+        .with_row(Row("Cost (with a price table)"))
+        .with_panel(
+            stat.Panel()
+            .title("Cost (selected range)")
+            .description(
+                "What the calls of the selected range cost, per currency, from the price table given to the "
+                "instrumentation (setting prices; nothing is recorded without one, nor for a model the table does "
+                "not price): input, cached input and output tokens at the table's prices, reasoning included in "
+                "output."
+            )
+            .datasource(PROMETHEUS)
+            .with_target(prom(total(COST, HAS_MODEL, by=(CURRENCY,)), legend(CURRENCY), instant=True))
+            .unit("short")
+            .decimals(2)
+            .no_value("no price table")
+            .thresholds(thresholds((None, "blue")))
+            .color_mode(BigValueColorMode.VALUE)
+            .graph_mode(BigValueGraphMode.NONE)
+            .reduce_options(ReduceDataOptions().calcs(["lastNotNull"]))
+            .span(6)
+            .height(8)
+        )
+        .with_panel(
+            series(
+                "Cost per hour by model",
+                "Spending rate per requested model and currency (openai_responses.cost, all token kinds), from the "
+                "configured price table. A model that costs more than its traffic explains often re-sends history "
+                "the server already holds (signal context_duplicated) or misses the prompt cache.",
+                unit="short",
+                width=9,
+            ).with_target(
+                prom(
+                    f"{total(COST, HAS_MODEL, by=(MODEL, CURRENCY), window=RATE)} * 3600000 / {RATE_MS}",
+                    legend(MODEL, CURRENCY) + " per hour",
+                )
+            )
+        )
+        .with_panel(
+            series(
+                "Share saved by cached input",
+                "Per model and currency, what cached input tokens saved (openai_responses.cost.saved: their "
+                "uncached input price minus their cached price) over what the calls would have cost without the "
+                "cache (cost + saved). It falls when the prompt prefix stops being stable: changed instructions, "
+                "rewritten or reordered history.",
+                unit="percentunit",
+                width=9,
+            )
+            .max(1)
+            .with_target(prom(cost_saved_share(), legend(MODEL, CURRENCY)))
         )
         # -- Traces ---------------------------------------------------------------------------------------------
         .with_row(Row("Traces"))
@@ -499,8 +711,38 @@ def context_health() -> Dashboard:
                 .spss(10)
                 .table_type(SearchTableType.SPANS)
             )
+            .override_by_name(
+                attr.LINEAGE_ID,
+                [DynamicConfigValue("links", [{"title": "Follow this conversation", "url": DRILL_DOWN_URL}])],
+            )
             .span(24)
             .height(10)
+        )
+        # -- Conversation drill-down ----------------------------------------------------------------------------
+        .with_row(Row(f"Conversation ${LINEAGE}"))
+        .with_panel(
+            table.Panel()
+            .title("Turns of the conversation (Tempo)")
+            .description(
+                "Every turn of the conversation named in the Lineage id box, in order (openai_responses.turn, 1 "
+                "for the first): its state mode, the signals it raised, whether it lost context, and its input and "
+                "output tokens. Each turn is its own trace; each chat span also links (span link) to the span of "
+                "the turn it continues. Click a trace id to open a turn."
+            )
+            .datasource(TEMPO)
+            .with_target(
+                tempo.TempoQuery()
+                .ref_id("A")
+                .datasource(TEMPO)
+                .query_type("traceql")
+                .query(DRILL_DOWN_TRACEQL)
+                .limit(500)
+                .spss(10)
+                .table_type(SearchTableType.SPANS)
+            )
+            .sort_by([TableSortByFieldState().display_name(attr.TURN).desc(False)])
+            .span(24)
+            .height(12)
         )
     )
 
@@ -523,7 +765,10 @@ def events(selector: str, window: str = WINDOW) -> str:
     ``increase()`` never counts a series' first sample, so a counter that first appears already at 1 shows no
     increase: the ``unless ... offset`` term takes a series that did not exist ``window`` ago at its whole value.
     """
-    return f"(\n  {selector}\n    unless\n  {selector} offset {window}\n)\nor\nincrease({selector}[{window}])"
+    return (
+        f"(\n  {selector}\n    unless\n  last_over_time({selector}[{BEFORE}] offset {window})\n)"
+        f"\nor\nincrease({selector}[{window}])"
+    )
 
 
 def counted(metric: str, *matchers: str, by: Sequence[str]) -> str:

@@ -32,6 +32,7 @@ if sys.version_info < (3, 11):
     pytest.skip("grafana-foundation-sdk needs Python 3.11", allow_module_level=True)
 
 from dashboards import build
+from otel_responses import attributes
 from otel_responses.signals import CATALOGUE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,44 @@ with Emulator() as emulator:
 """
 
 
+# Two models no one has used yet, once the test says so (a trigger file): one call on NEW_MODEL that raises one error
+# signal (conversation and previous_response_id together: state_mode_conflict, a 400), and a priced four-turn chain
+# on PRICED_MODEL (cost, cached input, turn depths 1 and 2-4). Every series they make is brand new.
+NEW_MODEL = "gpt-brand-new"
+PRICED_MODEL = "gpt-brand-new-priced"
+NEW_MODEL_WORKLOAD = """
+import os, sys, time
+import openai
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+from prometheus_client import start_http_server
+from otel_responses import ResponsesInstrumentor
+from otel_responses.emulator import Emulator
+
+port, trigger, new, priced = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+start_http_server(port, addr="127.0.0.1")
+meters = MeterProvider(metric_readers=[PrometheusMetricReader()])
+prices = {"currency": "USD", "models": {priced: {"input": 1.0, "cached_input": 0.25, "output": 4.0}}}
+ResponsesInstrumentor().instrument(tracer_provider=TracerProvider(), meter_provider=meters, prices=prices)
+with Emulator() as emulator:
+    client = emulator.client()
+    while not os.path.exists(trigger):
+        time.sleep(0.1)
+    try:
+        client.responses.create(model=new, input="Hi", conversation="conv_new", previous_response_id="resp_new")
+    except openai.BadRequestError:
+        pass
+    response = client.responses.create(model=priced, instructions="Be brief.", input="My name is Ada.")
+    for question in ("What is my name?", "Say it again.", "Once more."):
+        response = client.responses.create(
+            model=priced, instructions="Be brief.", input=question, previous_response_id=response.id
+        )
+    open(trigger + ".done", "w").close()
+    while True:
+        time.sleep(1)
+"""
+
 # responses.compact came with openai 2.9.0: with an older SDK (the CI run at the supported floor) nothing can
 # raise the compaction signal, and the Compactions panel's query is only checked to be valid.
 HAS_COMPACT = hasattr(openai.resources.responses.Responses, "compact")
@@ -97,19 +136,35 @@ def _expressions() -> list[tuple[str, str]]:
     ]
 
 
-def substitute(expr: str) -> str:
-    """A dashboard expression as Grafana would send it with every variable at "All"."""
-    for variable, value in {
-        "${service}": ".*",
-        "$service": ".*",
-        "${model}": ".*",
-        "$model": ".*",
-        "$__rate_interval": "1m",
-        "$__range": "5m",
-    }.items():
+def substitute(expr: str, model: str = ".*") -> str:
+    """A dashboard expression as Grafana sends it: every variable at "All" unless ``model`` is given, a 5-minute range
+    and a 1-minute rate interval (Grafana's at a 15 s scrape interval). ``_ms`` first, as Grafana does."""
+    for variable, value in (
+        ("${service}", ".*"),
+        ("$service", ".*"),
+        ("${model}", model),
+        ("$model", model),
+        ("$__rate_interval_ms", "60000"),
+        ("$__rate_interval", "1m"),
+        ("$__range", "5m"),
+    ):
         expr = expr.replace(variable, value)
     assert "$" not in expr, expr
     return expr
+
+
+# A counter's events in a window, a series' first sample included (build.fresh); the test replaces it with the
+# counter itself, which is what it counted when the series was born inside the window.
+FRESH = re.compile(
+    r"\(\((?P<s>[a-z_]+\{[^{}]*\}) unless last_over_time\((?P=s)\[2m\] offset (?P<w>[$\w]+)\)\)"
+    r" or increase\((?P=s)\[(?P=w)\]\)\)"
+)
+COUNTER_SELECTOR = re.compile(r"\b(?:openai_responses|gen_ai)_\w+_(?:total|count|sum|bucket)\{")
+
+
+def _targets() -> list[tuple[str, dict[str, Any]]]:
+    """(panel title, target) for every Prometheus target of every panel."""
+    return [(panel["title"], target) for panel in _panels() for target in panel.get("targets", []) if "expr" in target]
 
 
 # --- built from code ------------------------------------------------------------------------------------------
@@ -138,6 +193,13 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
         "Latency p50 / p95 / p99 by model",
         "Errors by error.type",
         "Spans that lost context (Tempo)",
+        "Signals by turn depth",
+        "Share of calls with context loss by turn depth",
+        "Context loss by turn depth (selected range)",
+        "Cost (selected range)",
+        "Cost per hour by model",
+        "Share saved by cached input",
+        "Turns of the conversation (Tempo)",
     ):
         assert title in titles
     variables = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
@@ -149,6 +211,7 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
     for name in ("service", "model"):
         assert variables[name]["includeAll"] is True
         assert variables[name]["allValue"] == ".*"
+    assert variables["lineage"]["type"] == "textbox"
 
 
 def test_every_panel_has_a_description_and_uses_the_datasource_variables() -> None:
@@ -166,12 +229,135 @@ def test_every_panel_has_a_description_and_uses_the_datasource_variables() -> No
         assert not unfiltered.search(expr), (title, expr)
 
 
-def test_tempo_panel_lists_spans_with_context_loss() -> None:
-    [panel] = [p for p in _panels() if p.get("datasource", {}).get("uid") == "${tempo}"]
+def _tempo_panels() -> dict[str, dict[str, Any]]:
+    return {p["title"]: p for p in _panels() if p.get("datasource", {}).get("uid") == "${tempo}"}
+
+
+def test_tempo_panel_lists_spans_with_context_loss_and_links_to_the_drill_down() -> None:
+    panel = _tempo_panels()["Spans that lost context (Tempo)"]
     [target] = panel["targets"]
     assert target["queryType"] == "traceql"
     assert "span.openai_responses.context_loss = true" in target["query"]
     assert "resource.service.name" in target["query"]
+    assert "span.openai_responses.lineage.id" in target["query"]  # the column the data link reads
+    [override] = panel["fieldConfig"]["overrides"]
+    assert override["matcher"] == {"id": "byName", "options": "openai_responses.lineage.id"}
+    [links] = override["properties"]
+    assert links["id"] == "links"
+    [link] = links["value"]
+    url = urllib.parse.urlsplit(link["url"])
+    assert url.path == f"/d/{DASHBOARD['uid']}/"
+    query = url.query.split("&")
+    assert "var-lineage=${__value.raw}" in query  # this span's lineage id
+    assert {"${__url_time_range}", "${datasource:queryparam}", "${tempo:queryparam}"} <= set(query)
+
+
+def test_drill_down_lists_the_turns_of_one_conversation_in_order() -> None:
+    panel = _tempo_panels()["Turns of the conversation (Tempo)"]
+    [target] = panel["targets"]
+    assert target["queryType"] == "traceql"
+    assert target["tableType"] == "spans"
+    spanset, selected = parse_traceql(target["query"])
+    assert spanset == [("span.openai_responses.lineage.id", "=", '"$lineage"')]
+    for field in (
+        "span.openai_responses.turn",
+        "span.openai_responses.state.mode",
+        "span.openai_responses.signals",
+        "span.gen_ai.usage.input_tokens",
+        "span.gen_ai.usage.output_tokens",
+    ):
+        assert field in selected
+    assert panel["options"]["sortBy"] == [{"displayName": "openai_responses.turn", "desc": False}]
+    # The row names the conversation; its variable is a text box.
+    rows = [p["title"] for p in DASHBOARD["panels"] if p["type"] == "row"]
+    assert "Conversation $lineage" in rows
+
+
+# --- TraceQL, structurally (no Tempo here: its packages are AGPL-licensed and none is installed) ----------------
+
+_KNOWN_ATTRIBUTES = {value for name, value in vars(attributes).items() if name.isupper() and isinstance(value, str)}
+_TYPES = {
+    attributes.CONTEXT_LOSS: "bool",
+    attributes.TURN: "int",
+    attributes.LINEAGE_ID: "string",
+    attributes.GEN_AI_REQUEST_MODEL: "string",
+    "service.name": "string",
+}
+_CONDITION = re.compile(r'(span|resource)\.([\w.]+) (=|!=|=~|!~|>|<|>=|<=) (true|false|-?\d+|"[^"\\]*")')
+
+
+def parse_traceql(query: str) -> tuple[list[tuple[str, str, str]], list[str]]:
+    """``{ c && c ... } | select(a, b, ...)`` into its conditions and selected fields, or an AssertionError.
+
+    Only the shape these dashboards use: one spanset filter of ``&&``-joined conditions on span or resource
+    attributes, then one ``select``. Each attribute must be one the package writes (or ``resource.service.name``),
+    each value of the attribute's type, and each operator one that type takes."""
+    match = re.fullmatch(r"\{ (?P<conditions>.+?) \} \| select\((?P<fields>[^()]+)\)", query)
+    assert match, query
+    conditions = []
+    for text in match["conditions"].split(" && "):
+        condition = _CONDITION.fullmatch(text)
+        assert condition, (text, query)
+        scope, name, op, value = condition.groups()
+        assert name in _KNOWN_ATTRIBUTES or (scope, name) == ("resource", "service.name"), name
+        kind = "string" if value.startswith('"') else "bool" if value in ("true", "false") else "int"
+        assert _TYPES.get(name, kind) == kind, (name, value)
+        assert op in (("=", "!=", "=~", "!~") if kind == "string" else ("=", "!=") if kind == "bool" else op), op
+        if op in ("=~", "!~"):
+            re.compile(value[1:-1].replace("${service:regex}", ".*").replace("${model:regex}", ".*"))
+        conditions.append((f"{scope}.{name}", op, value))
+    fields = match["fields"].split(", ")
+    for field in fields:
+        scope, _, name = field.partition(".")
+        assert scope == "span", field
+        assert name in _KNOWN_ATTRIBUTES, field
+    assert len(set(fields)) == len(fields), fields
+    return conditions, fields
+
+
+def test_every_traceql_query_is_well_formed() -> None:
+    queries = [t["query"] for p in _tempo_panels().values() for t in p["targets"]]
+    assert len(queries) == 2
+    for query in queries:
+        parse_traceql(query)
+    # The README's example too.
+    parse_traceql('{ span.openai_responses.lineage.id = "conv_123" } | select(span.openai_responses.turn)')
+    for broken in (
+        '{ span.openai_responses.turn = "1" } | select(span.openai_responses.turn)',  # an int attribute
+        "{ span.openai_responses.context_loss =~ true } | select(span.openai_responses.turn)",
+        '{ span.openai_responses.lineage = "x" } | select(span.openai_responses.turn)',  # no such attribute
+        '{ span.openai_responses.lineage.id = "x" | select(span.openai_responses.turn)',
+    ):
+        with pytest.raises(AssertionError):
+            parse_traceql(broken)
+
+
+# --- first samples and calls without a model ------------------------------------------------------------------
+
+
+def test_every_counting_query_counts_the_first_sample_of_a_new_series() -> None:
+    """Every counter in every panel is read through build.fresh(): no bare rate()/increase() left to miss an event."""
+    for title, target in _targets():
+        expr = target["expr"]
+        rest = FRESH.sub("X", expr)
+        assert FRESH.search(expr), title
+        assert not COUNTER_SELECTOR.search(rest), (title, rest)
+        assert "rate(" not in rest, (title, rest)
+        assert "increase(" not in rest, (title, rest)
+        window = "$__range" if target.get("instant") else "$__rate_interval"
+        assert {m["w"] for m in FRESH.finditer(expr)} == {window}, title
+        if "$__rate_interval_ms" in expr:
+            assert not target.get("instant"), title
+
+
+def test_per_model_panels_leave_out_or_name_calls_without_a_model() -> None:
+    for title, target in _targets():
+        expr = target["expr"]
+        if not re.search(r"by \([^)]*\bgen_ai_request_model\b", expr):
+            continue
+        named = expr.startswith("label_replace(") and '"gen_ai_request_model", "(no model)"' in expr
+        selectors = COUNTER_SELECTOR.findall(expr)
+        assert named or expr.count('gen_ai_request_model!=""') == len(selectors), title
 
 
 def test_every_alert_is_documented_and_links_to_its_readme_section() -> None:
@@ -313,11 +499,25 @@ def _get(url: str) -> Any:
         return json.load(response)
 
 
-def _query(base: str, expr: str) -> list[Any]:
-    answer = _get(f"{base}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")
+def _query(base: str, expr: str, at: float | None = None) -> list[Any]:
+    params = {"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"}
+    answer = _get(f"{base}/api/v1/query?{urllib.parse.urlencode(params)}")
     assert answer["status"] == "success", answer
     result: list[Any] = answer["data"]["result"]
     return result
+
+
+def _as_grafana(base: str, target: dict[str, Any], expr: str, at: float) -> dict[str, float]:
+    """The target's values at ``at`` by label set: an instant query for instant targets, else the last point of a
+    range query over the two minutes before (a time-series panel's right edge)."""
+    if target.get("instant"):
+        result = [(r["metric"], r["value"][1]) for r in _query(base, expr, at)]
+    else:
+        params = {"query": expr, "start": f"{at - 120:.3f}", "end": f"{at:.3f}", "step": "5"}
+        answer = _get(f"{base}/api/v1/query_range?{urllib.parse.urlencode(params)}")
+        assert answer["status"] == "success", answer
+        result = [(r["metric"], r["values"][-1][1]) for r in answer["data"]["result"] if r["values"][-1][0] == at]
+    return {json.dumps(metric, sort_keys=True): float(value) for metric, value in result}
 
 
 def _names(alerts: list[dict[str, Any]]) -> set[str]:
@@ -334,33 +534,61 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
+def _firing(alerts: list[dict[str, Any]], name: str = "OpenAIResponsesErrorSignal") -> list[dict[str, Any]]:
+    return [a for a in alerts if a["labels"]["alertname"] == name and a["state"] == "firing"]
+
+
+def _expected(base: str, target: dict[str, Any], expr: str, at: float) -> dict[str, float]:
+    """What the target must show when every series it reads was born inside its window: each counter at its whole
+    value (build.fresh's first term). A bare rate()/increase() would show nothing for such series."""
+    return _as_grafana(base, target, FRESH.sub(lambda m: f"({m['s']})", expr), at)
+
+
+def _check_new_model(base: str, model: str, at: float) -> dict[str, dict[str, float]]:
+    """Every Prometheus target of the dashboard, ``$model`` set to ``model``, evaluated as Grafana would at ``at``:
+    equal to what it must count, never NaN. Returns the values by panel title."""
+    shown: dict[str, dict[str, float]] = {}
+    for title, target in _targets():
+        expr = substitute(target["expr"], model)
+        actual, expected = _as_grafana(base, target, expr, at), _expected(base, target, expr, at)
+        assert actual.keys() == expected.keys(), (title, model, actual, expected)
+        for key, value in actual.items():
+            assert value == pytest.approx(expected[key], rel=1e-9), (title, model, key, value, expected[key])
+            assert value == value, (title, model, key)  # not NaN
+        if actual:
+            shown.setdefault(title, {}).update(actual)
+    return shown
+
+
 def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_path: Path) -> None:
+    """The demo fills every panel and fires the error alerts; then, on two models never seen before, one error
+    signal fires its alert and shows as 1 on every panel that counts it, and a priced chain fills the cost and
+    turn-depth panels, first samples included."""
     prometheus = _binary("prometheus")
-    demo_port, compaction_port, web_port = _free_port(), _free_port(), _free_port()
+    demo_port, compaction_port, new_port, web_port = _free_port(), _free_port(), _free_port(), _free_port()
+    targets = [f"127.0.0.1:{port}" for port in (demo_port, compaction_port, new_port)]
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(build.RULES_FILE)],
-        "scrape_configs": [
-            {
-                "job_name": "otel-responses-demo",
-                "static_configs": [{"targets": [f"127.0.0.1:{demo_port}", f"127.0.0.1:{compaction_port}"]}],
-            }
-        ],
+        "scrape_configs": [{"job_name": "otel-responses-demo", "static_configs": [{"targets": targets}]}],
     }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
     script = Path(sys.executable).parent / "otel-responses"
+    trigger = tmp_path / "trigger"
     processes: list[subprocess.Popen[bytes]] = []
-    logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("demo", "compaction", "prometheus")}
+    logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("demo", "compaction", "new", "prometheus")}
     base = f"http://127.0.0.1:{web_port}"
-    expressions = [(title, substitute(expr)) for title, expr in _expressions()]
+    expressions = [(title, substitute(target["expr"])) for title, target in _targets()]
     expressions += [(rule["alert"], rule["expr"]) for rule in ALERT_RULES]
     pending = dict.fromkeys(expressions)
     optional = [item for item in expressions if item[0] == "Compactions" and not HAS_COMPACT]
     try:
         demo_args = ["demo", "--prometheus-port", str(demo_port), "--serve", "--interval", "1"]
+        new_args = [str(new_port), str(trigger), NEW_MODEL, PRICED_MODEL]
         for name, args in (
             ("demo", [str(script), *demo_args]),
             ("compaction", [sys.executable, "-c", COMPACTION_WORKLOAD, str(compaction_port)]),
+            ("new", [sys.executable, "-c", NEW_MODEL_WORKLOAD, *new_args]),
             (
                 "prometheus",
                 [
@@ -372,25 +600,35 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
             ),
         ):
             processes.append(subprocess.Popen(args, stdout=logs[name], stderr=subprocess.STDOUT))
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         # The broken scenarios' error signals, each on a brand-new series that increase() alone would miss.
         expected = {"unstored_parent", "state_mode_conflict", "missing_tool_output", "orphan_tool_output"}
         firing: list[dict[str, Any]] = []
-        while time.monotonic() < deadline and (pending or not expected <= _names(firing)):
+        triggered = at = None
+        priced_calls = f'sum(openai_responses_calls_total{{gen_ai_request_model="{PRICED_MODEL}"}})'
+        while time.monotonic() < deadline and (pending or not expected <= _names(firing) or at is None):
             time.sleep(1)
             for name, process in zip(logs, processes, strict=True):
                 log = (tmp_path / f"{name}.log").read_text(errors="replace")[-2000:]
                 assert process.poll() is None, f"{name} exited with {process.returncode}:\n{log}"
             try:
+                if triggered is None and _query(base, f'up{{instance="127.0.0.1:{new_port}"}} == 1'):
+                    trigger.touch()  # scraped before: its next series are new to a running Prometheus
+                    triggered = time.time()
                 for item in list(pending):
                     if _query(base, item[1]) or item in optional:
                         del pending[item]
                 alerts = _get(f"{base}/api/v1/alerts")["data"]["alerts"]
+                now = float(int(time.time()))
+                if (
+                    at is None
+                    and any(a["labels"]["gen_ai_request_model"] == NEW_MODEL for a in _firing(alerts))
+                    and [r["value"][1] for r in _query(base, priced_calls, now)] == ["4"]
+                ):
+                    at = now  # within a minute (the rate interval) of every new series' birth
             except (urllib.error.URLError, ConnectionError):
                 continue  # Prometheus still starting
-            firing = [
-                a for a in alerts if a["labels"]["alertname"] == "OpenAIResponsesErrorSignal" and a["state"] == "firing"
-            ]
+            firing = _firing(alerts)
         assert not pending, "no data for:\n" + "\n\n".join(f"{title}:\n{expr}" for title, expr in pending)
         assert expected <= _names(firing), firing
         for alert in firing:
@@ -401,7 +639,54 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
         jobs = _get(f"{base}/api/v1/label/job/values?match[]=openai_responses_calls_total")["data"]
         models = _get(f"{base}/api/v1/label/gen_ai_request_model/values?match[]=openai_responses_calls_total")["data"]
         assert "otel-responses-demo" in jobs
-        assert "gpt-5-mini" in models
+        assert {"gpt-5-mini", NEW_MODEL, PRICED_MODEL} <= set(models)
+
+        # One error signal on a model never seen before: its alert fired, and every panel that counts it shows 1.
+        assert at is not None, "the new model's alert or the priced calls never showed"
+        assert triggered is not None
+        assert at - triggered < 45, "too slow to evaluate inside the rate interval"
+        shown = _check_new_model(base, NEW_MODEL, at)
+        ones = {
+            "Error signals",
+            "Calls",
+            "Calls with context loss",
+            "Signal rate by name, severity and model",
+            "Signals in the selected range",
+            "Share of calls with context loss",
+            "Errors by error.type",
+        }
+        for title in ones:
+            assert list(shown.get(title, {}).values()) == [1.0], (title, shown.get(title))
+        counting = {
+            title for title, target in _targets() if not re.search(r"_(?:bucket|sum)\{|cost|tokens", target["expr"])
+        }
+        for title in counting & shown.keys():
+            assert set(shown[title].values()) <= {0.0, 1.0}, (title, shown[title])  # one call, one signal
+        # The priced chain's first samples: cost, cost saved, turn depths, tokens, latency, all there.
+        shown = _check_new_model(base, PRICED_MODEL, at)
+        for title in (
+            "Cost (selected range)",
+            "Cost per hour by model",
+            "Share saved by cached input",
+            "Share of calls with context loss by turn depth",
+            "Context loss by turn depth (selected range)",
+            "Token usage",
+            "Cache hit ratio",
+            "Latency p50 / p95 / p99 by model",
+        ):
+            assert shown.get(title), title
+        assert all(0 < v < 1 for v in shown["Share saved by cached input"].values()), shown
+
+        # Calls without a model (conversations.create and items in the demo, retrieve) exist, and no per-model
+        # panel shows them as an empty model.
+        assert _query(base, 'openai_responses_calls_total{gen_ai_request_model=""}'), "the demo made none"
+        for title, target in _targets():
+            if "gen_ai_request_model" not in target["expr"].split("(", 1)[0] + "".join(
+                re.findall(r"by \(([^)]*)\)", target["expr"])
+            ):
+                continue
+            for key in _as_grafana(base, target, substitute(target["expr"]), float(int(time.time()))):
+                assert json.loads(key).get("gen_ai_request_model", "") != "", (title, key)
     finally:
         for process in processes:
             _stop(process)
