@@ -51,6 +51,10 @@ STORE_REQUESTED: Final = "openai_responses.store.requested"  # what the request 
 ZDR: Final = "openai_responses.zdr"
 # Set (true) when a shared ledger could not be read for this call: its checks used local knowledge only.
 LEDGER_UNAVAILABLE: Final = "openai_responses.ledger.unavailable"
+# Lineage (see lineage.py): the call's turn, its lineage's id (span attributes) and a turn-depth bucket (metrics).
+TURN: Final = "openai_responses.turn"
+LINEAGE_ID: Final = "openai_responses.lineage.id"
+TURN_DEPTH: Final = "openai_responses.turn.depth"
 INSTRUCTIONS_HASH: Final = "openai_responses.instructions.hash"
 INSTRUCTIONS_VERSION: Final = "openai_responses.instructions.version"
 INPUT_ITEM_TYPES: Final = "openai_responses.input.item_types"
@@ -95,3 +99,22 @@ DURATION_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))
 # Error metadata (never the message, which may echo payload).
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 ERROR_CODE: Final = "openai_responses.error.code"
+
+# --- Request settings, chunk timing and cost (issue 15, part 4) ---------------------------------------------
+# Reasoning settings of the request, span attributes only (enum-like tokens, never text). The effort is the GenAI
+# registry's `gen_ai.request.reasoning.level` (open-telemetry/semantic-conventions-genai#258, which renamed the
+# proposed `gen_ai.request.reasoning_effort`); summary, context and mode have no convention: the `openai.*`
+# namespace belongs to the conventions, so they are the project's.
+GEN_AI_REQUEST_REASONING_LEVEL: Final = "gen_ai.request.reasoning.level"
+REASONING_SUMMARY: Final = "openai_responses.reasoning.summary"
+REASONING_CONTEXT: Final = "openai_responses.reasoning.context"
+REASONING_MODE: Final = "openai_responses.reasoning.mode"
+# Streams: one record per chunk after the first, previous chunk's end to this one's (the `chunk_timing` setting).
+METRIC_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.operation.time_per_output_chunk"
+# Cost, only from the user's price table (`prices`): by token kind (TOKEN_KIND: input = uncached input,
+# cached_input, output = output with reasoning), and what cached input saved against the uncached input price.
+METRIC_COST: Final = "openai_responses.cost"
+METRIC_COST_SAVED: Final = "openai_responses.cost.saved"
+COST_CURRENCY: Final = "openai_responses.cost.currency"
+TOKEN_KIND_INPUT: Final = "input"
+TOKEN_KIND_OUTPUT: Final = "output"

@@ -22,6 +22,7 @@ from .analysis import Analysis, analyse
 from .attributes import OPERATION_CHAT
 from .checks import Situation, confirmed_by_api, run_request_checks, run_response_checks, tool_calls_check
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .lineage import lineage_of
 from .operations import Operation
 from .signals import ContextLossError, Signal
 from .telemetry import Server, Telemetry
@@ -97,6 +98,7 @@ class Call:
     __slots__ = (
         "analysis",
         "flight",
+        "lineage",
         "op",
         "raw_mode",
         "req",
@@ -149,8 +151,12 @@ class Call:
             concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
         signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
         self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
-        self.span = self.telemetry.start(req, self.server, ledger.unavailable())
-        self.token = otel_context.attach(trace.set_span_in_context(self.span))
+        self.lineage = lineage = lineage_of(req, analysis)
+        self.span = span = self.telemetry.start(req, self.server, ledger.unavailable(), lineage)
+        own = span.get_span_context()
+        if own.is_valid:
+            lineage.own = (own.trace_id, own.span_id)
+        self.token = otel_context.attach(trace.set_span_in_context(span))
         self.started = perf_counter()
 
     def _tool_check(self, resp: ResponseFacts | None = None) -> str | None:
@@ -253,7 +259,7 @@ class Call:
                 if resp.has_output:
                     self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
                 if self.op.remember is not None:
-                    self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings)
+                    self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings, self.lineage)
             if extra:
                 self.telemetry.annotate(self.span, extra)
             self.telemetry.succeed(
@@ -266,6 +272,7 @@ class Call:
                 self._tool_check(resp),
                 error_type,
                 self.op.records_usage,
+                self.lineage,
             )
         except Exception:
             self.telemetry.internal_error("record_response")
@@ -290,7 +297,9 @@ class Call:
         seconds = self._close()
         try:
             self.signals = confirmed_by_api(self.signals, getattr(exc, "code", None))
-            self.telemetry.fail(self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check())
+            self.telemetry.fail(
+                self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check(), self.lineage
+            )
         except Exception:
             self.telemetry.internal_error("record_error")
             self._end_span()

@@ -27,18 +27,29 @@ EXIT_MISSING_EXTRA = 5
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
 
 DESCRIPTION = """\
-Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor).
+Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor), or
+write out the Grafana dashboard and the Prometheus alert rules (dashboards).
 
-  demo    runs every scripted scenario (each state mode done right, each context-losing
-          mistake) against the built-in emulator and shows what the instrumentation saw.
-  doctor  runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
+  demo        runs every scripted scenario (each state mode done right, each context-losing
+              mistake) against the built-in emulator and shows what the instrumentation saw.
+  doctor      runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
+  dashboards  writes the dashboard JSON and the alert rule file into a directory, and says how
+              to import them.
 """
 
 EPILOG = """\
-exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected; 2 bad usage;
+exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected (dashboards: a file
+in DIR differs, so nothing was written, or DIR cannot be written); 2 bad usage;
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
-(pip install 'otel-responses[cli]'); 130 interrupted by Ctrl-C (demo --serve stops with 0).
+(pip install 'otel-responses[cli]'; demo and doctor only); 130 interrupted by Ctrl-C
+(demo --serve stops with 0).
+"""
+
+DASHBOARDS_EPILOG = """\
+exit codes: 0 written (or already there, the same); 1 a file in DIR differs (nothing is written;
+--force replaces it) or DIR cannot be written; 2 bad usage; 130 interrupted by Ctrl-C.
+It needs no extra: a plain 'pip install otel-responses' has the files.
 """
 
 EXTRA = "cli"
@@ -120,11 +131,27 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument(
         "--model", type=_name, default="gpt-5-mini", help="a reasoning model that supports function tools"
     )
+    dashboards = commands.add_parser(
+        "dashboards",
+        help="write the Grafana dashboard and the Prometheus alert rules into a directory",
+        description="Write the Grafana dashboard (context-health.json), the Prometheus alert rules\n"
+        "(otel-responses.rules.yaml) and their promtool unit tests into DIR, and print how to\n"
+        "import them. Files already there and the same are left alone; a differing one stops it\n"
+        "before anything is written, unless --force.",
+        epilog=DASHBOARDS_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    dashboards.add_argument(
+        "--out", required=True, type=_name, metavar="DIR", help="the directory to write into (created if need be)"
+    )
+    dashboards.add_argument("--force", action="store_true", help="replace files in DIR that differ")
     return parser
 
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
+    if args.command == "dashboards":
+        return []  # the standard library only
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
         modules.append("opentelemetry.exporter.otlp.proto.http")
@@ -250,6 +277,34 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return EXIT_OK if passed == len(results) else EXIT_FAILED
 
 
+def _dashboards(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from pathlib import Path
+
+    from .dashboard_files import NotShipped, WouldOverwrite, report, write
+
+    where = Path(args.out).expanduser().absolute()
+    try:
+        done = write(where, force=args.force)
+    except WouldOverwrite as error:
+        err.write("otel-responses dashboards: nothing written; these files differ from the shipped ones:\n")
+        err.writelines(f"  {path}\n" for path in error.paths)
+        err.write("give --force to replace them, or --out another directory\n")
+        return EXIT_FAILED
+    except NotShipped as error:
+        err.write(f"otel-responses dashboards: this install has no dashboard files ({error}); reinstall the package\n")
+        return EXIT_FAILED
+    except OSError as error:  # DIR is a file, not writable, ...
+        name = f" {error.filename}" if error.filename else ""
+        err.write(f"otel-responses dashboards: cannot write{name}: {error.strerror or error}\n")
+        return EXIT_FAILED
+    report(done, out)
+    return EXIT_OK
+
+
+def _quiet(unraisable: object) -> None:
+    """Say nothing: the process is ending on the user's Ctrl-C."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
     args = _parser().parse_args(argv)
@@ -263,9 +318,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return _demo(args, sys.stdout, sys.stderr)
+        if args.command == "dashboards":
+            return _dashboards(args, sys.stdout, sys.stderr)
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")
+        # An object the interrupt caught half-built (an HTTP client, say) complains when collected at exit.
+        sys.unraisablehook = _quiet
         return EXIT_INTERRUPTED
 
 

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from .fingerprint import Fingerprinter, key_from_text
 from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger
+from .pricing import PriceError, PriceTable, load_prices
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
@@ -48,6 +49,8 @@ class Settings:
     fingerprinter: Fingerprinter
     strict: bool
     ledger: Ledger
+    prices: PriceTable | None = None  # the user's price table: cost is recorded only with one
+    chunk_timing: bool = False  # record gen_ai.client.operation.time_per_output_chunk (one SDK record per chunk)
 
 
 def _env(name: str, environ: Mapping[str, str]) -> str | None:
@@ -126,6 +129,8 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         "ledger_ttl",
         "ledger_timeout",
         "ledger_accept_unsigned",
+        "prices",
+        "chunk_timing",
     }
     unknown = set(config) - known
     if unknown:
@@ -143,6 +148,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         raise ConfigError("hash_key must be str or bytes")
     key = key_from_text(raw_key) if isinstance(raw_key, str) else raw_key
     strict = _bool_setting(config, "strict", env)
+    metering = _metering_settings(config, env)  # before a ledger is built: a bad table leaves nothing behind
     ledger = config.get("ledger")
     url = config.get("ledger_url", _env("LEDGER_URL", env))
     ttl = _as_positive_int("ledger_ttl", config.get("ledger_ttl", _env("LEDGER_TTL", env) or DEFAULT_LEDGER_TTL))
@@ -169,7 +175,17 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     fingerprinter = Fingerprinter(key)
     if shared:
         cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
-    return Settings(zdr, version, max_types, fingerprinter, strict, ledger)
+    return Settings(zdr, version, max_types, fingerprinter, strict, ledger, *metering)
+
+
+def _metering_settings(config: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[PriceTable | None, bool]:
+    """``prices`` (a mapping or a file path; the environment variable: a file path) and ``chunk_timing``."""
+    raw = config.get("prices", _env("PRICES", environ))
+    try:
+        prices = None if raw is None else load_prices(raw)
+    except PriceError as exc:
+        raise ConfigError(str(exc)) from None
+    return prices, _bool_setting(config, "chunk_timing", environ)
 
 
 def resolve_version(version: InstructionsVersion, instructions: str | None) -> str | None:

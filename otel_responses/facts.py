@@ -5,8 +5,10 @@ Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
@@ -49,6 +51,7 @@ class RequestFacts:
     # Found in the same pass over the items, for the analysis against the ledger:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
+    reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
 
 
 class Lookup(NamedTuple):
@@ -244,6 +247,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         last_messages=scan.last_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
+        reasoning=reasoning_settings(kwargs),
     )
 
 
@@ -329,6 +333,69 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
         request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
         store=_undeclared_bool(response, "store"),
     )
+
+
+class ReasoningSettings(NamedTuple):
+    """The request's ``reasoning`` settings: each a short lowercase token (``high``, ``all_turns``), else None."""
+
+    effort: str | None
+    summary: str | None
+    context: str | None  # `all_turns`: models that keep reasoning use earlier turns' reasoning (newer SDKs type it)
+    mode: str | None
+
+
+# Enum-like values only (`none`, `xhigh`, `concise`, `current_turn`, `pro`): anything else is not recorded.
+_SETTING_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,31}")
+# The values the API documents, accepted without the pattern (a set lookup); a later one goes through it.
+_KNOWN_SETTINGS = frozenset(
+    {"none", "minimal", "low", "medium", "high", "xhigh", "max", "auto", "concise", "detailed"}
+    | {"current_turn", "all_turns", "standard", "pro"}
+)
+
+
+def _setting(value: object) -> str | None:
+    """``value`` when it is an enum-like token; never text (length checked before the pattern)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and (value in _KNOWN_SETTINGS or (len(value) <= 32 and _SETTING_TOKEN.fullmatch(value))):
+        return value
+    return None
+
+
+def _field(obj: object, name: str) -> object:
+    """A field of a dict, a TypedDict or an SDK model, declared or not (an older SDK's model keeps a field it lacks
+    in ``__pydantic_extra__``); never a failing ``getattr``."""
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    fields = getattr(obj, "__dict__", None)
+    value = fields.get(name) if isinstance(fields, dict) else None
+    if value is None:
+        extra = getattr(obj, "__pydantic_extra__", None)
+        value = extra.get(name) if isinstance(extra, dict) else None
+    return value
+
+
+def reasoning_settings(kwargs: Mapping[str, Any]) -> ReasoningSettings | None:
+    """The ``reasoning`` the request sends: ``extra_body["reasoning"]`` when there is one (the SDK merges
+    ``extra_body`` over the body key by key, so it replaces the keyword's), else the ``reasoning`` keyword (a dict
+    or an SDK model; unset: an ``omit`` sentinel, which has no fields)."""
+    raw = kwargs.get("reasoning")
+    extra = kwargs.get("extra_body")
+    if isinstance(extra, Mapping) and "reasoning" in extra:
+        raw = extra["reasoning"]
+    if raw is None:
+        return None
+    get: Callable[[str], object] = raw.get if type(raw) is dict else partial(_field, raw)
+    effort, summary, context, mode = get("effort"), get("summary"), get("context"), get("mode")
+    if summary is None:
+        summary = get("generate_summary")  # the deprecated spelling
+    if effort is None and summary is None and context is None and mode is None:
+        return None
+    settings = ReasoningSettings(_setting(effort), _setting(summary), _setting(context), _setting(mode))
+    return None if settings == _NO_REASONING else settings
+
+
+_NO_REASONING = ReasoningSettings(None, None, None, None)
 
 
 def effective_store(req: RequestFacts, resp: ResponseFacts | None) -> bool:

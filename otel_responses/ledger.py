@@ -47,6 +47,12 @@ class Entry:
     # Read from a shared store rather than recorded by this process: another writer may have put it there, so strict
     # mode never refuses a request on it (signals built on it are still recorded).
     shared: bool = False
+    # Where the response sits in its conversation (see ``lineage``): its turn (1 for a first one), the lineage's id,
+    # and the trace and span ids of the span that made it (so a later turn, here or in another process, links to it).
+    turn: int | None = None
+    lineage_id: str | None = None
+    trace_id: int | None = None
+    span_id: int | None = None
 
     @property
     def pending_calls(self) -> tuple[str, ...]:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 DEFAULT_MAX_ENTRY_BYTES = 8192
 # Version 3 seals every value; version 2 (entries as compact JSON with the version inside, locations as
 # `index:response_id`, markers as `1`, none authenticated) is the previous release's.
-FORMAT = 3
+FORMAT = 4
 MAC_BYTES = 16
 MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
 _MAC_PERSON = b"otelr-ledger"
@@ -60,7 +60,10 @@ _MAX_SHAPE = 2**40
 _MAX_LOCATION_BYTES = 256
 _MAX_MARKER_BYTES = 64
 _MARKER = b"1"
-_ENTRY_FIELDS = 11  # of format 3; format 2 has its version in front
+_ENTRY_FIELDS = 12  # of format 4: format 3's eleven and the lineage (format 2 is format 3's with its version in front)
+_V3_FIELDS = 11
+_TRACE_ID = re.compile(r"[0-9a-f]{32}")
+_SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
 
 # -- key names -----------------------------------------------------------------------------------------------
@@ -148,14 +151,53 @@ def _copy(raw: object) -> bool:
     return type(raw) is list and len(raw) == 2 and _count(raw[0]) and raw[0] < MAX_OUTPUT_ITEMS and _shape(raw[1])
 
 
+def _lineage(raw: object) -> dict[str, Any] | None:
+    """The lineage fields ``[turn, lineage id, trace id, span id]`` (ids as lowercase hex), or None when malformed;
+    ``null`` (none known) gives all four as None."""
+    if raw is None:
+        return {"turn": None, "lineage_id": None, "trace_id": None, "span_id": None}
+    if type(raw) is not list or len(raw) != 4:
+        return None
+    turn, lineage_id, trace_id, span_id = raw
+    if (turn is not None and not _count(turn)) or not _optional_id(lineage_id):
+        return None
+    if (trace_id is None) != (span_id is None):
+        return None
+    if trace_id is not None and not (
+        type(trace_id) is str and _TRACE_ID.fullmatch(trace_id) and type(span_id) is str and _SPAN_ID.fullmatch(span_id)
+    ):
+        return None
+    return {
+        "turn": turn,
+        "lineage_id": lineage_id,
+        "trace_id": int(trace_id, 16) if trace_id is not None else None,
+        "span_id": int(span_id, 16) if span_id is not None else None,
+    }
+
+
+def _lineage_field(entry: Entry) -> list[Any] | None:
+    if entry.turn is None and entry.lineage_id is None and entry.trace_id is None:
+        return None
+    span = entry.trace_id is not None and entry.span_id is not None
+    return [
+        entry.turn,
+        entry.lineage_id,
+        f"{entry.trace_id:032x}" if span else None,
+        f"{entry.span_id:016x}" if span else None,
+    ]
+
+
 def entry_from_fields(doc: object) -> Entry | None:
-    """The entry a format-3 field list holds, or None unless every field passes: the one set of rules for what a
-    shared entry may hold, applied to what is written and to what is read. Built ``shared``: another writer may
-    have put it there."""
-    if type(doc) is not list or len(doc) != _ENTRY_FIELDS:
+    """The entry a format-4 field list holds (a format-3 one: without its lineage), or None unless every field
+    passes: the one set of rules for what a shared entry may hold, applied to what is written and to what is read.
+    Built ``shared``: another writer may have put it there."""
+    if type(doc) is not list or len(doc) not in (_ENTRY_FIELDS, _V3_FIELDS):
+        return None
+    place = _lineage(doc[11] if len(doc) == _ENTRY_FIELDS else None)
+    if place is None:
         return None
     response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:7]
-    raw_outputs, parent_id, raw_messages, raw_copies = doc[7:]
+    raw_outputs, parent_id, raw_messages, raw_copies = doc[7:11]
     if not is_id(response_id) or type(sequence) is not int or not 0 <= sequence <= _MAX_SEQUENCE:
         return None
     if not _flag(store) or not _optional_id(conversation_id) or not _optional_id(parent_id):
@@ -191,11 +233,12 @@ def entry_from_fields(doc: object) -> Entry | None:
         input_messages=tuple(raw_messages),
         copies=tuple((index, shape) for index, shape in raw_copies),
         shared=True,
+        **place,
     )
 
 
 def entry_fields(entry: Entry) -> list[Any]:
-    """The entry's fields in format 3's order, as JSON takes them."""
+    """The entry's fields in format 4's order, as JSON takes them."""
     return [
         entry.response_id,
         entry.sequence,
@@ -211,6 +254,7 @@ def entry_fields(entry: Entry) -> list[Any]:
         entry.parent_id,
         list(entry.input_messages[-MAX_INPUT_MESSAGES:]),
         [list(copy) for copy in entry.copies[:MAX_OUTPUT_ITEMS]],
+        _lineage_field(entry),
     ]
 
 
@@ -227,7 +271,7 @@ def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
     outputs = fields[7]
     if len(data) <= max_bytes:
         return data, len(outputs)
-    bare = [*fields[:7], [], *fields[8:10], []]
+    bare = [*fields[:7], [], *fields[8:10], [], *fields[11:]]
     size = len(_dumps(bare))
     if size > max_bytes:
         return None
@@ -237,11 +281,11 @@ def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
         if size > max_bytes:
             break
         kept += 1
-    return _dumps([*fields[:7], outputs[:kept], *fields[8:10], []]), kept
+    return _dumps([*fields[:7], outputs[:kept], *fields[8:10], [], *fields[11:]]), kept
 
 
 def encode_entry(entry: Entry, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
-    """The entry as a sealed value's content (format 3, compact JSON of its fields only) and how many output items
+    """The entry as a sealed value's content (format 4, compact JSON of its fields only) and how many output items
     it kept: the whole value (header and MAC included) stays within ``max_bytes``, output items past it dropped.
     None for an entry that cannot fit even without them, or that a reader would reject (see ``shareable``)."""
     if not shareable(entry):
@@ -256,13 +300,19 @@ def _json(body: bytes) -> Any:
         return None
 
 
+def _entry_v4(body: bytes) -> Entry | None:
+    doc = _json(body)
+    return entry_from_fields(doc) if type(doc) is list and len(doc) == _ENTRY_FIELDS else None
+
+
 def _entry_v3(body: bytes) -> Entry | None:
-    return entry_from_fields(_json(body))
+    doc = _json(body)
+    return entry_from_fields(doc) if type(doc) is list and len(doc) == _V3_FIELDS else None
 
 
 def _entry_v2(body: bytes) -> Entry | None:
     doc = _json(body)
-    if type(doc) is not list or len(doc) != _ENTRY_FIELDS + 1 or type(doc[0]) is not int or doc[0] != 2:
+    if type(doc) is not list or len(doc) != _V3_FIELDS + 1 or type(doc[0]) is not int or doc[0] != 2:
         return None
     return entry_from_fields(doc[1:])
 
@@ -310,6 +360,7 @@ class Format:
 # a Redis Cluster key layout) or dropped. A version missing here is unreadable, as this release's values are to a
 # reader of the previous one.
 FORMATS: dict[int, Format] = {
+    4: Format(4, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     3: Format(3, signed=True, entry=_entry_v3, location=_location, marker=_marker),
     2: Format(2, signed=False, entry=_entry_v2, location=_location, marker=_marker),
 }
@@ -324,7 +375,7 @@ def _ignore(name: str) -> None:
 
 
 class Codec:
-    """Seals and opens the values of one fleet key: ``v3.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
+    """Seals and opens the values of one fleet key: ``v4.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
     (base64url) of the format version, the key name and the content, keyed with ``fingerprinter.derive``.
 
     Opening a value costs one MAC; what fails is None and counted through ``count``: ``forged`` (a MAC that does

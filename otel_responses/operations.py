@@ -24,11 +24,12 @@ from .ledger import Entry, Ledger, outputs_to_keep
 
 if TYPE_CHECKING:
     from .analysis import Analysis
+    from .lineage import Lineage
 
 Args = tuple[Any, ...]
 FactsBuilder = Callable[[Args, Mapping[str, Any], Settings], RequestFacts]
 Reader = Callable[[Any, Settings, "str | None"], "ResponseFacts | None"]
-Remember = Callable[[Ledger, RequestFacts, "Analysis", ResponseFacts, Settings], None]
+Remember = Callable[[Ledger, RequestFacts, "Analysis", ResponseFacts, Settings, "Lineage"], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,11 @@ def _read_conversation(result: Any, settings: Settings, request_id: str | None) 
 # -- ledger effects -------------------------------------------------------------------------------------
 
 
-def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
-    """A new response: remember what the next turn will need to check against."""
+def remember_created(
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
+) -> None:
+    """A new response: remember what the next turn will need to check against, and where it sits in its lineage
+    (the next turn links to this call's span)."""
     if resp.response_id is None:
         return
     parent = an.parent
@@ -127,12 +131,24 @@ def remember_created(ledger: Ledger, req: RequestFacts, an: Analysis, resp: Resp
         parent_id=parent_id,
         input_messages=req.last_messages,
         copies=tuple(copy for copy in resp.copies if copy[0] < len(kept)),
+        **_place(lineage, resp.response_id),
     )
     ledger.record(entry, parent_id)
 
 
+def _place(lineage: Lineage, response_id: str) -> dict[str, Any]:
+    """An entry's lineage fields: its turn, its lineage's id, the ids of the span that made it."""
+    own = lineage.own
+    return {
+        "turn": lineage.turn,
+        "lineage_id": lineage.of_response(response_id),
+        "trace_id": own[0] if own is not None else None,
+        "span_id": own[1] if own is not None else None,
+    }
+
+
 def remember_compacted(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
 ) -> None:
     """A compacted context (`responses.compact`): the user messages it kept and its compaction item are what the
     next turn must carry. It cannot be retrieved nor continued from, and it continues nothing."""
@@ -150,31 +166,38 @@ def remember_compacted(
         input_compactions=req.compactions,
         parent_id=parent.response_id if parent is not None else req.previous_response_id,
         input_messages=req.last_messages,
+        **_place(lineage, resp.response_id),
     )
     ledger.record(entry, None)
 
 
-def remember_fetched(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
+def remember_fetched(
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
+) -> None:
     """A retrieved or cancelled response we know: a background response's output arrives this way."""
     entry = an.parent
     if entry is not None and resp.output_items and resp.output_items != entry.outputs:
         ledger.record(replace(entry, outputs=outputs_to_keep(resp.output_items)), None)
 
 
-def remember_deleted(ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings) -> None:
+def remember_deleted(
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
+) -> None:
     """A deleted response can no more be chained to than an unstored one."""
     if an.parent is not None:
         ledger.record(replace(an.parent, store=False), None)
 
 
 def remember_conversation_items(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings
+    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
 ) -> None:
-    """Items written straight into a conversation: tool outputs there answer the calls still pending in it."""
+    """Items written straight into a conversation: tool outputs there answer the calls still pending in it. A
+    conversation created here is remembered even without items: its first response is then turn 1 of it."""
     conversation_id = req.conversation_id or resp.conversation_id
-    if conversation_id is None or not req.input_items:
+    created = req.operation == CREATE_CONVERSATION
+    if conversation_id is None or not (req.input_items or created):
         return
-    latest = ledger.latest_in_conversation(conversation_id)
+    latest = None if created else ledger.latest_in_conversation(conversation_id)
     answered = {m.call_id for m in req.input_items if m.type in OUTPUT_TYPES}
     carried = tuple(
         m._replace(id=None)
@@ -194,6 +217,11 @@ def remember_conversation_items(
         input_app_messages=0,
         input_compactions=0,
         parent_id=latest.response_id if latest is not None else None,
+        # Items are not a turn: the next response continues the latest one (or is the first, turn 1).
+        turn=0 if created else (latest.turn if latest is not None else None),
+        lineage_id=conversation_id,
+        trace_id=latest.trace_id if latest is not None else None,
+        span_id=latest.span_id if latest is not None else None,
     )
     ledger.record(entry, None)
 

@@ -26,6 +26,7 @@ from . import attributes as a
 from .call import Call
 from .facts import response_facts, with_stream_items
 from .items import ItemMeta, item_meta
+from .telemetry import Attributes
 
 if TYPE_CHECKING:
     Proxy = wrapt.ObjectProxy[Any]
@@ -68,13 +69,15 @@ class StreamObserver:
     ``abandoned``.
     """
 
-    __slots__ = ("_call", "_first_chunk", "_holders", "_items", "_lock", "_request_id")
+    __slots__ = ("_call", "_chunk_attrs", "_first_chunk", "_holders", "_items", "_last_chunk", "_lock", "_request_id")
 
     def __init__(self, call: Call, request_id: str | None) -> None:
         self._call: Call | None = call
         self._request_id = request_id
         self._items: list[ItemMeta] = []
         self._first_chunk = False
+        self._chunk_attrs: Attributes | None = None  # set on the first chunk when chunk timing is on
+        self._last_chunk = 0.0
         self._lock = threading.Lock()
         self._holders: list[None] = []  # one entry per live holder; list append/pop are atomic
 
@@ -122,9 +125,16 @@ class StreamObserver:
             call.telemetry.internal_error("observe_stream_event")
 
     def _observe(self, call: Call, event: Any) -> None:
-        if not self._first_chunk:
+        chunk_attrs = self._chunk_attrs
+        if chunk_attrs is not None:  # chunk timing on: the time since the previous chunk's end
+            now = perf_counter()
+            call.telemetry.next_chunk(now - self._last_chunk, chunk_attrs)
+            self._last_chunk = now
+        elif not self._first_chunk:
             self._first_chunk = True
-            call.telemetry.first_chunk(call.span, call.req, call.server, perf_counter() - call.started)
+            now = perf_counter()
+            call.telemetry.first_chunk(call.span, call.req, call.server, now - call.started)
+            self._start_chunk_timing(call, now)
         if type(event) is dict:  # a stream parsed `to=Stream[dict]` (or object): read it as the SDK's models are
             event = as_fields(event) if event.get("type") in OBSERVED_EVENTS else Fields(type=event.get("type"))
         kind = getattr(event, "type", None)
@@ -135,6 +145,11 @@ class StreamObserver:
         elif kind == "error":
             code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
             self.fail_with(code if isinstance(code, str) and code else "error")
+
+    def _start_chunk_timing(self, call: Call, now: float) -> None:
+        """With chunk timing on, time each later chunk from this one."""
+        self._chunk_attrs = call.telemetry.chunk_attributes(call.req, call.server)
+        self._last_chunk = now
 
     def _terminal(self, response: Any, kind: str) -> None:
         call = self._take()

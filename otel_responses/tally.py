@@ -38,7 +38,7 @@ class Tally:
         self._lock = threading.Lock()
         self._totals: dict[Hashable, list[Any]] = {}  # key -> [attributes, total]
 
-    def add(self, key: Hashable, attributes: Attributes, amount: int) -> None:
+    def add(self, key: Hashable, attributes: Attributes, amount: float) -> None:
         """Add ``amount`` to the series ``key`` names (``attributes`` must not change afterwards)."""
         with self._lock:
             series = self._totals.get(key)

@@ -12,13 +12,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.metrics import Meter
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
 from opentelemetry.util.types import AttributeValue
 
 from . import attributes as a
 from .bounds import cap, cap_all, cap_attributes, cap_list, metric_code, metric_host, metric_model
 from .config import Settings
-from .facts import RequestFacts, ResponseFacts, bounded_types, effective_store
+from .facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types, effective_store
+from .lineage import Lineage
+from .pricing import cost_of
 from .signals import LOSS_SEVERITIES, Signal
 from .tally import Tally, observable_tally
 
@@ -86,9 +88,13 @@ class Telemetry:
             unit="{signal}",
             description="Context-loss signals raised, by signal name, severity, state mode and model.",
         )
+        self._init_metering(meter)
 
-    def start(self, req: RequestFacts, server: Server, ledger_unavailable: bool = False) -> Span:
-        """Open the CLIENT span with every request-side attribute, so samplers see them."""
+    def start(
+        self, req: RequestFacts, server: Server, ledger_unavailable: bool = False, lineage: Lineage | None = None
+    ) -> Span:
+        """Open the CLIENT span with every request-side attribute, so samplers see them, and a link to the span of
+        the turn it continues (another trace: each turn is its own)."""
         attrs: Attributes = {
             a.GEN_AI_OPERATION_NAME: req.operation,
             a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
@@ -126,8 +132,10 @@ class Telemetry:
             attrs[a.INCLUDE] = cap_list(req.include)
         if ledger_unavailable:
             attrs[a.LEDGER_UNAVAILABLE] = True
+        links = _lineage_attrs(lineage, attrs) if lineage is not None else None
+        _put_reasoning(attrs, req.reasoning)
         name = f"{req.operation} {model}" if model else req.operation
-        return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+        return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs, links=links)
 
     def _cached(self, key: tuple[object, ...], build: Callable[[], Attributes]) -> Attributes:
         """The attribute dict for ``key``, built once. Metric attributes repeat call after call (a handful of
@@ -166,8 +174,8 @@ class Telemetry:
 
         return self._cached(("m", req.operation, model, response_model, host, server[1], extra), build)
 
-    def _count_call(self, req: RequestFacts, context_loss: bool, store: bool) -> None:
-        """``store``: the effective flag (the response body's when it said)."""
+    def _count_call(self, req: RequestFacts, context_loss: bool, store: bool, depth: str | None) -> None:
+        """``store``: the effective flag (the response body's when it said); ``depth``: the turn-depth bucket."""
         model = metric_model(req.model)
 
         def build() -> Attributes:
@@ -176,9 +184,10 @@ class Telemetry:
                 attrs[a.STATE_MODE] = req.state_mode
                 attrs[a.STORE] = store
             _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
+            _put(attrs, a.TURN_DEPTH, depth)
             return attrs
 
-        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, model)
+        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, model, depth)
         self.calls.add(key, self._cached(key, build), 1)
 
     def _count_by_model(self, tally: Tally, req: RequestFacts, name: str, value: str, amount: int) -> None:
@@ -210,8 +219,11 @@ class Telemetry:
             self._count_by_model(self.encrypted_items, req, a.DIRECTION, "input", req.encrypted_input_count)
         if resp.encrypted_output_count:
             self._count_by_model(self.encrypted_items, req, a.DIRECTION, "output", resp.encrypted_output_count)
+        self._count_cost(req, resp)
 
-    def _signals(self, span: Span, req: RequestFacts, signals: list[Signal], attrs: Attributes) -> bool:
+    def _signals(
+        self, span: Span, req: RequestFacts, signals: list[Signal], attrs: Attributes, depth: str | None
+    ) -> bool:
         """Signals into ``attrs`` (one list), one span event each, and the counter; metadata only.
 
         Returns whether any of them is a context loss."""
@@ -227,19 +239,20 @@ class Telemetry:
                 a.SIGNAL_EVENT,
                 {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **cap_attributes(signal.detail)},
             )
-            self.signal_counter.add(1, self._signal_attrs(req, signal))
+            self.signal_counter.add(1, self._signal_attrs(req, signal, depth))
         return context_loss
 
-    def _signal_attrs(self, req: RequestFacts, signal: Signal) -> Attributes:
+    def _signal_attrs(self, req: RequestFacts, signal: Signal, depth: str | None) -> Attributes:
         model = metric_model(req.model)
 
         def build() -> Attributes:
             attrs: Attributes = {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity}
             _put(attrs, a.STATE_MODE, req.state_mode)
             _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
+            _put(attrs, a.TURN_DEPTH, depth)
             return attrs
 
-        return self._cached(("s", signal.name, signal.severity, req.state_mode, model), build)
+        return self._cached(("s", signal.name, signal.severity, req.state_mode, model, depth), build)
 
     def succeed(
         self,
@@ -252,6 +265,7 @@ class Telemetry:
         tool_check: str | None,
         error_type: str | None = None,
         records_usage: bool = True,
+        lineage: Lineage | None = None,
     ) -> None:
         """Record the response side, then end the span. ``resp`` is None when the body was not read.
 
@@ -265,7 +279,10 @@ class Telemetry:
         if req.state_mode is not None and store != req.store:
             attrs[a.STORE] = store  # an organisation default overrode what the request asked
             attrs[a.STORE_REQUESTED] = req.store
-        self._count_call(req, self._signals(span, req, signals, attrs), store)
+        depth = lineage.depth() if lineage is not None else None
+        self._count_call(req, self._signals(span, req, signals, attrs, depth), store, depth)
+        if lineage is not None and lineage.lineage_id is None and resp is not None and resp.response_id is not None:
+            _put_text(attrs, a.LINEAGE_ID, lineage.of_response(resp.response_id))  # a first turn names its lineage
         response_model = resp.model if resp is not None else None
         if error_type is not None:
             error_type = attrs[a.ERROR_TYPE] = cap(error_type)
@@ -343,12 +360,14 @@ class Telemetry:
         server: Server,
         signals: list[Signal],
         tool_check: str | None,
+        lineage: Lineage | None = None,
     ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
         error_type = cap(type(exc).__qualname__)
         attrs: Attributes = {a.ERROR_TYPE: error_type}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
-        self._count_call(req, self._signals(span, req, signals, attrs), req.store)
+        depth = lineage.depth() if lineage is not None else None
+        self._count_call(req, self._signals(span, req, signals, attrs, depth), req.store, depth)
         self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, metric_code(error_type))))
         _put_text(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
@@ -356,6 +375,103 @@ class Telemetry:
         span.set_attributes(attrs)
         span.set_status(Status(StatusCode.ERROR, error_type))
         span.end()
+
+    # -- request settings, chunk timing and cost (issue 15, part 4) --------------------------------------------
+
+    def _init_metering(self, meter: Meter) -> None:
+        """The instruments of the optional settings, made only when the setting is on."""
+        self.time_per_output_chunk = (
+            meter.create_histogram(
+                a.METRIC_TIME_PER_OUTPUT_CHUNK,
+                unit="s",
+                description="Time per output chunk, recorded for each chunk received after the first one, measured "
+                "as the time elapsed from the end of the previous chunk to the end of the current chunk.",
+                explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+            )
+            if self.settings.chunk_timing
+            else None
+        )
+        self.cost: Tally | None = None
+        self.cost_saved: Tally | None = None
+        if self.settings.prices is not None:
+            self.cost = observable_tally(
+                meter,
+                a.METRIC_COST,
+                unit="{currency}",
+                description="Cost of the tokens used, from the configured price table, by token kind (input: "
+                "uncached input; cached_input; output, reasoning included) in openai_responses.cost.currency.",
+            )
+            self.cost_saved = observable_tally(
+                meter,
+                a.METRIC_COST_SAVED,
+                unit="{currency}",
+                description="What cached input tokens saved against the uncached input price of the price table.",
+            )
+
+    def chunk_attributes(self, req: RequestFacts, server: Server) -> Attributes | None:
+        """The attributes of a stream's chunk timings (those of the time to first chunk), or None when chunk timing
+        is off. Taken once per stream: each later chunk costs one histogram record."""
+        if self.time_per_output_chunk is None:
+            return None
+        return self._metric_attrs(req, server, None)
+
+    def next_chunk(self, seconds: float, attrs: Attributes) -> None:
+        """A chunk after the first arrived, ``seconds`` after the previous one."""
+        if self.time_per_output_chunk is not None:
+            self.time_per_output_chunk.record(seconds, attrs)
+
+    def _count_cost(self, req: RequestFacts, resp: ResponseFacts) -> None:
+        """Cost by token kind and the cached-input saving, priced by the response's model (else the request's) and
+        service tier (else the request's); nothing without a price table or a price for the model."""
+        prices, cost_tally, saved_tally = self.settings.prices, self.cost, self.cost_saved
+        if prices is None or cost_tally is None or saved_tally is None:
+            return
+        tier = resp.service_tier if resp.service_tier is not None else req.service_tier
+        price = prices.price(resp.model, tier) if resp.model is not None else None
+        if price is None:
+            price = prices.price(req.model, tier)
+        if price is None:
+            return
+        cost = cost_of(price, resp.input_tokens, resp.cached_tokens, resp.output_tokens)
+        model = metric_model(req.model)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_INPUT, cost.input)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_CACHED_INPUT, cost.cached_input)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_OUTPUT, cost.output)
+        self._add_cost(saved_tally, model, cost.currency, None, cost.saved)
+
+    def _add_cost(self, tally: Tally, model: str | None, currency: str, kind: str | None, amount: float) -> None:
+        """Add to a cost counter by request model, currency and (``cost`` only) token kind; zero adds nothing."""
+        if not amount:
+            return
+
+        def build() -> Attributes:
+            attrs: Attributes = {a.COST_CURRENCY: currency}
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
+            _put(attrs, a.TOKEN_KIND, kind)
+            return attrs
+
+        key = ("$", model, currency, kind)
+        tally.add(key, self._cached(key, build), amount)
+
+
+def _lineage_attrs(lineage: Lineage, attrs: Attributes) -> list[Link] | None:
+    """The turn and lineage id into ``attrs``; the link to the span of the turn continued, if known."""
+    _put(attrs, a.TURN, lineage.turn)
+    _put_text(attrs, a.LINEAGE_ID, lineage.lineage_id)
+    continues = lineage.continues
+    if continues is None:
+        return None
+    context = SpanContext(continues[0], continues[1], is_remote=True, trace_flags=TraceFlags(TraceFlags.DEFAULT))
+    return [Link(context)]
+
+
+def _put_reasoning(attrs: Attributes, reasoning: ReasoningSettings | None) -> None:
+    """The request's reasoning settings (validated tokens: see ``facts.reasoning_settings``)."""
+    if reasoning is not None:
+        _put(attrs, a.GEN_AI_REQUEST_REASONING_LEVEL, reasoning.effort)
+        _put(attrs, a.REASONING_SUMMARY, reasoning.summary)
+        _put(attrs, a.REASONING_CONTEXT, reasoning.context)
+        _put(attrs, a.REASONING_MODE, reasoning.mode)
 
 
 def _put(attrs: Attributes, key: str, value: AttributeValue | None) -> None:

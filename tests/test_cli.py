@@ -18,11 +18,12 @@ from typing import ClassVar
 
 import pytest
 
-from otel_responses import scenarios
+from otel_responses import dashboard_files, scenarios
 from otel_responses.doctor import STEPS
 from otel_responses.version import __version__
 
 COMMAND = str(Path(sys.executable).parent / "otel-responses")
+REPO = Path(__file__).resolve().parent.parent
 
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -250,6 +251,8 @@ def test_doctor_never_prints_credentials_in_the_url() -> None:
         (["demo", "--prometheus-port", ""], {}, "argument --prometheus-port: not a port number"),
         (["demo", "--serve", "--interval", ""], {}, "argument --interval: not a number"),
         (["doctor", "--base-url", "http://127.0.0.1:9/v1"], {"OPENAI_API_KEY": " "}, "set OPENAI_API_KEY"),
+        (["dashboards"], {}, "the following arguments are required: --out"),
+        (["dashboards", "--out", ""], {}, "argument --out: must not be empty"),
     ],
 )
 def test_bad_usage_exits_2_with_a_clear_message(args: list[str], env: dict[str, str], message: str) -> None:
@@ -361,3 +364,94 @@ def test_demo_reports_an_endpoint_that_rejects_the_export() -> None:
         f"the OTLP endpoint 127.0.0.1:{server.server_address[1]} did not accept the spans (the reason is above)"
         in result.stderr
     )
+
+
+# --- otel-responses dashboards ----------------------------------------------------------------------------------
+
+DASHBOARD_FILES = {file.name: REPO / file.source for file in dashboard_files.FILES}
+
+
+def _written(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+def _committed() -> dict[str, bytes]:
+    return {name: path.read_bytes() for name, path in sorted(DASHBOARD_FILES.items())}
+
+
+def test_dashboards_writes_the_files_into_a_new_directory_and_says_how_to_import_them(tmp_path: Path) -> None:
+    out = tmp_path / "new" / "dir"
+    result = run("dashboards", "--out", str(out), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert _written(out) == _committed()
+    for name in DASHBOARD_FILES:
+        assert re.search(rf"^  written +{re.escape(name)} ", result.stdout, re.M), name
+    assert f"upload\n  {out / 'context-health.json'}\n" in result.stdout
+    assert "Dashboards > New > Import" in result.stdout
+    assert "Prometheus and Tempo data sources" in result.stdout
+    assert f"rule_files:\n      - {out / 'otel-responses.rules.yaml'}\n" in result.stdout
+    assert f"promtool check rules {out / 'otel-responses.rules.yaml'}\n" in result.stdout
+    assert f"promtool test rules {out / 'otel-responses.rules_test.yaml'}\n" in result.stdout
+    assert result.stdout.isascii()
+    assert not result.stderr
+
+
+def test_dashboards_leaves_the_same_files_alone(tmp_path: Path) -> None:
+    assert run("dashboards", "--out", str(tmp_path), timeout=60).returncode == 0
+    before = {path.name: path.stat().st_mtime_ns for path in tmp_path.iterdir()}
+    time.sleep(0.05)
+    again = run("dashboards", "--out", str(tmp_path), timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("  unchanged  ") == len(DASHBOARD_FILES)
+    assert {path.name: path.stat().st_mtime_ns for path in tmp_path.iterdir()} == before
+
+
+def test_dashboards_refuses_to_overwrite_a_differing_file_and_writes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "otel-responses.rules.yaml").write_text("# my own edits\n")
+    result = run("dashboards", "--out", str(tmp_path), timeout=60)
+    assert result.returncode == 1
+    assert f"  {tmp_path / 'otel-responses.rules.yaml'}\n" in result.stderr
+    assert "--force" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not result.stdout
+    assert _written(tmp_path) == {"otel-responses.rules.yaml": b"# my own edits\n"}  # the others not written either
+
+
+def test_dashboards_force_replaces_differing_files(tmp_path: Path) -> None:
+    (tmp_path / "context-health.json").write_text("{}")
+    (tmp_path / "mine.txt").write_text("not ours")
+    result = run("dashboards", "--out", str(tmp_path), "--force", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"^  replaced +context-health\.json ", result.stdout, re.M)
+    assert re.search(r"^  written +otel-responses\.rules\.yaml ", result.stdout, re.M)
+    assert _written(tmp_path) == {**_committed(), "mine.txt": b"not ours"}
+
+
+def test_dashboards_into_a_path_that_is_a_file_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("")
+    result = run("dashboards", "--out", str(tmp_path / "taken"), timeout=60)
+    assert result.returncode == 1
+    assert result.stderr == f"otel-responses dashboards: cannot write {tmp_path / 'taken'}: not a directory\n"
+
+
+def test_dashboards_needs_no_extra(tmp_path: Path) -> None:
+    """Without the `cli` extra, and without even the package's own dependencies: the standard library only."""
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    blocked = "openai,opentelemetry,wrapt,prometheus_client,yaml"
+    out = tmp_path / "out"
+    result = run(
+        "dashboards", "--out", str(out), env={"PYTHONPATH": _path_with(tmp_path), "BLOCK_MODULES": blocked}, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert _written(out) == _committed()
+
+
+def test_dashboards_help_is_plain_text() -> None:
+    result = run("dashboards", "--help", timeout=60)
+    assert result.returncode == 0, result.stderr
+    for markup in ("``", ":func:", ":class:", ":meth:", ":mod:", ":ref:"):
+        assert markup not in result.stdout, markup
+    assert "--out DIR" in result.stdout
+    assert "--force" in result.stdout
+    assert "exit codes: 0 " in result.stdout
+    assert "'cli' extra is missing" not in result.stdout  # it needs none

@@ -25,6 +25,7 @@ from otel_responses.items import (
     reshaped,
 )
 from otel_responses.ledger import Entry, InMemoryLedger
+from otel_responses.lineage import Lineage
 from otel_responses.operations import remember_created
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT
 
@@ -140,7 +141,7 @@ def ledger_with(*responses: tuple[str, list[dict[str, Any]], dict[str, Any]]) ->
     for response_id, output, kwargs in responses:
         req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
         resp = response_facts(_Response(response_id, output, kwargs.get("body_store")), SETTINGS)
-        remember_created(ledger, req, analyse(req, ledger), resp, SETTINGS)
+        remember_created(ledger, req, analyse(req, ledger), resp, SETTINGS, Lineage())
     return ledger
 
 
@@ -389,7 +390,7 @@ def test_stream_copies_of_a_payload_are_all_accepted() -> None:
     assert streamed.copies == ((0, payload_shape(other)),)
     ledger = InMemoryLedger()
     req = request_facts("chat", {"model": "m", "input": [user("q")]}, SETTINGS)
-    remember_created(ledger, req, analyse(req, ledger), streamed, SETTINGS)
+    remember_created(ledger, req, analyse(req, ledger), streamed, SETTINGS, Lineage())
     for payload in (TOKEN, other):
         assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": payload}, user("n")]) == set()
     assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": "y" * 11}, user("n")]) == {

@@ -272,6 +272,7 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
     entry = Entry(
         response_id, 1_760_000_000_000_000_000, True, "0123456789abcdef", "conv_1", outputs, 3, 1,
         parent_id="resp_parent", input_messages=(1, 2, 2**64 - 1), copies=((0, payload_shape("QUJD" * 300)),),
+        turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
 
@@ -289,18 +290,18 @@ def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
 # -- the byte layout -----------------------------------------------------------------------------------------
 
 
-def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET) -> bytes:
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 4) -> bytes:
     """The MAC as documented, computed here independently of the codec."""
     digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
     name = key.encode()
-    digest.update((3).to_bytes(2, "big") + len(name).to_bytes(4, "big") + name + content)
+    digest.update(version.to_bytes(2, "big") + len(name).to_bytes(4, "big") + name + content)
     return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=")
 
 
 def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """`v3.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
+    """`v4.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
     locations `index:response_id`, markers `1`; the MAC over the version, the full key name and the content."""
-    assert FORMAT == 3
+    assert FORMAT == 4
     ledger = make()
     entry = rich_entry()
     ledger.record(entry, "resp_parent")
@@ -309,13 +310,13 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     ns = ledger.namespace
     kinds = {name.split(":")[2] for name in stored}
     assert kinds == {"r", "i", "t", "f", "c", "k"}
-    layout = re.compile(rb"v3\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    layout = re.compile(rb"v4\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
     for name, value in stored.items():
         match = layout.fullmatch(value)
         assert match is not None, (name, value)
         assert match[1] == expected_mac(name, match[2]), name
     content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
-    assert stored[f"{ns}:r:resp_rich"] == b"v3." + expected_mac(f"{ns}:r:resp_rich", content) + b"." + content
+    assert stored[f"{ns}:r:resp_rich"] == b"v4." + expected_mac(f"{ns}:r:resp_rich", content) + b"." + content
     assert stored[f"{ns}:c:conv_1"].endswith(b"." + content)
     assert stored[f"{ns}:i:msg_1"].endswith(b".1:resp_rich")
     assert stored[f"{ns}:t:function_call:call_abc"].endswith(b".2:resp_rich")
@@ -351,7 +352,8 @@ def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, ma
 
 
 def test_the_format_table_says_what_decodes() -> None:
-    assert sorted(FORMATS) == [2, 3]
+    assert sorted(FORMATS) == [2, 3, 4]
+    assert FORMATS[4].signed is True
     assert FORMATS[3].signed is True
     assert FORMATS[2].signed is False
     codec = Codec(FLEET, accept_unsigned=True)
@@ -361,7 +363,7 @@ def test_the_format_table_says_what_decodes() -> None:
     content = json.dumps(entry_fields(rich_entry())).encode()
     sealed = codec.seal(key, content)
     assert codec.entry(key, sealed) is not None
-    for other in (b"v4.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+    for other in (b"v5.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
         assert codec.entry(key, other + sealed[3:]) is None
     assert seen == ["undecodable"] * 5
     seen.clear()
@@ -445,7 +447,8 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
 
 # -- hostile content under a valid MAC ----------------------------------------------------------------------
 # What a buggy writer holding the key, or a forger while `accept_unsigned` is on, could put there: each is
-# rejected and counted, whether sealed (format 3) or unsigned (format 2, read with accept_unsigned=True).
+# rejected and counted, whether sealed (format 4) or unsigned (format 2 — format 4's fields without the lineage,
+# the version in front — read with accept_unsigned=True).
 
 GOOD = entry_fields(rich_entry("resp_h"))
 
@@ -520,6 +523,14 @@ HOSTILE_BYTES: dict[str, bytes] = {
 }
 
 
+def _json_list(content: bytes) -> list[Any] | None:
+    try:
+        doc = json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+    return doc if isinstance(doc, list) else None
+
+
 def _hostile_cases() -> list[Any]:
     cases = [pytest.param(json.dumps(doc).encode(), id=name) for name, doc in HOSTILE_FIELDS.items()]
     return cases + [pytest.param(raw, id=name) for name, raw in HOSTILE_BYTES.items()]
@@ -534,7 +545,10 @@ def test_hostile_entry_content_is_rejected_and_counted(
     ns = reader.namespace
     assert ns is not None
     v2 = content
-    if content.startswith(b"[") and not content.startswith(b"[["):
+    doc = _json_list(content)
+    if doc is not None and doc:  # format 2 has no lineage (the last field) and its version in front
+        v2 = json.dumps([2, *doc[:-1]]).encode()
+    elif content.startswith(b"[") and not content.startswith(b"[["):
         v2 = b"[2," + content[1:] if content != b"[]" else content
     sealed = Codec(FLEET).seal(f"{ns}:r:resp_h", content)
     admin.set(f"{ns}:r:resp_h", sealed)
@@ -553,7 +567,7 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
     admin.set(f"{ns}:r:resp_h", Codec(FLEET).seal(f"{ns}:r:resp_h", good))
     assert reader.get("resp_h") is not None
     reader = make(accept_unsigned=True)
-    admin.set(f"{ns}:r:resp_h", b"[2," + good[1:])
+    admin.set(f"{ns}:r:resp_h", json.dumps([2, *GOOD[:-1]]).encode())
     assert reader.get("resp_h") is not None
 
 
@@ -761,14 +775,66 @@ def test_an_old_reader_ignores_new_values(admin: redis.Redis, make: Callable[...
 
 
 def test_the_frozen_format_2_encoder_matches_what_this_release_reads_with_accept_unsigned() -> None:
-    """The frozen encoder and this release's format-2 reader agree on every field."""
-    entry = rich_entry()
+    """The frozen encoder and this release's format-2 reader agree on every field (format 2 had no lineage)."""
+    entry = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None)
     encoded = v2_encode_entry(entry)
     assert encoded is not None
     assert encoded[0].startswith(b"[2,")
     assert v2_decode_entry(encoded[0]) == entry
     assert decode_entry(encoded[0], version=2) == dataclasses.replace(entry, shared=True)
-    assert decode_entry(encoded[0]) is None  # not format 3
+    assert decode_entry(encoded[0]) is None  # not format 4
     # Format 1 (two releases back) no longer decodes.
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=2) is None
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=1) is None
+
+
+# -- format 4: the lineage -------------------------------------------------------------------------------------
+
+
+def test_a_format_3_value_of_the_previous_release_still_decodes(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """Format 3 (sealed, no lineage) is read during a rolling deploy: the entry is whole, its lineage unknown."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    entry = rich_entry()
+    fields = entry_fields(entry)[:11]
+    content = json.dumps(fields, separators=(",", ":")).encode()
+    name = f"{ns}:r:resp_rich"
+    admin.set(name, b"v3." + expected_mac(name, content, version=3) + b"." + content)
+    read = reader.get("resp_rich")
+    assert read == dataclasses.replace(entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None)
+    # A format-3 MAC does not open a format-4 value, nor the other way round: the version is bound.
+    admin.set(name, b"v4." + expected_mac(name, content, version=3) + b"." + content)
+    assert make().get("resp_rich") is None
+
+
+def test_the_lineage_round_trips_and_none_is_null() -> None:
+    entry = rich_entry()
+    assert entry_fields(entry)[11] == [7, "conv_1", "f" * 32, "f" * 16]
+    assert decode_entry(json.dumps(entry_fields(entry)).encode()) == dataclasses.replace(entry, shared=True)
+    bare = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None)
+    assert entry_fields(bare)[11] is None
+    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
+
+
+HOSTILE_LINEAGE: dict[str, object] = {
+    "not-a-list": {"turn": 1},
+    "short": [1, "conv_1", "f" * 32],
+    "turn-negative": [-1, "conv_1", "f" * 32, "f" * 16],
+    "turn-string": ["1", "conv_1", "f" * 32, "f" * 16],
+    "turn-huge": [2**40, "conv_1", "f" * 32, "f" * 16],
+    "lineage-injection": [1, "conv_1\nopenai_responses.turn=1", "f" * 32, "f" * 16],
+    "lineage-overlong": [1, "conv_" + "x" * 200, "f" * 32, "f" * 16],
+    "trace-uppercase": [1, "conv_1", "F" * 32, "f" * 16],
+    "trace-short": [1, "conv_1", "f" * 31, "f" * 16],
+    "span-long": [1, "conv_1", "f" * 32, "f" * 17],
+    "span-without-trace": [1, "conv_1", None, "f" * 16],
+    "trace-number": [1, "conv_1", 2**100, "f" * 16],
+}
+
+
+@pytest.mark.parametrize("lineage", list(HOSTILE_LINEAGE.values()), ids=list(HOSTILE_LINEAGE))
+def test_a_hostile_lineage_is_rejected(lineage: object) -> None:
+    assert decode_entry(json.dumps(with_field(11, lineage)).encode()) is None

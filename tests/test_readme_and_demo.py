@@ -91,6 +91,9 @@ def test_readme_documents_every_setting() -> None:
         "LEDGER_URL",
         "LEDGER_TTL",
         "LEDGER_TIMEOUT",
+        "LEDGER_ACCEPT_UNSIGNED",
+        "PRICES",
+        "CHUNK_TIMING",
     ):
         assert f"`{ENV_PREFIX}{name}`" in README
 

@@ -576,7 +576,7 @@ FORGERS = [
 
 
 def forge(admin: redis.Redis, how: str, key: str, content: bytes, *, entry: bool = True) -> None:
-    """Plant ``content`` (format-3 content) under ``key`` as a writer without the hash key can."""
+    """Plant ``content`` (format-3 field lists) under ``key`` as a writer without the hash key can."""
     if how == "sealed":
         admin.set(key, GUESSED.seal(key, content))
     else:
@@ -584,7 +584,8 @@ def forge(admin: redis.Redis, how: str, key: str, content: bytes, *, entry: bool
 
 
 def forged_entry(entry: Entry) -> bytes:
-    return json.dumps(entry_fields(entry), separators=(",", ":")).encode()
+    """An entry's fields as format 2 carried them (format 4's without the lineage; ``forge`` adds the version)."""
+    return json.dumps(entry_fields(entry)[:11], separators=(",", ":")).encode()
 
 
 def forged_ledger(ledgers: list[RedisLedger], url: str, accept_unsigned: bool) -> RedisLedger:

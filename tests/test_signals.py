@@ -48,6 +48,8 @@ SIGNALS = "openai_responses.signals"
 CONTEXT_LOSS = "openai_responses.context_loss"
 TOOL_CHECK = "openai_responses.tool_calls.check"
 EVENT = "openai_responses.signal"
+TURN = "openai_responses.turn"
+TURN_DEPTH = "openai_responses.turn.depth"
 NAME = "openai_responses.signal.name"
 SEVERITY = "openai_responses.signal.severity"
 MODE = "openai_responses.state.mode"
@@ -63,6 +65,12 @@ def attrs(span: Any) -> dict[str, Any]:
 
 def signals_of(span: Any) -> tuple[str, ...]:
     return tuple(attrs(span)[SIGNALS])
+
+
+def _depth(turn: int | None) -> str | None:
+    if turn is None:
+        return None
+    return "1" if turn == 1 else "2-4" if turn <= 4 else "5-16" if turn <= 16 else "17+"
 
 
 def assert_signal(captured: Captured, span: Any, name: str, *, mode: str | None, model: str | None) -> None:
@@ -84,6 +92,9 @@ def assert_signal(captured: Captured, span: Any, name: str, *, mode: str | None,
         expected[MODE] = mode
     if model is not None:
         expected[REQUEST_MODEL] = model
+    depth = _depth(a.get(TURN))
+    if depth is not None:  # the turn-depth bucket of the span's turn, when known
+        expected[TURN_DEPTH] = depth
     points = [p for p in captured.metric_points("openai_responses.signals") if p.attributes.get(NAME) == name]
     assert any(dict(p.attributes) == expected and p.value >= 1 for p in points), [dict(p.attributes) for p in points]
     if mode is not None:
@@ -570,15 +581,19 @@ def test_encrypted_content_modified_compaction_item_confirmed_by_the_api(
 def test_encrypted_content_modified_re_encoded(client: openai.OpenAI, captured: Captured) -> None:
     """Same length, the other base64 alphabet: re-encoding, which a fresh encryption never does."""
     history: list[Any] = [user("Please choose a code word.")]
-    first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
-    reasoning = first.output[0].model_dump(exclude_none=True)
-    payload = reasoning["encrypted_content"]
+    for _ in range(20):  # a random payload may hold neither `+` nor `/` (then both alphabets read it): draw again
+        first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+        reasoning = first.output[0].model_dump(exclude_none=True)
+        payload = reasoning["encrypted_content"]
+        if "+" in payload or "/" in payload:
+            break
     assert "+" in payload or "/" in payload  # the emulator's tokens are standard base64
+    captured.clear()
     reasoning["encrypted_content"] = payload.replace("+", "-").replace("/", "_")
     history += [reasoning, first.output[1], user("What is the code word?")]
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
-    span = captured.spans()[1]
+    (span,) = captured.spans()
     assert signals_of(span) == ("encrypted_content_modified",)
     (event,) = span.events
     assert "openai_responses.confirmed" in event.attributes

@@ -1,0 +1,147 @@
+"""The sdist and the wheel as a user gets them: built for real, opened, and installed into a fresh virtualenv.
+
+The dashboard and the alert rules ship as package data (`otel_responses/_dashboards/`), taken at build time from
+`dashboards/` (pyproject.toml: `[tool.hatch.build.targets.wheel.force-include]`); no copy is committed. Built
+offline with the build backend of the test extra (`--no-build-isolation`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from otel_responses.dashboard_files import FILES, PACKAGE_DIR
+from otel_responses.version import __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+DATA = f"otel_responses/{PACKAGE_DIR}/"
+URL = "https://github.com/otel-responses/otel-responses"
+
+
+def _run(argv: list[str], *, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTHONHOME")}
+    result = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False)
+    assert result.returncode == 0, f"{argv}\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def _committed() -> dict[str, bytes]:
+    return {file.name: (ROOT / file.source).read_bytes() for file in FILES}
+
+
+@dataclass(frozen=True)
+class Dists:
+    sdist: Path
+    wheel: Path  # from the source tree, as `pip install .` builds it
+    wheel_from_sdist: Path  # as `python -m build` and `pip install otel-responses-X.tar.gz` build it
+
+
+@pytest.fixture(scope="module")
+def dists(tmp_path_factory: pytest.TempPathFactory) -> Dists:
+    out = tmp_path_factory.mktemp("dist")
+    build_sdist = "import sys, hatchling.build as b; print(b.build_sdist(sys.argv[1]))"  # the PEP 517 hook
+    sdist = out / _run([sys.executable, "-c", build_sdist, str(out)], cwd=ROOT).stdout.strip()
+    _run([*PIP, "wheel", str(ROOT), "--no-deps", "--no-build-isolation", "-q", "-w", str(out / "tree")], cwd=ROOT)
+    unpacked = tmp_path_factory.mktemp("sdist")
+    with tarfile.open(sdist) as tar:
+        if hasattr(tarfile, "data_filter"):  # Python 3.10.12, 3.11.4 and later
+            tar.extractall(unpacked, filter="data")
+        else:  # pragma: no cover
+            tar.extractall(unpacked)  # our own sdist, just built
+    (source,) = unpacked.iterdir()
+    _run([*PIP, "wheel", str(source), "--no-deps", "--no-build-isolation", "-q", "-w", str(out / "sdist")], cwd=out)
+    (wheel,) = (out / "tree").glob("*.whl")
+    (wheel_from_sdist,) = (out / "sdist").glob("*.whl")
+    return Dists(sdist, wheel, wheel_from_sdist)
+
+
+@pytest.fixture(params=["wheel", "wheel_from_sdist"])
+def wheel(request: pytest.FixtureRequest, dists: Dists) -> Path:
+    path: Path = getattr(dists, request.param)
+    return path
+
+
+def test_the_wheel_ships_the_committed_dashboard_files_byte_for_byte(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name[len(DATA) :]: archive.read(name) for name in archive.namelist() if name.startswith(DATA)}
+    assert shipped == _committed()
+
+
+def test_the_wheel_holds_the_package_alone(wheel: Path) -> None:
+    """No top-level `dashboards` package, no build.py, nothing beside otel_responses and its metadata."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert {name.split("/", 1)[0] for name in names} == {"otel_responses", f"otel_responses-{__version__}.dist-info"}
+    assert not [name for name in names if name.startswith("dashboards/") or name.endswith("/build.py")]
+    assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
+    assert "otel_responses/dashboard_files.py" in names
+    assert "otel_responses/py.typed" in names
+
+
+def test_the_wheel_names_the_project_urls(dists: Dists) -> None:
+    with zipfile.ZipFile(dists.wheel) as archive:
+        metadata = archive.read(f"otel_responses-{__version__}.dist-info/METADATA").decode()
+    urls = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Project-URL: ")]
+    assert f"Homepage, {URL}" in urls
+    assert f"Issues, {URL}/issues" in urls
+    assert any(url.startswith(f"Documentation, {URL}") for url in urls)
+
+
+def test_the_sdist_holds_the_files_the_wheel_is_built_from(dists: Dists) -> None:
+    prefix = f"otel_responses-{__version__}/"
+    with tarfile.open(dists.sdist) as tar:
+        shipped = {}
+        for file in FILES:
+            member = tar.extractfile(prefix + file.source)
+            assert member is not None, file.source
+            shipped[file.name] = member.read()
+    assert shipped == _committed()
+
+
+def _binary(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        message = f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists: Dists, tmp_path: Path) -> None:
+    """A fresh virtualenv with the wheel alone (`--no-deps`: not even opentelemetry-api, let alone the `cli`
+    extra): `otel-responses dashboards` needs the standard library only; demo and doctor still name the extra."""
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path)
+    bin_dir = venv / ("Scripts" if os.name == "nt" else "bin")
+    python = str(bin_dir / "python")
+    _run([python, "-m", "pip", "install", "-q", "--no-index", "--no-deps", str(dists.wheel)], cwd=tmp_path)
+    located = _run([python, "-c", "import otel_responses; print(otel_responses.__file__)"], cwd=tmp_path).stdout
+    assert Path(located.strip()).is_relative_to(venv)  # the installed copy, not this checkout
+
+    out = tmp_path / "out" / "dashboards"
+    result = _run([str(bin_dir / "otel-responses"), "dashboards", "--out", str(out)], cwd=tmp_path)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == _committed()
+    assert "Dashboards > New > Import" in result.stdout
+    assert f"- {out / 'otel-responses.rules.yaml'}" in result.stdout
+    assert not result.stderr
+
+    demo = subprocess.run(
+        [str(bin_dir / "otel-responses"), "demo"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert demo.returncode == 5, demo.stderr
+    assert "pip install 'otel-responses[cli]'" in demo.stderr
+
+    # The rule file's unit tests name it relative to themselves: they run where the command wrote them.
+    promtool = _binary("promtool")
+    _run([promtool, "check", "rules", str(out / "otel-responses.rules.yaml")], cwd=tmp_path)
+    _run([promtool, "test", "rules", str(out / "otel-responses.rules_test.yaml")], cwd=tmp_path)
