@@ -45,6 +45,10 @@ class Tools:
     missing: list[str] = field(default_factory=list)
     before_call: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)
+    # The orphans and the missing outputs rest on a conversation's latest turn as this process knows it (another
+    # process may have written a later one): not settled.
+    from_latest: bool = False
+    missing_from_input: int = 0  # how many of ``missing`` are calls in the input itself (settled whatever the parent)
 
 
 @dataclass(slots=True)
@@ -86,10 +90,16 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
     located = ledger.locate([lookup.key for lookup in lookups])
     items = req.input_items
     links: dict[str, Link] = {}
+    prompts: dict[int, int] | None = None  # app message fingerprint -> its first position, built on first need
     for lookup, found in zip(lookups, located, strict=True):
         if found is None:
             continue
         entry, index = found
+        if type(lookup.key) is int and entry.input_messages:
+            if prompts is None:
+                prompts = _first_positions(items)
+            if not _asked_before(entry, lookup.position, prompts):
+                continue
         link = links.get(entry.response_id)
         if link is None:
             link = Link(entry, lookup.app_messages_before, lookup.compactions_before)
@@ -111,6 +121,22 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
             back += 1
     analysis.links = list(links.values())
     _own_copies(req, analysis.links)
+
+
+def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:
+    """Where each app message of the input first stands, by fingerprint."""
+    first: dict[int, int] = {}
+    for position, meta in enumerate(items):
+        if meta.fingerprint is not None and meta.role in APP_ROLES:
+            first.setdefault(meta.fingerprint, position)
+    return first
+
+
+def _asked_before(entry: Entry, position: int, prompts: dict[int, int]) -> bool:
+    """A response found by its text alone is the one the replay continues only if one of the app messages it was sent
+    stands before that text: a short answer ("Sure!") is returned to many conversations, and another one's response
+    would make this replay look incomplete."""
+    return any(prompts.get(fingerprint, position) < position for fingerprint in entry.input_messages)
 
 
 def _own_copies(req: RequestFacts, links: list[Link]) -> None:
@@ -190,6 +216,7 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
         elif call_id not in answerable and parent_known:
             tools.orphans.append(call_id)
     tools.missing.extend(call_id for call_id in awaiting if call_id not in outputs)
+    tools.missing_from_input = len(tools.missing)
     tools.missing.extend(call_id for call_id in pending if call_id not in outputs and call_id not in calls)
 
 
@@ -275,5 +302,6 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
     if continues and analysis.parent is not None and analysis.parent.shared:
         analysis.shared = True
+    analysis.tools.from_latest = req.state_mode == CONVERSATION and analysis.parent is not None
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis

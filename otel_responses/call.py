@@ -20,7 +20,14 @@ from opentelemetry.context import Context
 
 from .analysis import Analysis, analyse
 from .attributes import OPERATION_CHAT
-from .checks import Situation, confirmed_by_api, run_request_checks, run_response_checks, tool_calls_check
+from .checks import (
+    Situation,
+    accepted_by_api,
+    confirmed_by_api,
+    run_request_checks,
+    run_response_checks,
+    tool_calls_check,
+)
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .lineage import lineage_of
 from .operations import Operation
@@ -120,18 +127,26 @@ class Call:
         args: tuple[Any, ...],
         kwargs: Any,
         exempt: frozenset[str] = frozenset(),
+        deferred: bool = False,
     ) -> None:
         self.token: Token[Context] | None = None
         self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
         self.telemetry = telemetry
-        self.settings = settings = telemetry.settings
+        self.settings = telemetry.settings
         self.op = op
         self.server = _server(instance)
         self.raw_mode = raw_mode(kwargs)
-        self.req = req = op.facts(args, kwargs, settings)
-        ledger = settings.ledger
+        self.req = op.facts(args, kwargs, self.settings)
+        if not deferred:
+            self.start(exempt)
+
+    def start(self, exempt: frozenset[str] = frozenset()) -> None:
+        """The analysis against the ledger, the request checks, the span and its context. Run by the constructor,
+        or, for a call built ``deferred`` (only its facts: an async wrapper awaits the shared ledger's reads in
+        between), by its maker; a failure here is the maker's to swallow, as the constructor's is."""
+        req, ledger = self.req, self.settings.ledger
         self.analysis = analysis = analyse(req, ledger)
-        self.flight = flight = _flight_key(req, analysis) if op.name == OPERATION_CHAT else None
+        self.flight = flight = _flight_key(req, analysis) if self.op.name == OPERATION_CHAT else None
         concurrent = False
         if flight is not None:
             concurrent = ledger.enter(flight)
@@ -256,6 +271,8 @@ class Call:
             if error_type is not None:  # an error event of a stream or a socket carries the API's code
                 self.signals = confirmed_by_api(self.signals, error_type)
             if resp is not None:
+                if error_type is None and resp.response_id is not None:
+                    self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
                     self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
                 if self.op.remember is not None:

@@ -114,12 +114,19 @@ def _on_entry(detail: dict[str, AttributeValue], shared: bool) -> dict[str, Attr
 
 def orphan_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.orphans
-    return Signal("orphan_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)) if ids else None
+    if not ids:
+        return None
+    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)
+    return Signal("orphan_tool_output", detail, settled=not an.tools.from_latest)
 
 
 def missing_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    ids = an.tools.missing
-    return Signal("missing_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)) if ids else None
+    tools = an.tools
+    ids = tools.missing
+    if not ids:
+        return None
+    settled = not tools.from_latest or tools.missing_from_input == len(ids)
+    return Signal("missing_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared), settled)
 
 
 def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -238,6 +245,13 @@ def tool_calls_check(an: Analysis, signals: list[Signal], resp: ResponseFacts | 
     if resp is not None and pending_calls(resp.output_items):
         return "pending"
     return "ok" if an.tools.present else "none"
+
+
+def accepted_by_api(signals: list[Signal]) -> list[Signal]:
+    """The API accepted the request and answered: signals that rest on a conversation's latest turn as this process
+    knew it (possibly stale: another process may have answered the call since) are dropped. The API refuses a
+    function call left without output, or an output without its call, in the conversation it holds."""
+    return signals if all(s.settled for s in signals) else [s for s in signals if s.settled]
 
 
 def confirmed_by_api(signals: list[Signal], error_code: object) -> list[Signal]:

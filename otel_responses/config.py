@@ -96,17 +96,23 @@ def _as_seconds(name: str, value: object) -> float:
     return number
 
 
-def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool) -> Ledger:
-    """A ``RedisLedger`` for ``ledger_url``; errors never repeat the URL (it may hold a password)."""
+def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool, cluster: bool) -> Ledger:
+    """A ``RedisLedger`` for ``ledger_url`` (a Redis Cluster with ``ledger_cluster``); errors never repeat the URL
+    (it may hold a password)."""
     from .redis_ledger import RedisLedger, check_url
 
     try:
-        valid = check_url(url)
+        valid = check_url(url, cluster=cluster)
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
     try:
         return RedisLedger(
-            valid, ttl_seconds=ttl, timeout_seconds=timeout, local_capacity=capacity, accept_unsigned=accept_unsigned
+            valid,
+            ttl_seconds=ttl,
+            timeout_seconds=timeout,
+            local_capacity=capacity,
+            accept_unsigned=accept_unsigned,
+            cluster=cluster,
         )
     except ImportError:
         raise ConfigError("ledger_url needs the redis package: pip install 'otel-responses[redis]'") from None
@@ -129,6 +135,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         "ledger_ttl",
         "ledger_timeout",
         "ledger_accept_unsigned",
+        "ledger_cluster",
         "prices",
         "chunk_timing",
     }
@@ -165,8 +172,11 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
         )
         accept_unsigned = _bool_setting(config, "ledger_accept_unsigned", env)
+        cluster = _bool_setting(config, "ledger_cluster", env)
         ledger = (
-            InMemoryLedger(capacity) if url is None else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned)
+            InMemoryLedger(capacity)
+            if url is None
+            else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned, cluster)
         )
     else:
         missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]

@@ -3,7 +3,7 @@ authenticates them, and the rules every field must pass, on write as on read.
 
 Anyone who can write to the shared Redis could otherwise plant a fact: a parent stored with ``store=false``, a call
 left pending in a conversation, an item whose payload had another length. So every value of every key kind
-(entries ``r:``, item locations ``i:`` ``t:`` ``f:``, conversation pointers ``c:``, continued-markers ``k:``) is
+(entries ``r``, item locations ``i`` ``t`` ``f``, conversation pointers ``c``, continued-markers ``k``) is
 sealed with a keyed BLAKE2b under a key derived from the fleet's hash key (derived in each process, never written
 anywhere). The MAC covers the format version, the full key name and the content: a value copied to another key
 fails, and a value that fails is absent (and counted), as a malformed one always was. Without the hash key a
@@ -17,6 +17,11 @@ reject.
 Formats are read through one table, ``FORMATS``: a value starts with ``v{version}.`` and, for a signed format,
 its MAC; a value without that header is of format 2, the last unsigned one (written by the previous release), read
 only when the ledger is built with ``accept_unsigned=True``. Format 1 (two releases back) no longer decodes.
+
+Key names (format 5) carry a Redis Cluster hash tag: ``{prefix}:{key id}:{tag}:{kind}``, the tag being what the key
+is about (a response id for its entry ``r`` and continued-marker ``k``, a conversation id for its pointer ``c``, an
+item id ``i``, a call ``t`` or a text fingerprint ``f`` for a location). One layout on a single node and on a
+cluster.
 """
 
 from __future__ import annotations
@@ -37,9 +42,12 @@ if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
 
 DEFAULT_MAX_ENTRY_BYTES = 8192
-# Version 3 seals every value; version 2 (entries as compact JSON with the version inside, locations as
-# `index:response_id`, markers as `1`, none authenticated) is the previous release's.
-FORMAT = 4
+# Version 5 is version 4's values under the hash-tagged key layout (``{prefix}:{key id}:{tag}:kind``, for Redis
+# Cluster); version 4 added the lineage, version 3 sealed every value; version 2 (entries as compact JSON with the
+# version inside, locations as `index:response_id`, markers as `1`, none authenticated) is older still. Values of
+# formats 4 and 3 still decode, but only under the keys they are read from: the old layout's key names
+# (``{prefix}:{key id}:r:{id}``) are no longer asked for.
+FORMAT = 5
 MAC_BYTES = 16
 MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
 _MAC_PERSON = b"otelr-ledger"
@@ -86,29 +94,48 @@ def _optional_token(value: object) -> bool:
     return value is None or _token(value)
 
 
+def _tagged(namespace: str, tag: str, kind: str) -> str:
+    """``{namespace}:{{tag}}:{kind}``: the braces are a Redis Cluster hash tag, so only ``tag`` picks the slot. Keys
+    about one thing share it (a response's entry and its continued-marker); keys about different things spread over
+    the cluster (no tag common to every key: that would put the whole ledger on one shard)."""
+    return f"{namespace}:{{{tag}}}:{kind}"
+
+
+def legacy_key(key: str) -> str | None:
+    """The name the previous release (format 2, before hash tags) gave the same key: ``{namespace}:{kind}:{tag}``;
+    None for a name not of this layout. Read only while ``accept_unsigned`` is on (a rolling deploy)."""
+    head, brace, rest = key.partition(":{")
+    tag, close, kind = rest.rpartition("}:")
+    if not brace or not close or len(kind) != 1:
+        return None
+    return f"{head}:{kind}:{tag}"
+
+
 def entry_key(namespace: str, response_id: str) -> str:
-    return f"{namespace}:r:{response_id}"
+    """A response's entry, tagged by its id (the slot of its continued-marker)."""
+    return _tagged(namespace, response_id, "r")
 
 
 def conversation_key(namespace: str, conversation_id: str) -> str:
-    """The conversation's latest entry (a copy of it, sealed under this name)."""
-    return f"{namespace}:c:{conversation_id}"
+    """The conversation's latest entry (a copy of it, sealed under this name), tagged by the conversation id."""
+    return _tagged(namespace, conversation_id, "c")
 
 
 def marker_key(namespace: str, response_id: str) -> str:
-    """Says the response was continued (for ``concurrent_branch``)."""
-    return f"{namespace}:k:{response_id}"
+    """Says the response was continued (for ``concurrent_branch``); in the slot of the response's entry."""
+    return _tagged(namespace, response_id, "k")
 
 
 def location_key(namespace: str, key: Key) -> str | None:
-    """The Redis key locating an output item: by text fingerprint (``f``), by call (``t``: type and call_id), by
-    id (``i``); None for a name no shared value may hold (it is never written, so never asked for)."""
+    """The Redis key locating an output item, tagged by what names it: its text fingerprint (``f``), its call
+    (``t``: type and call_id), its id (``i``); None for a name no shared value may hold (it is never written, so
+    never asked for)."""
     if isinstance(key, int):
-        return f"{namespace}:f:{key:016x}"
+        return _tagged(namespace, f"{key:016x}", "f")
     if isinstance(key, tuple):
         item_type, call_id = key
-        return f"{namespace}:t:{item_type}:{call_id}" if _token(item_type) and is_id(call_id) else None
-    return f"{namespace}:i:{key}" if is_id(key) else None
+        return _tagged(namespace, f"{item_type}:{call_id}", "t") if _token(item_type) and is_id(call_id) else None
+    return _tagged(namespace, key, "i") if is_id(key) else None
 
 
 # -- entries -------------------------------------------------------------------------------------------------
@@ -285,9 +312,10 @@ def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
 
 
 def encode_entry(entry: Entry, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
-    """The entry as a sealed value's content (format 4, compact JSON of its fields only) and how many output items
-    it kept: the whole value (header and MAC included) stays within ``max_bytes``, output items past it dropped.
-    None for an entry that cannot fit even without them, or that a reader would reject (see ``shareable``)."""
+    """The entry as a sealed value's content (format 5, whose content is format 4's: compact JSON of its fields
+    only) and how many output items it kept: the whole value (header and MAC included) stays within
+    ``max_bytes``, output items past it dropped. None for an entry that cannot fit even without them, or that a
+    reader would reject (see ``shareable``)."""
     if not shareable(entry):
         return None
     return _fit(entry_fields(entry), max_bytes - _HEADER_BYTES)
@@ -360,6 +388,7 @@ class Format:
 # a Redis Cluster key layout) or dropped. A version missing here is unreadable, as this release's values are to a
 # reader of the previous one.
 FORMATS: dict[int, Format] = {
+    5: Format(5, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     4: Format(4, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     3: Format(3, signed=True, entry=_entry_v3, location=_location, marker=_marker),
     2: Format(2, signed=False, entry=_entry_v2, location=_location, marker=_marker),
@@ -375,7 +404,7 @@ def _ignore(name: str) -> None:
 
 
 class Codec:
-    """Seals and opens the values of one fleet key: ``v4.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
+    """Seals and opens the values of one fleet key: ``v5.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
     (base64url) of the format version, the key name and the content, keyed with ``fingerprinter.derive``.
 
     Opening a value costs one MAC; what fails is None and counted through ``count``: ``forged`` (a MAC that does

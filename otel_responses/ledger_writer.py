@@ -1,10 +1,11 @@
 """The shared ledger's writer: a background thread that drains a bounded queue into Redis, so a write never waits
 on the call path.
 
-Batches go out as one pipeline each (no MULTI: the keys are independent), every key with a TTL. A failed batch is
-retried once after the backoff (a restarted Redis is reconnected to), then dropped and counted; a full queue drops
-the write and counts it, never blocks the app. The thread ends when idle and starts again on demand, and a forked
-child (a pre-forking server) gets a fresh one: no thread, nor a lock held by one, comes along through ``fork``.
+Batches go out as one pipeline each (no MULTI: the keys are independent, and on a Redis Cluster in many slots),
+every key with a TTL. A failed batch is retried once after the backoff (a restarted Redis is reconnected to), then
+dropped and counted; a full queue drops the write and counts it, never blocks the app. The thread ends when idle
+and starts again on demand, and a forked child (a pre-forking server) gets a fresh one: no thread, nor a lock held
+by one, comes along through ``fork``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ Build = Callable[[list[Job]], tuple[list[tuple[str, bytes]], int]]
 class Writer(Generic[Job]):
     """At most ``queue_size`` jobs queued or being written; ``build`` turns a batch into keys and values (on this
     thread: encoding and sealing stay off the call path), ``count(name, by)`` counts ``writes``,
-    ``write_failures`` and ``dropped``."""
+    ``write_failures`` and ``dropped``. ``client()`` gives the Redis client, made on first use (a cluster client
+    asks for the topology as it is made, which fails while no node answers: then the batch fails as a write
+    would)."""
 
     def __init__(
         self,
-        client: Any,
+        client: Callable[[], Any],
         build: Build[Job],
         count: Callable[[str, int], None],
         *,
@@ -104,8 +107,9 @@ class Writer(Generic[Job]):
                     self._cond.notify_all()
 
     def _send(self, commands: list[tuple[str, bytes]]) -> None:
-        """One pipelined round trip; every key expires."""
-        pipe = self._client.pipeline(transaction=False)
+        """One pipelined round trip (on a cluster, one per node: the pipeline routes each key to its slot's
+        master); every key expires."""
+        pipe = self._client().pipeline(transaction=False)
         for key, value in commands:
             pipe.set(key, value, ex=self.ttl_seconds)
         pipe.execute()

@@ -10,6 +10,12 @@ answered from local knowledge; Redis is then left alone for a short backoff, so 
 timeout per backoff. Nothing here ever raises into the app, and ``redis`` is imported only when a client is built
 from a URL.
 
+A Redis Cluster (``cluster=True``, setting ``ledger_cluster``) is used through redis-py's ``RedisCluster``, built
+on first use (it asks for the topology as it is made), with no retries of its own: a node lost or failing over is
+Redis unavailable, as above, until the topology is refreshed. Keys carry a hash tag per response, conversation or
+item (``ledger_codec``), one layout on a single node and on a cluster; a replay's lookup of many keys fans out one
+``MGET`` per slot in one pipeline.
+
 Redis holds only what the in-process ledger holds — ids, enums, flags, counts, the keyed instructions hash and
 keyed 64-bit fingerprints — under ``{prefix}:{key id}:``, the key id being that of the fingerprint key: processes
 with different keys never see each other's entries, so a rotated key makes old entries invisible (they expire),
@@ -27,6 +33,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import math
 import os
@@ -46,6 +53,7 @@ from .ledger_codec import (
     encode_entry,
     entry_key,
     is_id,
+    legacy_key,
     location_key,
     marker_key,
 )
@@ -55,6 +63,7 @@ if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
 
 __all__ = [
+    "CLUSTER_URL_SCHEMES",
     "COUNTS",
     "DEFAULT_BACKOFF_SECONDS",
     "DEFAULT_MAX_ENTRY_BYTES",
@@ -64,6 +73,7 @@ __all__ = [
     "DEFAULT_TTL_SECONDS",
     "FORMAT",
     "INSTALL_HINT",
+    "LOCAL_ONLY",
     "URL_SCHEMES",
     "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
@@ -78,6 +88,7 @@ DEFAULT_TIMEOUT_SECONDS = 0.05
 DEFAULT_BACKOFF_SECONDS = 1.0
 DEFAULT_QUEUE_SIZE = 10_000
 URL_SCHEMES = ("redis", "rediss", "unix")
+CLUSTER_URL_SCHEMES = ("redis", "rediss")
 # What stats() counts: Redis reads made, failed and skipped (backoff); entries written, lost to failed writes,
 # dropped (queue full, or too big even without output items), trimmed to the size cap, kept local (a field outside
 # what a reader accepts: an id no API makes, say); values read and ignored: undecodable (malformed, oversized, of an
@@ -107,33 +118,104 @@ _MIN_ENTRY_BYTES = 256
 _log = logging.getLogger(__name__)
 # Per call (thread or asyncio task): a read made for it could not reach Redis.
 _UNAVAILABLE: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_responses_ledger_unavailable", default=False)
+# Per call (thread or asyncio task): while True, reads answer from the local tier only, without asking Redis and
+# without marking the call unavailable (for a caller that already asked Redis itself, asynchronously, and cached
+# what it found with ``RedisLedger.cache``).
+LOCAL_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_responses_ledger_local_only", default=False)
 
 
-def _clients(url: str, timeout_seconds: float) -> tuple[Any, Any]:
-    """A reader with the tight timeout and no retry (a retry would double the worst case), and a writer."""
+def _import_redis() -> Any:
     try:
         import redis
-        from redis.backoff import NoBackoff
-        from redis.retry import Retry
     except ImportError as exc:
         raise ImportError(f"the Redis ledger needs the redis package: {INSTALL_HINT}") from exc
-    reader = redis.Redis.from_url(
-        url, socket_timeout=timeout_seconds, socket_connect_timeout=timeout_seconds, retry=Retry(NoBackoff(), 0)
-    )
-    writer = redis.Redis.from_url(
-        url,
-        socket_timeout=max(WRITE_TIMEOUT_SECONDS, timeout_seconds),
-        socket_connect_timeout=max(WRITE_TIMEOUT_SECONDS, timeout_seconds),
-        retry=Retry(NoBackoff(), 0),
-    )
-    return reader, writer
+    return redis
 
 
-def check_url(url: object) -> str:
-    """The URL if its scheme is one Redis clients take; the message never repeats the URL (it may hold a
-    password)."""
+def _build(url: str, cluster: bool, timeout_seconds: float) -> Any:
+    """A client with ``timeout_seconds`` on every socket operation and no retry (a retry would multiply the worst
+    case). A cluster client asks a node for the topology as it is built (an error if none answers), so it is built
+    only when first used; its own retries after a moved slot or a lost node are off too: a failed read is answered
+    from local knowledge and Redis is asked again after the backoff, by then with a refreshed topology."""
+    redis = _import_redis()
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    options: dict[str, Any] = {
+        "socket_timeout": timeout_seconds,
+        "socket_connect_timeout": timeout_seconds,
+        "retry": Retry(NoBackoff(), 0),
+    }
+    if not cluster:
+        return redis.Redis.from_url(url, **options)
+    from redis.cluster import RedisCluster
+
+    return RedisCluster.from_url(url, **options)
+
+
+class _Client:
+    """A Redis client made on first use (under a lock, by one thread); a failed build is tried again on next use."""
+
+    def __init__(self, url: str, cluster: bool, timeout_seconds: float) -> None:
+        self._url = url
+        self._cluster = cluster
+        self._timeout = timeout_seconds
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Any:
+        """The client; built here if nobody has yet. While another thread builds it (``warm``), waits at most the
+        timeout, then fails as a read that timed out would."""
+        client = self._client
+        if client is not None:
+            return client
+        if not self._lock.acquire(timeout=self._timeout):
+            raise TimeoutError("the Redis client is still being built")
+        try:
+            if self._client is None:
+                self._client = _build(self._url, self._cluster, self._timeout)
+            return self._client
+        finally:
+            self._lock.release()
+
+    def warm(self) -> None:
+        """Build the client off the call path (a cluster client reads the topology as it is built: several round
+        trips); a failure is left for the first read to meet."""
+
+        def build() -> None:
+            with contextlib.suppress(Exception):
+                self()
+
+        threading.Thread(target=build, name="otel-responses-ledger-connect", daemon=True).start()
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        try:
+            if self._cluster:
+                client.close()
+            else:
+                client.connection_pool.disconnect()
+        except Exception:
+            _log.debug("otel-responses: closing a shared ledger connection failed")
+
+
+def check_url(url: object, *, cluster: bool = False) -> str:
+    """The URL if its scheme is one Redis clients take (a cluster: ``redis://`` or ``rediss://`` naming any node,
+    database 0); the message never repeats the URL (it may hold a password)."""
     if not isinstance(url, str) or url.split("://", 1)[0].lower() not in URL_SCHEMES or "://" not in url:
         raise ValueError("the Redis ledger URL must start with redis://, rediss:// or unix://")
+    if cluster:
+        scheme, rest = url.split("://", 1)
+        if scheme.lower() not in CLUSTER_URL_SCHEMES:
+            raise ValueError("a Redis Cluster ledger URL must start with redis:// or rediss://")
+        path = rest.split("?", 1)[0].split("/", 1)[1] if "/" in rest.split("?", 1)[0] else ""
+        if path not in ("", "0"):
+            raise ValueError("a Redis Cluster has only database 0")
     return url
 
 
@@ -146,8 +228,9 @@ _Job = tuple[Codec, str, Entry, str | None]
 class RedisLedger:
     """The ``Ledger`` protocol over a local ``InMemoryLedger`` and a Redis shared by the fleet.
 
-    ``url`` (``redis://``, ``rediss://`` or ``unix://``; AUTH and TLS as the URL says) or ``client`` (an existing
-    ``redis.Redis``; its own timeouts and retries then apply, and ``close()`` leaves it open). Reads time out after
+    ``url`` (``redis://``, ``rediss://`` or ``unix://``; AUTH and TLS as the URL says; with ``cluster=True``, any
+    node of a Redis Cluster) or ``client`` (an existing ``redis.Redis`` or ``redis.cluster.RedisCluster``; its own
+    timeouts and retries then apply, and ``close()`` leaves it open). Reads time out after
     ``timeout_seconds``; after a failure Redis is not read for ``backoff_seconds``. Every key expires after
     ``ttl_seconds``; an entry is at most ``max_entry_bytes`` (output items past it are dropped). The ledger works
     only once bound to the fleet's fingerprinter (``instrument()`` does it); until then it is local.
@@ -172,6 +255,7 @@ class RedisLedger:
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         queue_size: int = DEFAULT_QUEUE_SIZE,
         accept_unsigned: bool = False,
+        cluster: bool = False,
     ) -> None:
         if (url is None) == (client is None):
             raise ValueError("give RedisLedger either a url or a client")
@@ -181,20 +265,36 @@ class RedisLedger:
             raise ValueError("timeout_seconds must be a positive number")
         if not isinstance(backoff_seconds, (int, float)) or not math.isfinite(backoff_seconds) or backoff_seconds < 0:
             raise ValueError("backoff_seconds must be a number, at least 0")
-        if not isinstance(prefix, str) or not prefix or any(c.isspace() for c in prefix):
-            raise ValueError("prefix must be a non-empty string without spaces")
+        if not isinstance(prefix, str) or not prefix or any(c.isspace() or c in "{}" for c in prefix):
+            raise ValueError("prefix must be a non-empty string without spaces or braces")
         if type(max_entry_bytes) is not int or max_entry_bytes < _MIN_ENTRY_BYTES:
             raise ValueError(f"max_entry_bytes must be an integer of at least {_MIN_ENTRY_BYTES}")
         if type(queue_size) is not int or queue_size < 1:
             raise ValueError("queue_size must be a positive integer")
         if type(accept_unsigned) is not bool:
             raise ValueError("accept_unsigned must be True or False")
+        if type(cluster) is not bool:
+            raise ValueError("cluster must be True or False")
+        self._owned: tuple[_Client, _Client] | None = None
+        # The URL the clients are made from (None around the app's own client), for a reader of its own (the
+        # asynchronous reads); it may hold a password: never logged nor put in a message.
+        self.url: str | None = None
         if client is None:
-            self._reader, self._writer_client = _clients(check_url(url), float(timeout_seconds))
-            self._owns_clients = True
+            valid = self.url = check_url(url, cluster=cluster)
+            _import_redis().connection.parse_url(valid)  # a missing package or a bad URL: an error now, not later
+            reader = _Client(valid, cluster, float(timeout_seconds))
+            writer = _Client(valid, cluster, max(WRITE_TIMEOUT_SECONDS, float(timeout_seconds)))
+            self._owned = (reader, writer)
+            self._reader: Any = reader
+            self._writer_client: Any = writer
         else:
-            self._reader = self._writer_client = client
-            self._owns_clients = False
+            cluster = callable(getattr(client, "mget_nonatomic", None))  # a redis.cluster.RedisCluster
+
+            def given() -> Any:
+                return client
+
+            self._reader = self._writer_client = given
+        self.cluster = cluster
         self.ttl_seconds = ttl_seconds
         self.timeout_seconds = float(timeout_seconds)
         self.backoff_seconds = float(backoff_seconds)
@@ -233,12 +333,33 @@ class RedisLedger:
         )
         if self._bound is not None and namespace != self._bound[0]:
             self._local = InMemoryLedger(self._local.capacity)
+        first = self._bound is None
         self._bound = (namespace, codec)
+        if first and self.cluster and self._owned is not None and not self._closed:
+            self._owned[0].warm()  # the cluster's topology is read now, not on the first call that needs Redis
 
     @property
     def namespace(self) -> str | None:
         """``{prefix}:{key id}``, the start of every key; None until bound."""
         return self._bound[0] if self._bound is not None else None
+
+    @property
+    def codec(self) -> Codec | None:
+        """The bound key's ``Codec`` (``codec.entry(key, raw)``, ``codec.location(key, raw)``,
+        ``codec.marker(key, raw)`` authenticate and decode a value read for ``key``); None until bound. Read it
+        together with ``namespace`` through ``binding``."""
+        return self._bound[1] if self._bound is not None else None
+
+    @property
+    def binding(self) -> tuple[str, Codec] | None:
+        """The namespace and the codec of the bound key, as one pair (a rebind replaces both at once)."""
+        return self._bound
+
+    def cache(self, entry: Entry) -> None:
+        """Keep an entry read from Redis (by another path: an asynchronous prefetch, say) in the local tier, where
+        reads find it without asking Redis. It is kept marked ``shared`` (strict mode never refuses on it alone), as
+        an entry decoded by ``codec`` already is."""
+        self._local.cache(entry if entry.shared else dataclasses.replace(entry, shared=True))
 
     def stats(self) -> dict[str, int]:
         """Counts of Redis reads, failures, skipped reads (backoff), writes, dropped, trimmed and local-only
@@ -253,16 +374,21 @@ class RedisLedger:
     # -- reads ---------------------------------------------------------------------------------------------
 
     def _fetch(self, keys: list[str]) -> list[Any] | None:
-        """The values of ``keys`` in one round trip, or None when Redis cannot be asked (then the call is
-        marked unavailable)."""
-        if self._closed:
+        """The values of ``keys``, or None when Redis cannot be asked (then the call is marked unavailable) or is
+        not to be (``LOCAL_ONLY``). One round trip on a single node; on a cluster, keys of one slot share an
+        ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node), each socket operation bounded
+        by the read timeout. A cluster client is built here on first use: a failure then is a failed read."""
+        if self._closed or LOCAL_ONLY.get():
             return None
         if time.monotonic() < self._retry_at:
             self._bump("reads_skipped")
             _UNAVAILABLE.set(True)
             return None
+        legacy = self._legacy_names(keys)
         try:
-            values = self._reader.mget(keys)
+            client = self._reader()
+            asked = keys + legacy if legacy else keys
+            values = client.mget_nonatomic(asked) if self.cluster else client.mget(asked)
         except Exception as error:  # refused, timed out, AUTH, READONLY...: never the app's problem
             self._retry_at = time.monotonic() + self.backoff_seconds
             self._bump("read_failures")
@@ -270,10 +396,23 @@ class RedisLedger:
             _log.debug("otel-responses: shared ledger read failed (%s); using local knowledge", type(error).__name__)
             return None
         self._bump("reads")
-        if not isinstance(values, list) or len(values) != len(keys):
+        if not isinstance(values, list) or len(values) != len(keys) + len(legacy):
             self._bump("undecodable")
             return None
+        if legacy:  # a value under the new name wins; else the previous release's under its old name
+            values = [
+                new if new is not None else old
+                for new, old in zip(values[: len(keys)], values[len(keys) :], strict=True)
+            ]
         return values
+
+    def _legacy_names(self, keys: list[str]) -> list[str]:
+        """During a rolling deploy from the previous release (``accept_unsigned``, single node: it had no cluster
+        support), the same keys under its names, asked in the same round trip."""
+        if not self.accept_unsigned or self.cluster:
+            return []
+        names = [legacy_key(key) for key in keys]
+        return [name if name is not None else key for name, key in zip(names, keys, strict=True)]
 
     def _entry(self, codec: Codec, key: str, raw: object, response_id: str | None = None) -> Entry | None:
         """The entry a value read from ``key`` holds, authenticated and checked; one of another response (a bug
@@ -447,6 +586,8 @@ class RedisLedger:
         self._counts_lock = threading.Lock()
         self._sequence_lock = threading.Lock()
         self._writer.after_fork()
+        for client in self._owned or ():
+            client.after_fork()
         self._retry_at = 0.0
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -457,12 +598,9 @@ class RedisLedger:
         """Flush, stop the writer and close the clients this ledger made; the local tier keeps working."""
         self._writer.close(timeout)
         self._closed = True
-        if self._owns_clients:
-            for client in {id(self._reader): self._reader, id(self._writer_client): self._writer_client}.values():
-                try:
-                    client.connection_pool.disconnect()
-                except Exception:
-                    _log.debug("otel-responses: closing a shared ledger connection failed")
+        if self._owned is not None:
+            for client in self._owned:
+                client.close()
         _LIVE.discard(self)
 
 

@@ -174,6 +174,10 @@ class Signal:
 
     name: str
     detail: dict[str, AttributeValue] = field(default_factory=dict)
+    # False when the signal rests on a conversation's latest turn as this process knows it: another process (or a
+    # call the instrumentation did not see) may have written a later turn, so the fact may be stale. Such a signal is
+    # never refused, and is dropped when the API accepts the request (the API enforces what it claims).
+    settled: bool = True
 
     @property
     def severity(self) -> str:
@@ -181,9 +185,9 @@ class Signal:
 
     @property
     def refusable(self) -> bool:
-        """Strict mode may refuse the request for it: an error the request itself, or this process's own records,
-        prove (never a fact read from a shared store)."""
-        return self.name in STRICT and self.detail.get(SHARED_FACT) is not True
+        """Strict mode may refuse the request for it: an error the request itself, or this process's own records of
+        immutable facts, prove (never a fact read from a shared store, nor a conversation's latest turn)."""
+        return self.name in STRICT and self.settled and self.detail.get(SHARED_FACT) is not True
 
 
 class ContextLossError(Exception):

@@ -21,7 +21,7 @@ from .call import Call
 from .operations import OPERATIONS
 from .streams import StreamObserver
 from .telemetry import Telemetry
-from .wrappers import Switch, Wrapper, await_through, begin, call_through
+from .wrappers import Switch, Wrapper, await_through, begin, begin_async, call_through
 
 _log = logging.getLogger(__name__)
 _PENDING = "_otel_responses_pending"  # on the connection: lane (stream_id) -> open calls, oldest first
@@ -71,6 +71,18 @@ def _start(switch: Switch, telemetry: Telemetry, connection: Any, instance: Any,
     own_latest = isinstance(previous, str) and previous in latest.values()
     exempt = _OWN_LATEST_EXEMPT if own_latest else frozenset()
     return begin(switch, telemetry, OPERATIONS["chat"], instance, (), fields, exempt)
+
+
+async def _start_async(
+    switch: Switch, telemetry: Telemetry, connection: Any, instance: Any, fields: dict[str, Any]
+) -> Any:
+    """:func:`_start` for an async connection: a shared ledger's reads are awaited (see ``begin_async``)."""
+    latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
+    previous = fields.get("previous_response_id")
+    own_latest = isinstance(previous, str) and previous in latest.values()
+    exempt = _OWN_LATEST_EXEMPT if own_latest else frozenset()
+    call, _ = await begin_async(switch, telemetry, OPERATIONS["chat"], instance, (), fields, exempt)
+    return call
 
 
 def _track(call: Call, connection: Any, fields: Mapping[str, Any]) -> StreamObserver | None:
@@ -169,7 +181,9 @@ def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
-        call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
+        call = (
+            None if fields is None else await _start_async(switch, telemetry, connection_of(instance), instance, fields)
+        )
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:

@@ -14,6 +14,7 @@ from typing import Any
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
 from .call import PARSING, Call
+from .ledger_prefetch import LOCAL_ONLY, reader_for
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
@@ -61,6 +62,53 @@ def begin(
     except Exception:
         telemetry.internal_error("start_call")
         return None
+
+
+async def begin_async(
+    switch: Switch,
+    telemetry: Telemetry,
+    op: Operation,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: Any,
+    exempt: frozenset[str] = frozenset(),
+) -> tuple[Call | None, bool]:
+    """:func:`begin` for a coroutine: with a shared ledger that reads asynchronously, the facts first, then the
+    ledger's reads awaited (``ledger_prefetch``), then the analysis and the span with the ledger answering from
+    what it now holds. Also says whether the call's ledger is local-only from here on (its end, too, must not read
+    Redis on the loop). Any other ledger: :func:`begin`."""
+    if not switch.active():
+        return None, False
+    reader = reader_for(telemetry.settings.ledger)
+    if reader is None:
+        return begin(switch, telemetry, op, instance, args, kwargs, exempt), False
+    try:
+        call = Call(telemetry, op, instance, args, kwargs, exempt, deferred=True)
+    except Exception:
+        telemetry.internal_error("start_call")
+        return None, False
+    token = LOCAL_ONLY.set(True)
+    try:
+        try:
+            await reader.prefetch(telemetry.settings.ledger, call.req)
+        except Exception:  # a bug, not Redis (whose failures mark the call unavailable): the analysis goes on
+            telemetry.internal_error("ledger_prefetch")
+        call.start(exempt)
+    except Exception:
+        telemetry.internal_error("start_call")
+        return None, False
+    finally:
+        LOCAL_ONLY.reset(token)
+    return call, True
+
+
+def succeed_local(call: Call, result: Any) -> None:
+    """``call.succeeded`` with the ledger answering locally (what it records may read it)."""
+    token = LOCAL_ONLY.set(True)
+    try:
+        call.succeeded(result, call.raw_mode)
+    finally:
+        LOCAL_ONLY.reset(token)
 
 
 def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -134,13 +182,16 @@ def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: b
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call = begin(switch, telemetry, op, instance, args, kwargs)
+        call, local = await begin_async(switch, telemetry, op, instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         result = await through(call, wrapped, args, kwargs)
         if call.req.stream:
             return call.stream(result, stream_proxy(call.raw_mode, True))
-        call.succeeded(result, call.raw_mode)
+        if local:
+            succeed_local(call, result)
+        else:
+            call.succeeded(result, call.raw_mode)
         return result
 
     return wrapper

@@ -169,7 +169,8 @@ def test_demo_serve_stops_promptly_on_a_signal(signum: signal.Signals, interval:
         out, rest = process.communicate(timeout=30)
     err = seen + rest
     took = time.monotonic() - sent
-    assert took < 2, f"took {took:.1f}s to stop"
+    # Promptly: well within the interval (30 s in the pause case) even on a loaded 2-core machine.
+    assert took < 5, f"took {took:.1f}s to stop: {err[-2000:]}"
     assert process.returncode == 0, err
     assert "Traceback" not in err
     assert "every healthy session kept its context" in out  # round 1 was shown

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from otel_responses.analysis import analyse
-from otel_responses.checks import Situation, run_request_checks
+from otel_responses.checks import Situation, accepted_by_api, confirmed_by_api, run_request_checks
 from otel_responses.config import settings_from
 from otel_responses.facts import ResponseFacts, request_facts, response_facts, with_stream_items
 from otel_responses.items import (
@@ -527,3 +527,46 @@ def test_overlong_item_fields_are_cut_alike_on_both_sides() -> None:
     assert len(odd.type) == MAX_NAME
     assert odd.role is not None
     assert len(odd.role) == MAX_NAME
+
+
+def conversation_ledger(outputs: list[Any]) -> InMemoryLedger:
+    return ledger_with(("resp_1", outputs, {"input": [user("q")], "conversation": "conv_1"}))
+
+
+# (case, the conversation's latest outputs, this request's input, signal, settled)
+SETTLED: list[tuple[str, list[Any], Any, str, bool]] = [
+    ("pending_in_the_latest_turn", [CALL], "next", "missing_tool_output", False),
+    ("unanswered_call_in_the_input", [ANSWER], [{**CALL, "id": "fc_9", "call_id": "call_9"}],
+     "missing_tool_output", True),
+    ("output_for_no_known_call", [ANSWER], [{**OUTPUT, "call_id": "call_9"}], "orphan_tool_output", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "outputs", "sent", "name", "settled"), SETTLED, ids=[r[0] for r in SETTLED])
+def test_a_conversations_latest_turn_may_be_stale(
+    case: str, outputs: list[Any], sent: Any, name: str, settled: bool
+) -> None:
+    """What rests on a conversation's latest turn as this process knows it is not settled: never refused, and dropped
+    once the API accepts the request; what the request itself shows stays."""
+    ledger = conversation_ledger(outputs)
+    req = request_facts("chat", {"model": "m", "conversation": "conv_1", "input": sent}, SETTINGS)
+    raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    (signal,) = [s for s in raised if s.name == name]
+    assert signal.settled is settled
+    assert signal.refusable is settled
+    assert (signal in accepted_by_api(raised)) is settled
+    assert confirmed_by_api(raised, "server_error") == raised  # a refusal keeps them all
+
+
+def test_a_text_returned_to_another_conversation_is_not_this_replays_parent() -> None:
+    """Two conversations get the same short answer; the newer one also reasoned. A replay of the older one's text,
+    after its own prompt, must not be read as a replay of the newer one (it would look like reasoning was dropped)."""
+    other = {**ANSWER, "id": "msg_b"}
+    ledger = ledger_with(
+        ("resp_a", [{**ANSWER, "id": "msg_a"}], {"input": [user("Is order 7 shipped?")]}),
+        ("resp_b", [REASONING, other], {"input": [user("Can you check the weather?")]}),
+    )
+    text_only = {"role": "assistant", "content": "ok"}
+    assert signals(ledger, input=[user("Is order 7 shipped?"), text_only, user("Thanks.")]) == set()
+    # The newer conversation's own replay still links (and its dropped reasoning is seen).
+    assert "reasoning_dropped" in signals(ledger, input=[user("Can you check the weather?"), text_only, user("Ok.")])

@@ -178,7 +178,7 @@ def test_strict_mode_never_refuses_on_a_stale_fact_read_from_redis(redis_server:
             )
             call = _function_call(asked)
             assert writer.flush(5)
-            (pointer,) = admin.scan_iter(match=f"*:c:{conversation.id}")
+            (pointer,) = admin.scan_iter(match=f"*:{{{conversation.id}}}:c")
             stale = admin.get(pointer)
             client.responses.create(
                 model=MODEL,
@@ -200,9 +200,43 @@ def test_strict_mode_never_refuses_on_a_stale_fact_read_from_redis(redis_server:
             reader.close(1)
     assert answer.status == "completed"  # not refused: the API accepts it
     (span,) = cap.chat_spans()
-    assert "missing_tool_output" in (span.attributes or {})["openai_responses.signals"]
-    (event,) = signal_events(span, "missing_tool_output")
-    assert event[SHARED_FACT] is True
+    # The stale turn looked unanswered; the API's acceptance proves it was answered: no false error is recorded.
+    assert (span.attributes or {})["openai_responses.signals"] == ()
+
+
+def test_a_worker_with_a_stale_conversation_turn_raises_no_false_error(client: openai.OpenAI) -> None:
+    """Two workers, each its own in-process ledger (no shared ledger): worker A saw the turn that asked for a tool,
+    worker B the turn that answered it. A's next turn looks like it leaves the call unanswered; the request is not
+    refused in strict mode, and since the API accepts it, no `missing_tool_output` is recorded. The same request with
+    the call really unanswered is refused by the API, and the signal stays."""
+    worker_a, worker_b = InMemoryLedger(), InMemoryLedger()
+    with capture(ledger=worker_a, strict=True):
+        conversation = client.conversations.create()
+        asked = client.responses.create(
+            model=MODEL, conversation=conversation.id, input="Please use lookup_order for order 7.", tools=TOOLS
+        )
+    call = _function_call(asked)
+    with capture(ledger=worker_b, strict=True):
+        client.responses.create(
+            model=MODEL,
+            conversation=conversation.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "shipped"}],
+            tools=TOOLS,
+        )
+    with capture(ledger=worker_a, strict=True) as cap:
+        answer = client.responses.create(model=MODEL, conversation=conversation.id, input="Thanks!", tools=TOOLS)
+    assert answer.status == "completed"
+    (span,) = cap.chat_spans()
+    assert (span.attributes or {})["openai_responses.signals"] == ()
+    # Really unanswered: the API refuses, and the signal (not settled, so never refused by strict mode) is recorded.
+    other = client.conversations.create()
+    with capture(ledger=worker_a, strict=True) as cap:
+        client.responses.create(
+            model=MODEL, conversation=other.id, input="Please use lookup_order for order 8.", tools=TOOLS
+        )
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model=MODEL, conversation=other.id, input="Thanks!", tools=TOOLS)
+    assert "missing_tool_output" in (cap.chat_spans()[-1].attributes or {})["openai_responses.signals"]
 
 
 def test_strict_mode_still_refuses_on_what_this_process_recorded(client: openai.OpenAI) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 import openai
 import pytest
 import redis
+from redis.crc import key_slot
 
 from otel_responses.fingerprint import Fingerprinter, key_from_text
 from otel_responses.items import ItemMeta, payload_shape
@@ -30,10 +31,15 @@ from otel_responses.ledger_codec import (
     FORMATS,
     MAC_PURPOSE,
     Codec,
+    conversation_key,
     decode_entry,
     encode_entry,
     entry_fields,
+    entry_key,
     is_id,
+    legacy_key,
+    location_key,
+    marker_key,
     shareable,
 )
 from otel_responses.redis_ledger import COUNTS, RedisLedger
@@ -210,7 +216,7 @@ def v2_commands(namespace: str, entry: Entry, parent_id: str | None) -> dict[str
     encoded = v2_encode_entry(entry)
     assert encoded is not None
     data, kept = encoded
-    out = {f"{namespace}:r:{entry.response_id}": data}
+    out = {f"{namespace}:r:{entry.response_id}": data}  # its names, before hash tags (see `legacy_key`)
     for index, meta in enumerate(entry.outputs[:kept]):
         if meta.id is not None:
             out[f"{namespace}:i:{meta.id}"] = v2_location(index, entry.response_id)
@@ -290,7 +296,7 @@ def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
 # -- the byte layout -----------------------------------------------------------------------------------------
 
 
-def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 4) -> bytes:
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 5) -> bytes:
     """The MAC as documented, computed here independently of the codec."""
     digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
     name = key.encode()
@@ -299,29 +305,29 @@ def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET,
 
 
 def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """`v4.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
+    """`v5.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
     locations `index:response_id`, markers `1`; the MAC over the version, the full key name and the content."""
-    assert FORMAT == 4
+    assert FORMAT == 5
     ledger = make()
     entry = rich_entry()
     ledger.record(entry, "resp_parent")
     assert ledger.flush(5)
     stored = keys_and_values(admin)
     ns = ledger.namespace
-    kinds = {name.split(":")[2] for name in stored}
+    kinds = {name.rsplit(":", 1)[1] for name in stored}
     assert kinds == {"r", "i", "t", "f", "c", "k"}
-    layout = re.compile(rb"v4\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    layout = re.compile(rb"v5\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
     for name, value in stored.items():
         match = layout.fullmatch(value)
         assert match is not None, (name, value)
         assert match[1] == expected_mac(name, match[2]), name
     content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
-    assert stored[f"{ns}:r:resp_rich"] == b"v4." + expected_mac(f"{ns}:r:resp_rich", content) + b"." + content
-    assert stored[f"{ns}:c:conv_1"].endswith(b"." + content)
-    assert stored[f"{ns}:i:msg_1"].endswith(b".1:resp_rich")
-    assert stored[f"{ns}:t:function_call:call_abc"].endswith(b".2:resp_rich")
-    assert stored[f"{ns}:f:{2**64 - 1:016x}"].endswith(b".1:resp_rich")
-    assert stored[f"{ns}:k:resp_parent"].endswith(b".1")
+    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v5." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
+    assert stored[f"{ns}:{{conv_1}}:c"].endswith(b"." + content)
+    assert stored[f"{ns}:{{msg_1}}:i"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{function_call:call_abc}}:t"].endswith(b".2:resp_rich")
+    assert stored[f"{ns}:{{{2**64 - 1:016x}}}:f"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{resp_parent}}:k"].endswith(b".1")
     assert ledger.stats()["writes"] == 1
     # Read back by another process of the fleet: every field, marked as read from a shared store.
     reader = make()
@@ -352,18 +358,19 @@ def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, ma
 
 
 def test_the_format_table_says_what_decodes() -> None:
-    assert sorted(FORMATS) == [2, 3, 4]
+    assert sorted(FORMATS) == [2, 3, 4, 5]
+    assert FORMATS[5].signed is True
     assert FORMATS[4].signed is True
     assert FORMATS[3].signed is True
     assert FORMATS[2].signed is False
     codec = Codec(FLEET, accept_unsigned=True)
     seen: list[str] = []
     codec.count = seen.append
-    key = "otel-responses:abc:r:resp_rich"
+    key = "otel-responses:abc:{resp_rich}:r"
     content = json.dumps(entry_fields(rich_entry())).encode()
     sealed = codec.seal(key, content)
     assert codec.entry(key, sealed) is not None
-    for other in (b"v5.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+    for other in (b"v6.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
         assert codec.entry(key, other + sealed[3:]) is None
     assert seen == ["undecodable"] * 5
     seen.clear()
@@ -385,13 +392,13 @@ def test_a_genuine_value_moved_to_another_key_is_rejected(admin: redis.Redis, ma
     ns = writer.namespace
     stored = keys_and_values(admin)
     moves = {
-        f"{ns}:r:resp_rich": f"{ns}:c:conv_1",  # an entry as its conversation's latest
-        f"{ns}:r:resp_older": f"{ns}:c:conv_2",
-        f"{ns}:c:conv_1": f"{ns}:c:conv_9",
-        f"{ns}:i:msg_1": f"{ns}:i:msg_9",  # a location under another item
-        f"{ns}:t:function_call:call_abc": f"{ns}:t:custom_tool_call:call_abc",
-        f"{ns}:f:{2**64 - 1:016x}": f"{ns}:f:{12345:016x}",
-        f"{ns}:k:resp_parent": f"{ns}:k:resp_rich",  # a continued-marker on another response
+        f"{ns}:{{resp_rich}}:r": f"{ns}:{{conv_1}}:c",  # an entry as its conversation's latest
+        f"{ns}:{{resp_older}}:r": f"{ns}:{{conv_2}}:c",
+        f"{ns}:{{conv_1}}:c": f"{ns}:{{conv_9}}:c",
+        f"{ns}:{{msg_1}}:i": f"{ns}:{{msg_9}}:i",  # a location under another item
+        f"{ns}:{{function_call:call_abc}}:t": f"{ns}:{{custom_tool_call:call_abc}}:t",
+        f"{ns}:{{{2**64 - 1:016x}}}:f": f"{ns}:{{{12345:016x}}}:f",
+        f"{ns}:{{resp_parent}}:k": f"{ns}:{{resp_rich}}:k",  # a continued-marker on another response
     }
     admin.mset({target: stored[source] for source, target in moves.items()})
     reader = make()
@@ -429,12 +436,12 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
     content = json.dumps(entry_fields(entry)).encode()
     admin.mset(
         {
-            f"{ns}:r:resp_rich": forge(f"{ns}:r:resp_rich", content),
-            f"{ns}:c:conv_1": forge(f"{ns}:c:conv_1", content),
-            f"{ns}:i:msg_1": forge(f"{ns}:i:msg_1", b"1:resp_rich"),
-            f"{ns}:t:function_call:call_abc": forge(f"{ns}:t:function_call:call_abc", b"2:resp_rich"),
-            f"{ns}:f:{2**64 - 1:016x}": forge(f"{ns}:f:{2**64 - 1:016x}", b"1:resp_rich"),
-            f"{ns}:k:resp_parent": forge(f"{ns}:k:resp_parent", b"1"),
+            f"{ns}:{{resp_rich}}:r": forge(f"{ns}:{{resp_rich}}:r", content),
+            f"{ns}:{{conv_1}}:c": forge(f"{ns}:{{conv_1}}:c", content),
+            f"{ns}:{{msg_1}}:i": forge(f"{ns}:{{msg_1}}:i", b"1:resp_rich"),
+            f"{ns}:{{function_call:call_abc}}:t": forge(f"{ns}:{{function_call:call_abc}}:t", b"2:resp_rich"),
+            f"{ns}:{{{2**64 - 1:016x}}}:f": forge(f"{ns}:{{{2**64 - 1:016x}}}:f", b"1:resp_rich"),
+            f"{ns}:{{resp_parent}}:k": forge(f"{ns}:{{resp_parent}}:k", b"1"),
         }
     )
     assert reader.get("resp_rich") is None
@@ -550,10 +557,10 @@ def test_hostile_entry_content_is_rejected_and_counted(
         v2 = json.dumps([2, *doc[:-1]]).encode()
     elif content.startswith(b"[") and not content.startswith(b"[["):
         v2 = b"[2," + content[1:] if content != b"[]" else content
-    sealed = Codec(FLEET).seal(f"{ns}:r:resp_h", content)
-    admin.set(f"{ns}:r:resp_h", sealed)
+    sealed = Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", content)
+    admin.set(f"{ns}:{{resp_h}}:r", sealed)
     assert reader.get("resp_h") is None
-    admin.set(f"{ns}:r:resp_h", v2)
+    admin.set(f"{ns}:{{resp_h}}:r", v2)
     assert reader.get("resp_h") is None
     assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
 
@@ -564,10 +571,10 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
     assert decode_entry(good) == dataclasses.replace(rich_entry("resp_h"), shared=True)
     reader = make(accept_unsigned=True)
     ns = reader.namespace
-    admin.set(f"{ns}:r:resp_h", Codec(FLEET).seal(f"{ns}:r:resp_h", good))
+    admin.set(f"{ns}:{{resp_h}}:r", Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", good))
     assert reader.get("resp_h") is not None
     reader = make(accept_unsigned=True)
-    admin.set(f"{ns}:r:resp_h", json.dumps([2, *GOOD[:-1]]).encode())
+    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:-1]]).encode())
     assert reader.get("resp_h") is not None
 
 
@@ -600,8 +607,8 @@ def test_hostile_location_content_is_rejected_and_counted(
     genuine = make()
     genuine.record(rich_entry("resp_h"), None)
     assert genuine.flush(5)
-    admin.set(f"{ns}:i:item_h", Codec(FLEET).seal(f"{ns}:i:item_h", content))
-    admin.set(f"{ns}:i:item_u", content)
+    admin.set(f"{ns}:{{item_h}}:i", Codec(FLEET).seal(f"{ns}:{{item_h}}:i", content))
+    admin.set(f"{ns}:{{item_u}}:i", content)
     assert reader.locate(["item_h", "item_u"]) == [None, None]
     assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
 
@@ -610,7 +617,7 @@ def test_hostile_marker_content_is_rejected(admin: redis.Redis, make: Callable[.
     reader = make()
     ns = reader.namespace
     for n, content in enumerate((b"0", b"", b"11", b"1" * 100, b"yes")):
-        admin.set(f"{ns}:k:resp_{n}", Codec(FLEET).seal(f"{ns}:k:resp_{n}", content))
+        admin.set(f"{ns}:{{resp_{n}}}:k", Codec(FLEET).seal(f"{ns}:{{resp_{n}}}:k", content))
         assert reader.has_child(f"resp_{n}") is False
     assert counts(reader, "undecodable", "forged") == {"undecodable": 5, "forged": 0}
 
@@ -716,9 +723,10 @@ def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
 def test_an_old_writer_and_a_new_reader_share_one_redis(
     admin: redis.Redis, make: Callable[..., RedisLedger], client: openai.OpenAI
 ) -> None:
-    """The previous release's processes write format 2. By default this release ignores those values (counted
-    `unsigned`): checks against the old writers' responses are silent, never wrong. With accept_unsigned=True they
-    are read (and marked shared) and checked as before."""
+    """The previous release's processes write format 2 under their key names (no hash tags). By default this release
+    does not read them: checks against the old writers' responses are silent, never wrong. With accept_unsigned=True
+    (a single node: the previous release had no cluster support) the old names are asked in the same round trip, and
+    the values read (marked shared) and checked as before."""
     with capture(hash_key=KEY):  # the old processes, as far as the API is concerned
         called = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
         unstored = client.responses.create(model=MODEL, input="The marker is V-2.", store=False)
@@ -735,7 +743,8 @@ def test_an_old_writer_and_a_new_reader_share_one_redis(
     assert strict_reader.latest_in_conversation("conv_old") is None
     assert strict_reader.locate([call.id or "", ("function_call", call.call_id)]) == [None, None]
     assert strict_reader.has_child("resp_old_parent") is False
-    assert counts(strict_reader, "unsigned", "forged", "undecodable") == {"unsigned": 5, "forged": 0, "undecodable": 0}
+    # Its values live under the previous release's names (no hash tags): not even read.
+    assert counts(strict_reader, "unsigned", "forged", "undecodable") == {"unsigned": 0, "forged": 0, "undecodable": 0}
     with capture(ledger=make(), hash_key=KEY) as cap:
         with pytest.raises(openai.BadRequestError):
             client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
@@ -801,7 +810,7 @@ def test_a_format_3_value_of_the_previous_release_still_decodes(
     entry = rich_entry()
     fields = entry_fields(entry)[:11]
     content = json.dumps(fields, separators=(",", ":")).encode()
-    name = f"{ns}:r:resp_rich"
+    name = f"{ns}:{{resp_rich}}:r"
     admin.set(name, b"v3." + expected_mac(name, content, version=3) + b"." + content)
     read = reader.get("resp_rich")
     assert read == dataclasses.replace(entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None)
@@ -838,3 +847,57 @@ HOSTILE_LINEAGE: dict[str, object] = {
 @pytest.mark.parametrize("lineage", list(HOSTILE_LINEAGE.values()), ids=list(HOSTILE_LINEAGE))
 def test_a_hostile_lineage_is_rejected(lineage: object) -> None:
     assert decode_entry(json.dumps(with_field(11, lineage)).encode()) is None
+
+
+# -- format 5: the hash-tagged key layout ----------------------------------------------------------------------
+
+
+def test_key_names_carry_a_hash_tag_of_their_own() -> None:
+    """`{prefix}:{key id}:{tag}:{kind}`: one tag per response (entry and continued-marker in one slot), per
+    conversation, per item; never one tag common to every key (a single hot shard)."""
+    ns = "otel-responses:0123456789ab"
+    assert entry_key(ns, "resp_1") == "otel-responses:0123456789ab:{resp_1}:r"
+    assert marker_key(ns, "resp_1") == "otel-responses:0123456789ab:{resp_1}:k"
+    assert conversation_key(ns, "conv_1") == "otel-responses:0123456789ab:{conv_1}:c"
+    assert location_key(ns, "msg_1") == "otel-responses:0123456789ab:{msg_1}:i"
+    assert location_key(ns, ("function_call", "call_1")) == "otel-responses:0123456789ab:{function_call:call_1}:t"
+    assert location_key(ns, 2**64 - 1) == "otel-responses:0123456789ab:{ffffffffffffffff}:f"
+    assert location_key(ns, "msg{1}") is None  # no brace ever reaches a key name from an id
+    assert key_slot(entry_key(ns, "resp_1").encode()) == key_slot(marker_key(ns, "resp_1").encode())
+    slots = {key_slot(entry_key(ns, f"resp_{n}").encode()) for n in range(64)}
+    assert len(slots) > 32  # spread over the cluster, not one slot
+
+
+def test_a_format_4_value_still_decodes_under_the_new_key_name(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """Format 4 is format 5's content: a value sealed as v4 under a format-5 key name decodes (the version is bound
+    by the MAC). Values under the old layout's names (`{ns}:r:{id}`) are not asked for: silent, never false."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    entry = rich_entry()
+    content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
+    name = entry_key(ns, "resp_rich")
+    admin.set(name, b"v4." + expected_mac(name, content, version=4) + b"." + content)
+    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True)
+    admin.delete(name)
+    old = f"{ns}:r:resp_rich"
+    admin.set(old, b"v4." + expected_mac(old, content, version=4) + b"." + content)
+    assert make().get("resp_rich") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "legacy"),
+    [
+        ("otel-responses:abc:{resp_1}:r", "otel-responses:abc:r:resp_1"),
+        ("otel-responses:abc:{resp_1}:k", "otel-responses:abc:k:resp_1"),
+        ("otel-responses:abc:{conv_1}:c", "otel-responses:abc:c:conv_1"),
+        ("otel-responses:abc:{msg_1}:i", "otel-responses:abc:i:msg_1"),
+        ("otel-responses:abc:{function_call:call_1}:t", "otel-responses:abc:t:function_call:call_1"),
+        ("otel-responses:abc:{00000000000000ff}:f", "otel-responses:abc:f:00000000000000ff"),
+        ("otel-responses:abc:r:resp_1", None),
+    ],
+)
+def test_the_previous_releases_key_names(key: str, legacy: str | None) -> None:
+    assert legacy_key(key) == legacy

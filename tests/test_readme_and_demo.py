@@ -94,6 +94,7 @@ def test_readme_documents_every_setting() -> None:
         "LEDGER_ACCEPT_UNSIGNED",
         "PRICES",
         "CHUNK_TIMING",
+        "LEDGER_CLUSTER",
     ):
         assert f"`{ENV_PREFIX}{name}`" in README
 

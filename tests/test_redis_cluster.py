@@ -1,0 +1,236 @@
+"""The shared ledger on a Redis Cluster (issue 16): three masters and a replica each, started here
+(``tests/redis_cluster.py``).
+
+The key tests of tests/test_redis_ledger.py run against a single node and this cluster (``store``/``process_a``
+parametrized); here: a replay's lookup of many keys works on the cluster where one ``MGET`` would fail with
+``CROSSSLOT`` (and did, silently, before), a master killed mid-run never reaches the app and checks resume once its
+replica took over, a cluster down at startup breaks nothing, the settings, and the hooks the async reads use.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+import pytest
+from redis.exceptions import ClusterCrossSlotError
+
+from otel_responses import ConfigError
+from otel_responses.attributes import LEDGER_UNAVAILABLE
+from otel_responses.config import ENV_PREFIX, settings_from
+from otel_responses.fingerprint import Fingerprinter, key_from_text
+from otel_responses.ledger import Entry
+from otel_responses.ledger_codec import entry_key, location_key
+from otel_responses.redis_ledger import LOCAL_ONLY, RedisLedger
+from otel_responses.testing import CapturedTelemetry, capture
+
+from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
+from .redis_cluster import LocalCluster, cluster_fixture
+from .test_redis_ledger import KEY, _entry, attrs, chat_signals, free_port, new_ledger
+
+redis_cluster = cluster_fixture("module")
+failover_cluster = cluster_fixture("module", name="failover_cluster")
+
+
+@pytest.fixture
+def ledgers() -> Any:
+    made: list[RedisLedger] = []
+    yield made
+    for ledger in made:
+        ledger.close(timeout=1)
+
+
+def _replayed_output(client: openai.OpenAI, ledger: RedisLedger) -> tuple[list[dict[str, Any]], str]:
+    """A first turn with several output items (reasoning, a function call), recorded through ``ledger``."""
+    with capture(ledger=ledger, hash_key=KEY):
+        first = client.responses.create(
+            model=REASONING_MODEL,
+            input=[tool_request()],
+            store=False,
+            include=ENCRYPTED,
+            tools=TOOLS,
+        )
+    assert ledger.flush(5)
+    return [item.model_dump(mode="json", exclude_none=True) for item in first.output], first.id
+
+
+def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
+    redis_cluster: LocalCluster, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    """Before, every key of a replay's lookup went into one MGET: on a cluster, CROSSSLOT (a plain client) or a
+    client-side refusal (a cluster client), swallowed, and the replay's checks went silent. Now the lookup fans out
+    per slot: the replay drops an output item and the other process says so."""
+    redis_cluster.flush()
+    a = new_ledger(ledgers, redis_cluster.url, cluster=True)
+    output, _ = _replayed_output(client, a)
+    assert len(output) >= 2
+    ns = a.namespace
+    assert ns is not None
+    names = [location_key(ns, item["id"]) or "" for item in output if "id" in item]
+    old_names = [f"{ns}:i:{item['id']}" for item in output if "id" in item]  # the layout of format 4
+    with redis_cluster.client() as admin:
+        assert all(admin.exists(name) for name in names)
+        slots = {admin.keyslot(name) for name in names}
+        old_slots = {admin.keyslot(name) for name in old_names}
+    assert len(slots) > 1
+    assert len(old_slots) > 1
+    with redis_cluster.node(redis_cluster.master_of(names[0])) as node, pytest.raises(ClusterCrossSlotError):
+        node.mget(old_names)  # the server's CROSSSLOT
+
+    # The old read path (one MGET, a plain client): the failure was swallowed, the checks silent.
+    with redis_cluster.node(redis_cluster.ports[0]) as plain:
+        old = RedisLedger(client=plain)
+        old.bind(Fingerprinter(key_from_text(KEY)))
+        assert old.locate([item["id"] for item in output if "id" in item]) == [None] * len(names)
+        assert old.stats()["read_failures"] == 1
+        assert old.unavailable() is True  # (consumed here: the flag is per thread or task, not per ledger)
+        old.close(timeout=1)
+
+    b = new_ledger(ledgers, redis_cluster.url, cluster=True)
+    with capture(ledger=b, hash_key=KEY) as cap:
+        replay(client, "no_reasoning", output)
+    assert chat_signals(cap) == [REPLAYS["no_reasoning"]]  # ("reasoning_dropped",): the check speaks
+    (span,) = cap.chat_spans()
+    assert LEDGER_UNAVAILABLE not in attrs(span)
+    assert b.stats()["read_failures"] == 0
+    assert b.stats()["reads"] >= 2
+    found = b.locate([item["id"] for item in output if "id" in item])
+    assert all(place is not None for place in found)
+
+
+def test_a_master_killed_mid_run_never_reaches_the_app(
+    failover_cluster: LocalCluster, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    """SIGKILL of a master: calls go on, checks needing its slots degrade to local knowledge (the span says the
+    ledger was unavailable) and resume by themselves once its replica took over."""
+    timeout, backoff = 0.05, 0.3
+    cluster = failover_cluster
+    a = new_ledger(ledgers, cluster.url, cluster=True, backoff_seconds=backoff)
+    b = new_ledger(ledgers, cluster.url, cluster=True, timeout_seconds=timeout, backoff_seconds=backoff)
+    with capture(ledger=a, hash_key=KEY):
+        parents = [client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id for _ in range(8)]
+    assert a.flush(5)
+    ns = a.namespace
+    assert ns is not None
+
+    def chained(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, float]:
+        cap.clear()
+        started = time.perf_counter()
+        client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parent)
+        elapsed = time.perf_counter() - started
+        (span,) = cap.chat_spans()
+        return tuple(attrs(span)["openai_responses.signals"]), attrs(span).get(LEDGER_UNAVAILABLE, False), elapsed
+
+    with capture(ledger=b, hash_key=KEY) as cap:
+        healthy = chained(cap, parents[0])
+        assert healthy[:2] == (("instructions_dropped",), False)
+        victim = cluster.master_of(entry_key(ns, parents[1]))
+        cluster.kill(victim)
+        down = chained(cap, parents[1])
+        assert down[:2] == ((), True)  # the app got its answer; the check fell back to local knowledge
+        assert down[2] < healthy[2] + timeout + 0.5
+        assert b.stats()["read_failures"] >= 1
+        # A parent in a slot of a live master is still checked (after the backoff).
+        time.sleep(backoff + 0.05)
+        alive = next(p for p in parents[2:] if cluster.master_of(entry_key(ns, p)) != victim)
+        assert chained(cap, alive)[0] == ("instructions_dropped",)
+
+    # Writes while the master is gone: the call goes on (the batch may be retried or dropped, never the app's).
+    with capture(ledger=a, hash_key=KEY) as cap_a:
+        client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+    assert chat_signals(cap_a) == [()]
+
+    cluster.wait_failover(victim)  # the replica took over (cluster-node-timeout 2 s)
+    time.sleep(backoff + 0.05)
+    with capture(ledger=a, hash_key=KEY):
+        late = [client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id for _ in range(8)]
+    assert a.flush(5)
+    failures = b.stats()["read_failures"]
+    with capture(ledger=b, hash_key=KEY) as cap:
+        resumed = []
+        for parent in late:
+            resumed.append(chained(cap, parent))
+            if resumed[-1][1]:  # the client's topology still named the dead node: that failure refreshed it
+                time.sleep(backoff + 0.05)
+    assert b.stats()["read_failures"] <= failures + 1
+    assert len([result for result in resumed if result[1]]) <= 1
+    checked = [result[:2] for result in resumed if not result[1]]
+    assert checked == [(("instructions_dropped",), False)] * len(checked), checked
+    assert len(checked) >= len(late) - 1
+
+
+def test_a_cluster_down_at_startup_breaks_nothing(client: openai.OpenAI) -> None:
+    """The cluster client asks for the topology when built: built lazily, so `instrument()` with no node up is not
+    an error, and each read costs at most the timeout."""
+    nothing_there = f"redis://127.0.0.1:{free_port()}/0"
+    with capture(ledger_url=nothing_there, ledger_cluster=True, hash_key=KEY, ledger_timeout=0.05) as cap:
+        first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
+        started = time.perf_counter()
+        client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id)
+        elapsed = time.perf_counter() - started
+    single, chained = cap.chat_spans()
+    assert LEDGER_UNAVAILABLE not in attrs(single)
+    assert attrs(chained)[LEDGER_UNAVAILABLE] is True
+    assert attrs(chained)["openai_responses.signals"] == ("instructions_dropped",)
+    assert elapsed < 1.0
+
+
+def test_cluster_settings() -> None:
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    settings = settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}LEDGER_CLUSTER": "true"})
+    assert isinstance(settings.ledger, RedisLedger)
+    assert settings.ledger.cluster is True
+    settings.ledger.close(timeout=1)
+    settings = settings_from({"hash_key": KEY, "ledger_url": url})
+    assert isinstance(settings.ledger, RedisLedger)
+    assert settings.ledger.cluster is False
+    settings.ledger.close(timeout=1)
+    for bad in ("unix:///tmp/redis.sock", "redis://127.0.0.1:7000/3"):
+        with pytest.raises(ConfigError, match="ledger_url") as error:
+            settings_from({"hash_key": KEY, "ledger_url": bad, "ledger_cluster": True})
+        assert bad not in str(error.value)
+    with pytest.raises(ConfigError, match="ledger_cluster"):
+        settings_from({"hash_key": KEY, "ledger_url": url, "ledger_cluster": "yes"})
+    with pytest.raises(ValueError, match="braces"):
+        RedisLedger(url, prefix="otel{responses}")
+
+
+def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: list[RedisLedger]) -> None:
+    """``LOCAL_ONLY`` answers from the local tier without asking Redis nor marking the call; ``codec`` decodes a
+    value read for a key (``entry_key`` & co.); ``cache`` keeps the entry in the local tier, marked shared."""
+    redis_cluster.flush()
+    writer = new_ledger(ledgers, redis_cluster.url, cluster=True)
+    writer.bind(Fingerprinter(key_from_text(KEY)))
+    writer.record(_entry(1), None)
+    assert writer.flush(5)
+    reader = new_ledger(ledgers, redis_cluster.url, cluster=True)
+    assert reader.codec is None
+    assert reader.binding is None
+    reader.bind(Fingerprinter(key_from_text(KEY)))
+    token = LOCAL_ONLY.set(True)
+    try:
+        assert reader.get(_entry(1).response_id) is None
+        assert reader.unavailable() is False
+        assert reader.stats()["reads"] == 0
+        assert reader.stats()["reads_skipped"] == 0
+        binding = reader.binding
+        assert binding is not None
+        assert reader.codec is binding[1]
+        namespace, codec = binding
+        key = entry_key(namespace, _entry(1).response_id)
+        with redis_cluster.client() as admin:
+            raw = admin.get(key)
+        entry = codec.entry(key, raw)
+        assert entry is not None
+        assert entry.shared is True
+        reader.cache(entry)
+        assert reader.get(entry.response_id) == entry
+        own = Entry("resp_cached_unshared", 5, True, None, None, (), 1, 0)
+        reader.cache(own)
+        cached = reader.get("resp_cached_unshared")
+        assert cached is not None
+        assert cached.shared is True
+    finally:
+        LOCAL_ONLY.reset(token)
+    assert reader.stats()["reads"] == 0
