@@ -222,6 +222,11 @@ class InMemoryLedger:
             del self._conversations[entry.conversation_id]
         self._children.discard(response_id)
 
+    def note_child(self, response_id: str) -> None:
+        """Remember that a response held here was continued (learnt from a shared store)."""
+        if response_id in self._entries:
+            self._children.add(response_id)
+
     def enter(self, key: str) -> bool:
         with self._lock:
             count = self._in_flight.get(key, 0)

@@ -30,7 +30,6 @@ import contextlib
 import logging
 import os
 import sys
-import time
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from typing import Any
@@ -39,7 +38,7 @@ from .attributes import OPERATION_CHAT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
 from .ledger import Key
 from .ledger_codec import Codec, conversation_key, entry_key, is_id, location_key, marker_key
-from .redis_ledger import _UNAVAILABLE, LOCAL_ONLY, RedisLedger
+from .redis_ledger import LOCAL_ONLY, RedisLedger
 
 __all__ = ["LOCAL_ONLY", "AsyncReader", "reader_for"]
 
@@ -180,27 +179,16 @@ class AsyncReader:
     async def _mget(self, ledger: RedisLedger, keys: list[str]) -> list[Any] | None:
         """The values of ``keys``, awaited, with ``RedisLedger._fetch``'s rules: skipped during the backoff, a
         failure starts one; both mark the current call unavailable."""
-        if ledger._closed:
-            return None
-        if time.monotonic() < ledger._retry_at:
-            ledger._bump("reads_skipped")
-            _UNAVAILABLE.set(True)
+        if not ledger.read_allowed():
             return None
         try:
             client = await self._client()
             pending = client.mget_nonatomic(keys) if self.cluster else client.mget(keys)
             values = await _bounded(pending, self.timeout_seconds)
         except Exception as error:  # refused, timed out, AUTH, a topology that cannot be read...
-            ledger._retry_at = time.monotonic() + ledger.backoff_seconds
-            ledger._bump("read_failures")
-            _UNAVAILABLE.set(True)
-            _log.debug("otel-responses: shared ledger read failed (%s); using local knowledge", type(error).__name__)
+            ledger.read_failed(error)
             return None
-        ledger._bump("reads")
-        if not isinstance(values, list) or len(values) != len(keys):
-            ledger._bump("undecodable")
-            return None
-        return values
+        return ledger.read_done(values, len(keys))
 
     # -- what a call needs -----------------------------------------------------------------------------------
 
@@ -316,7 +304,7 @@ class _Batch:
             else:
                 entry = codec.entry(name, raw)
                 if entry is not None and (entry.conversation_id if kind == "c" else entry.response_id) != about:
-                    ledger._bump("undecodable")  # another response's or conversation's: a writer's bug
+                    ledger.count("undecodable")  # another response's or conversation's: a writer's bug
                     entry = None
                 if entry is not None:
                     ledger.cache(entry)
@@ -329,13 +317,7 @@ def _note_continued(ledger: RedisLedger, response_id: str) -> None:
     """Remember in the local tier that ``response_id`` was continued (its marker was read), as ``has_child``
     would have found it in Redis. Only for an entry held there: ``has_child`` is asked only of a known parent,
     and the local tier forgets the mark with the entry."""
-    note = getattr(ledger, "cache_continued", None)
-    if callable(note):
-        note(response_id)
-        return
-    local = ledger._local
-    if local.get(response_id) is not None:
-        local._children.add(response_id)
+    ledger.cache_continued(response_id)
 
 
 # Clients inherited through a fork (see ``AsyncReader.after_fork``).
@@ -347,12 +329,7 @@ _READERS: weakref.WeakKeyDictionary[RedisLedger, AsyncReader | None] = weakref.W
 
 
 def _url_of(ledger: RedisLedger) -> str | None:
-    url = getattr(ledger, "url", None)
-    if isinstance(url, str):
-        return url
-    owned = getattr(ledger, "_owned", None)
-    url = getattr(owned[0], "_url", None) if owned else None
-    return url if isinstance(url, str) else None
+    return ledger.url
 
 
 def _reader(ledger: RedisLedger) -> AsyncReader | None:

@@ -361,6 +361,43 @@ class RedisLedger:
         an entry decoded by ``codec`` already is."""
         self._local.cache(entry if entry.shared else dataclasses.replace(entry, shared=True))
 
+    def cache_continued(self, response_id: str) -> None:
+        """Note in the local tier that a response held there was continued (its marker was read by another path)."""
+        self._local.note_child(response_id)
+
+    # -- read accounting, shared by the synchronous reads and an asynchronous reader -------------------------------
+
+    def read_allowed(self) -> bool:
+        """Whether Redis may be asked now: not closed, not in the backoff after a failure (a read skipped then is
+        counted and marks the current call unavailable)."""
+        if self._closed:
+            return False
+        if time.monotonic() < self._retry_at:
+            self._bump("reads_skipped")
+            _UNAVAILABLE.set(True)
+            return False
+        return True
+
+    def read_failed(self, error: BaseException) -> None:
+        """A read failed: Redis is left alone for the backoff, the failure counted, the current call marked."""
+        self._retry_at = time.monotonic() + self.backoff_seconds
+        self._bump("read_failures")
+        _UNAVAILABLE.set(True)
+        _log.debug("otel-responses: shared ledger read failed (%s); using local knowledge", type(error).__name__)
+
+    def read_done(self, values: object, asked: int) -> list[Any] | None:
+        """Count a read that answered: its values, or None (counted undecodable) when it did not answer one value per
+        key."""
+        self._bump("reads")
+        if not isinstance(values, list) or len(values) != asked:
+            self._bump("undecodable")
+            return None
+        return values
+
+    def count(self, name: str) -> None:
+        """Add one to a ``stats()`` count (``undecodable``, say, for a value an asynchronous reader rejected)."""
+        self._bump(name)
+
     def stats(self) -> dict[str, int]:
         """Counts of Redis reads, failures, skipped reads (backoff), writes, dropped, trimmed and local-only
         entries, and of values ignored as undecodable, forged or unsigned (see ``COUNTS``)."""
@@ -378,11 +415,7 @@ class RedisLedger:
         not to be (``LOCAL_ONLY``). One round trip on a single node; on a cluster, keys of one slot share an
         ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node), each socket operation bounded
         by the read timeout. A cluster client is built here on first use: a failure then is a failed read."""
-        if self._closed or LOCAL_ONLY.get():
-            return None
-        if time.monotonic() < self._retry_at:
-            self._bump("reads_skipped")
-            _UNAVAILABLE.set(True)
+        if LOCAL_ONLY.get() or not self.read_allowed():
             return None
         legacy = self._legacy_names(keys)
         try:
@@ -390,14 +423,10 @@ class RedisLedger:
             asked = keys + legacy if legacy else keys
             values = client.mget_nonatomic(asked) if self.cluster else client.mget(asked)
         except Exception as error:  # refused, timed out, AUTH, READONLY...: never the app's problem
-            self._retry_at = time.monotonic() + self.backoff_seconds
-            self._bump("read_failures")
-            _UNAVAILABLE.set(True)
-            _log.debug("otel-responses: shared ledger read failed (%s); using local knowledge", type(error).__name__)
+            self.read_failed(error)
             return None
-        self._bump("reads")
-        if not isinstance(values, list) or len(values) != len(keys) + len(legacy):
-            self._bump("undecodable")
+        values = self.read_done(values, len(keys) + len(legacy))
+        if values is None:
             return None
         if legacy:  # a value under the new name wins; else the previous release's under its old name
             values = [
