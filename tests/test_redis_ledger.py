@@ -162,7 +162,7 @@ def store(request: pytest.FixtureRequest, redis_server: RedisServer) -> Store:
         return Store("single", redis_server.url(), {}, redis_server.client)
     cluster: LocalCluster = request.getfixturevalue("redis_cluster")
     cluster.flush()
-    return Store("cluster", cluster.url, {"cluster": True}, cluster.client)
+    return Store("cluster", cluster.url, CLUSTER_OPTIONS, cluster.client)
 
 
 @pytest.fixture
@@ -172,6 +172,11 @@ def ledgers() -> Iterator[list[RedisLedger]]:
     yield made
     for ledger in made:
         ledger.close(timeout=1)
+
+
+# On the cluster, reads that fan out over three masters share a loaded 2-core CI machine with six redis-servers: a
+# generous read budget, so that these tests check what is read, not how fast (timeouts have tests of their own).
+CLUSTER_OPTIONS: dict[str, Any] = {"cluster": True, "timeout_seconds": 0.5}
 
 
 def new_ledger(made: list[RedisLedger], url: str, **options: Any) -> RedisLedger:
@@ -246,7 +251,7 @@ def process_a(request: pytest.FixtureRequest, redis_server: RedisServer, emulato
         cluster: LocalCluster = request.getfixturevalue("process_cluster")
         cluster.flush()
         url = cluster.url
-        options = {"cluster": True}
+        options = CLUSTER_OPTIONS
         admin_client = cluster.client
         env[f"{ENV_PREFIX}LEDGER_CLUSTER"] = "true"
     env = {**env, f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}HASH_KEY": KEY}
