@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .attributes import OPERATION_CHAT
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
+from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
 from .items import APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
 from .ledger import Entry, LedgerView
 
@@ -91,15 +91,21 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
     items = req.input_items
     links: dict[str, Link] = {}
     prompts: dict[int, int] | None = None  # app message fingerprint -> its first position, built on first need
+    said: dict[int, tuple[Entry, int]] | None = None  # texts of the responses found by id or call, built on need
     for lookup, found in zip(lookups, located, strict=True):
         if found is None:
             continue
         entry, index = found
-        if type(lookup.key) is int and entry.input_messages:
-            if prompts is None:
-                prompts = _first_positions(items)
-            if not _asked_before(entry, lookup.position, prompts):
-                continue
+        if type(lookup.key) is int:
+            if said is None:
+                said = _texts_of_known(lookups, located)
+            found = said.get(lookup.key, found)  # the text of a response the replay carries by id or call: its own
+            entry, index = found
+            if entry.input_messages:
+                if prompts is None:
+                    prompts = _first_positions(items)
+                if not _asked_before(entry, lookup.position, prompts):
+                    continue
         link = links.get(entry.response_id)
         if link is None:
             link = Link(entry, lookup.app_messages_before, lookup.compactions_before)
@@ -121,6 +127,24 @@ def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
             back += 1
     analysis.links = list(links.values())
     _own_copies(req, analysis.links)
+
+
+def _texts_of_known(
+    lookups: tuple[Lookup, ...], located: list[tuple[Entry, int] | None]
+) -> dict[int, tuple[Entry, int]]:
+    """Assistant texts of the responses the replay carries items of by id or by call: a text replayed alone is theirs
+    rather than another conversation's newer response that said the same words (scripted or short answers repeat)."""
+    texts: dict[int, tuple[Entry, int]] = {}
+    seen: set[str] = set()
+    for lookup, found in zip(lookups, located, strict=True):
+        if found is None or type(lookup.key) is int or found[0].response_id in seen:
+            continue
+        entry = found[0]
+        seen.add(entry.response_id)
+        for index, meta in enumerate(entry.outputs):
+            if meta.role == "assistant" and meta.fingerprint is not None:
+                texts.setdefault(meta.fingerprint, (entry, index))
+    return texts
 
 
 def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:

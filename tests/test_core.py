@@ -570,3 +570,18 @@ def test_a_text_returned_to_another_conversation_is_not_this_replays_parent() ->
     assert signals(ledger, input=[user("Is order 7 shipped?"), text_only, user("Thanks.")]) == set()
     # The newer conversation's own replay still links (and its dropped reasoning is seen).
     assert "reasoning_dropped" in signals(ledger, input=[user("Can you check the weather?"), text_only, user("Ok.")])
+
+
+def test_a_replayed_text_is_the_response_whose_calls_the_replay_carries() -> None:
+    """Two conversations send the same prompt and get the same words with a tool call each (a scripted app). A replay
+    that keeps its own call by call_id and the text alone is that response's, not the newer twin's (whose call it
+    does not carry: a false `replay_incomplete`)."""
+    prompt = "Please use lookup_order for order 42."
+    said = {**ANSWER, "id": "msg_a", "content": [{"type": "output_text", "text": "Looking that up."}]}
+    mine = ("resp_a", [said, CALL], {"input": [user(prompt)]})
+    twin_call = {**CALL, "id": "fc_b", "call_id": "call_b"}
+    twin = ("resp_b", [{**said, "id": "msg_b"}, twin_call], {"input": [user(prompt)]})
+    ledger = ledger_with(mine, twin)
+    text_only = {"role": "assistant", "content": "Looking that up."}
+    replay = [user(prompt), text_only, STRIPPED_CALL, OUTPUT, user("Thanks.")]
+    assert signals(ledger, input=replay) == set()
