@@ -328,12 +328,8 @@ _LEFT_BEHIND: list[Any] = []
 _READERS: weakref.WeakKeyDictionary[RedisLedger, AsyncReader | None] = weakref.WeakKeyDictionary()
 
 
-def _url_of(ledger: RedisLedger) -> str | None:
-    return ledger.url
-
-
 def _reader(ledger: RedisLedger) -> AsyncReader | None:
-    url = _url_of(ledger)
+    url = ledger.url
     if url is None:  # built around the app's own client: its settings are not ours to copy
         return None
     try:

@@ -57,8 +57,21 @@ def begin(
 ) -> Call | None:
     if not switch.active():
         return None
+    return _new_call(telemetry, op, instance, args, kwargs, exempt, deferred=False)
+
+
+def _new_call(
+    telemetry: Telemetry,
+    op: Operation,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: Any,
+    exempt: frozenset[str],
+    deferred: bool,
+) -> Call | None:
+    """A :class:`Call`, or None (counted) when building it failed: the app's call then goes on unrecorded."""
     try:
-        return Call(telemetry, op, instance, args, kwargs, exempt)
+        return Call(telemetry, op, instance, args, kwargs, exempt, deferred=deferred)
     except Exception:
         telemetry.internal_error("start_call")
         return None
@@ -82,10 +95,8 @@ async def begin_async(
     reader = reader_for(telemetry.settings.ledger)
     if reader is None:
         return begin(switch, telemetry, op, instance, args, kwargs, exempt), False
-    try:
-        call = Call(telemetry, op, instance, args, kwargs, exempt, deferred=True)
-    except Exception:
-        telemetry.internal_error("start_call")
+    call = _new_call(telemetry, op, instance, args, kwargs, exempt, deferred=True)
+    if call is None:
         return None, False
     token = LOCAL_ONLY.set(True)
     try:
