@@ -6,6 +6,10 @@ One process per variant (run one after the other), each alternating calls with a
 call by call (the paired method of ``run.py``: the call without goes through the wrapper's ``__wrapped__``):
 
 - ``span``: a wrapt wrapper that only opens and ends one CLIENT span, the floor of any tracing instrumentation;
+- ``contract``: a wrapt wrapper that writes exactly what otel_responses writes for the workload's call (its span's
+  attributes, the request side at the start and the rest at the end, and its synchronous metric recordings), taken
+  from one call made with otel_responses and replayed as constants: the SDK's price of the telemetry contract,
+  with none of our Python around it;
 - ``noop``: otel_responses with no-op tracer and meter providers: its own Python (facts, checks, ledger) only;
 - ``sdk``: otel_responses with the SDK providers, as in ``run.py``.
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,7 +32,78 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-VARIANTS = ("span", "noop", "sdk")
+VARIANTS = ("span", "contract", "noop", "sdk")
+
+
+def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -> None:
+    """The ``contract`` variant: one call with otel_responses in a scratch pipeline gives the span (name, kind,
+    attributes: the request side is what ``Telemetry.start`` sets, the rest is set at the end) and the synchronous
+    recordings (histograms, with their attribute sets); then a plain wrapt wrapper replays them around each call."""
+    import worker
+    import wrapt
+    from openai.resources.responses.responses import Responses
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from otel_responses import ResponsesInstrumentor
+    from otel_responses.telemetry import Telemetry
+
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    scratch = TracerProvider()
+    scratch.add_span_processor(SimpleSpanProcessor(exporter))
+    at_start: dict[str, Any] = {}
+    original_start = Telemetry.start
+
+    def spy(self: Telemetry, *args: Any, **kwargs: Any) -> Any:
+        span = original_start(self, *args, **kwargs)
+        at_start.update(span.attributes)  # type: ignore[attr-defined]
+        return span
+
+    Telemetry.start = spy  # type: ignore[method-assign]
+    instrumentor = ResponsesInstrumentor()
+    instrumentor.instrument(tracer_provider=scratch, meter_provider=MeterProvider(metric_readers=[reader]))
+    harness = worker.build("bare")
+    worker.make_call(harness.client, workload)()
+    instrumentor.uninstrument()
+    Telemetry.start = original_start  # type: ignore[method-assign]
+    (span,) = exporter.get_finished_spans()
+    start_attrs = dict(at_start)
+    end_attrs = {k: v for k, v in (span.attributes or {}).items() if k not in start_attrs}
+    recordings: list[tuple[str, float, dict[str, Any]]] = []
+    for resource_metrics in reader.get_metrics_data().resource_metrics:  # type: ignore[union-attr]
+        for scope_metrics in resource_metrics.scope_metrics:
+            for metric in scope_metrics.metrics:
+                for point in metric.data.data_points:
+                    if isinstance(point, HistogramDataPoint):
+                        recordings.extend((metric.name, point.sum / point.count, dict(point.attributes or {})) for _ in range(point.count))
+    meter = meter_provider.get_meter("bench.contract")
+    histograms = {name: meter.create_histogram(name) for name, _, _ in recordings}
+    knobs = os.environ.get("DECOMPOSE_CONTRACT", "")  # "noattrs", "norecord": parts of the contract, to weigh them
+    if "noattrs" in knobs:
+        start_attrs, end_attrs = {}, {}
+    if "norecord" in knobs:
+        recordings = []
+    tracer = tracer_provider.get_tracer("bench.contract")
+    name = span.name
+
+    def contract(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        with tracer.start_as_current_span(name, kind=SpanKind.CLIENT, attributes=start_attrs) as current:
+            result = wrapped(*args, **kwargs)
+            if kwargs.get("stream"):
+                for _ in result:
+                    pass
+            current.set_attributes(end_attrs)
+        for metric_name, value, attributes in recordings:  # as ours: after the span's context is left
+            histograms[metric_name].record(value, attributes)
+        return result
+
+    wrapt.wrap_function_wrapper(Responses, "create", contract)
+    log = sys.stderr
+    print(f"contract: {len(start_attrs)} + {len(end_attrs)} attributes, {len(recordings)} recordings", file=log)
 
 
 def measure(variant: str, workload: str, calls: int) -> dict[str, Any]:
@@ -53,6 +129,8 @@ def measure(variant: str, workload: str, calls: int) -> dict[str, Any]:
         ResponsesInstrumentor().instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
     elif variant == "noop":
         ResponsesInstrumentor().instrument(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+    elif variant == "contract":
+        install_contract(workload, tracer_provider, meter_provider)
     else:
         tracer = tracer_provider.get_tracer("bench.span-only")
 
@@ -115,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     added = {row["variant"]: row["added_us"] for row in results}
     own, sdk = added["noop"], added["sdk"] - added["noop"]
     print(f"otel_responses' own code {own:+.0f} µs; the SDK's work for it {sdk:+.0f} µs")
+    print(f"the telemetry contract alone (the SDK writing our span and recordings) {added['contract']:+.0f} µs")
     return 0
 
 

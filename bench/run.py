@@ -268,7 +268,7 @@ def render(results: dict[str, Any]) -> str:
     for basis, title in (
         ("paired", "paired added wall time"),
         ("net", "added wall time (against the bare process)"),
-        ("net_cpu", "added CPU time of the calling thread (against the bare process)"),
+        ("net_cpu", "added process CPU time, every thread (against the bare process)"),
     ):
         lines += ["", f"Ratio of otel_responses' {title} to each peer's (net of the SDK transform, medians):", ""]
         lines.append("| workload | " + " | ".join(PEERS) + " |")

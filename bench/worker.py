@@ -337,7 +337,7 @@ class TransformClock:
         self.ns = 0
         self.cpu_ns = 0
         original = getattr(module, "maybe_transform")  # noqa: B009 - not re-exported
-        clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
+        clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
 
         def timed(*args: Any, **kwargs: Any) -> Any:
             begin, cpu_begin = clock(), cpu_clock()
@@ -409,8 +409,8 @@ class Subject:
 
     def burst(self, workload: str, iterations: int) -> dict[str, list[int]]:
         """``iterations`` timed calls: per call, the whole time, the time less the SDK's request transform, and the
-        calling thread's CPU time less the transform's (immune to the process being preempted on a shared machine;
-        work moved to other threads is not in it, but its cost to this thread through the GIL is).
+        process's CPU time (every thread's: work moved to another thread still costs the app) less the transform's,
+        immune to the process being preempted on a shared machine.
 
         Paired: each instrumented call is followed (or, every other time, preceded) by one made without the
         instrumentation in this same process (``off_*``), so a slow second of a shared machine, or this process's
@@ -419,7 +419,7 @@ class Subject:
         on_call = self.calls[workload]
         off_call = self.originals[workload] if self.off == "bypass" else on_call
         toggle = self.off == "toggle"
-        clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
+        clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
         names = ("total_ns", "net_ns", "cpu_ns", "off_net_ns", "off_cpu_ns")
         samples: dict[str, list[int]] = {name: [] for name in names}
 

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, TypeGuard
 from .fingerprint import Fingerprinter
 
 # Opaque payloads the API returns and the app must replay byte for byte: never exported, never parsed.
-_OPAQUE_FIELDS = {"reasoning": "encrypted_content", "compaction": "encrypted_content", "program": "fingerprint"}
+OPAQUE_FIELDS = {"reasoning": "encrypted_content", "compaction": "encrypted_content", "program": "fingerprint"}
 # Message roles an app writes itself; anything else in an input list came from an earlier response.
 APP_ROLES = frozenset({"user", "system", "developer"})
 
@@ -209,8 +209,8 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
             text = _message_text(get("content"))
             if text is not None:
                 fingerprint = fingerprints.number(text)
-    elif item_type in _OPAQUE_FIELDS:
-        payload = get(_OPAQUE_FIELDS[item_type])
+    elif item_type in OPAQUE_FIELDS:
+        payload = get(OPAQUE_FIELDS[item_type])
         if isinstance(payload, str) and payload:
             encrypted = True
             shape = payload_shape(payload)

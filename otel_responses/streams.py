@@ -18,14 +18,14 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import wrapt
 
 from . import attributes as a
 from .call import Call
-from .facts import response_facts, with_stream_items
-from .items import ItemMeta, item_meta
+from .facts import ResponseFacts, response_facts, with_stream_items
+from .items import OPAQUE_FIELDS, ItemMeta, item_meta
 from .telemetry import Attributes
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ else:  # older wrapt releases cannot be subscripted at run time
 
 _log = logging.getLogger(__name__)
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
-_T = TypeVar("_T")
 # The events an observer reads; a raw body's other events are not even parsed.
 OBSERVED_EVENTS = frozenset({"response.output_item.done", "error", *TERMINAL_EVENTS})
 
@@ -74,7 +73,7 @@ class StreamObserver:
     def __init__(self, call: Call, request_id: str | None) -> None:
         self._call: Call | None = call
         self._request_id = request_id
-        self._items: list[ItemMeta] = []
+        self._items: list[Any] = []  # the items of `output_item.done` events
         self._first_chunk = False
         self._chunk_attrs: Attributes | None = None  # set on the first chunk when chunk timing is on
         self._last_chunk = 0.0
@@ -116,51 +115,66 @@ class StreamObserver:
         return call
 
     def event(self, event: Any) -> None:
+        """One event the app received. Runs once per event (a delta, mostly): the common case is a clock check
+        and one set lookup, in this one frame."""
         call = self._call
         if call is None:
             return
         try:
-            self._observe(call, event)
+            if self._chunk_attrs is not None or not self._first_chunk:
+                self._chunk(call)
+            if type(event) is dict:  # a stream parsed `to=Stream[dict]` (or object): read it as the SDK's models are
+                event = as_fields(event) if event.get("type") in OBSERVED_EVENTS else Fields(type=event.get("type"))
+            kind = getattr(event, "type", None)
+            if kind in OBSERVED_EVENTS:
+                self._observe(event, kind)
         except Exception:
             call.telemetry.internal_error("observe_stream_event")
 
-    def _observe(self, call: Call, event: Any) -> None:
+    def _chunk(self, call: Call) -> None:
+        """The first chunk's time; with chunk timing on, each later chunk's time since the previous one's end."""
+        now = perf_counter()
         chunk_attrs = self._chunk_attrs
-        if chunk_attrs is not None:  # chunk timing on: the time since the previous chunk's end
-            now = perf_counter()
+        if chunk_attrs is not None:
             call.telemetry.next_chunk(now - self._last_chunk, chunk_attrs)
-            self._last_chunk = now
-        elif not self._first_chunk:
+        else:
             self._first_chunk = True
-            now = perf_counter()
             call.telemetry.first_chunk(call.span, call.req, call.server, now - call.started)
-            self._start_chunk_timing(call, now)
-        if type(event) is dict:  # a stream parsed `to=Stream[dict]` (or object): read it as the SDK's models are
-            event = as_fields(event) if event.get("type") in OBSERVED_EVENTS else Fields(type=event.get("type"))
-        kind = getattr(event, "type", None)
+            self._chunk_attrs = call.telemetry.chunk_attributes(call.req, call.server)
+        self._last_chunk = now
+
+    def _observe(self, event: Any, kind: str) -> None:
         if kind == "response.output_item.done":
-            self._items.append(item_meta(getattr(event, "item", None), call.settings.fingerprinter))
+            # The item itself, read at the end only if needed (see `_streamed`): the app holds it anyway.
+            self._items.append(getattr(event, "item", None))
         elif kind in TERMINAL_EVENTS:
             self._terminal(getattr(event, "response", None), kind)
-        elif kind == "error":
+        else:  # error
             code = getattr(event, "code", None) or getattr(getattr(event, "error", None), "code", None)
             self.fail_with(code if isinstance(code, str) and code else "error")
-
-    def _start_chunk_timing(self, call: Call, now: float) -> None:
-        """With chunk timing on, time each later chunk from this one."""
-        self._chunk_attrs = call.telemetry.chunk_attributes(call.req, call.server)
-        self._last_chunk = now
 
     def _terminal(self, response: Any, kind: str) -> None:
         call = self._take()
         if call is None:
             return
-        resp = with_stream_items(response_facts(response, call.settings, self._request_id), tuple(self._items))
+        resp = response_facts(response, call.settings, self._request_id)
+        if self._items:
+            resp = with_stream_items(resp, self._streamed(resp, call))
         error_type = None
         if kind == "response.failed":
             code = getattr(getattr(response, "error", None), "code", None)
             error_type = code if isinstance(code, str) and code else "response_failed"
         call.finish(resp, error_type=error_type)
+
+    def _streamed(self, resp: ResponseFacts, call: Call) -> tuple[ItemMeta, ...]:
+        """Metadata of the stream's ``output_item.done`` items. When the terminal response carries its output, only
+        the items with an opaque payload matter (other copies of it: see ``with_stream_items``); else all stand for
+        the output."""
+        fingerprints = call.settings.fingerprinter
+        items = self._items
+        if resp.output_items:
+            items = [item for item in items if _opaque_type(item)]
+        return tuple([item_meta(item, fingerprints) for item in items])
 
     def fail_with(self, error_type: str) -> None:
         """An `error` event the SDK yielded rather than raised."""
@@ -184,6 +198,12 @@ class StreamObserver:
         call.finish(None, extra)
 
 
+def _opaque_type(item: Any) -> bool:
+    """Whether an output item is of a type that carries an opaque payload."""
+    kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
+    return kind in OPAQUE_FIELDS
+
+
 def request_id_of(http_response: Any) -> str | None:
     """The ``x-request-id`` header of a stream's HTTP response."""
     headers = getattr(http_response, "headers", None)
@@ -191,14 +211,9 @@ def request_id_of(http_response: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _safely(observe: Callable[[_T], None], event: _T) -> None:
-    """The app's events come first: nothing the observer does may reach the app's iteration."""
-    try:
-        observe(event)
-    except Exception as exc:
-        _log.debug(
-            "otel-responses: observing a stream event failed (%s); the app is unaffected", type(exc).__qualname__
-        )
+def _unobserved(exc: Exception) -> None:
+    """An event the observer failed on, past its own guard: logged (the type only), never raised to the app."""
+    _log.debug("otel-responses: observing a stream event failed (%s); the app is unaffected", type(exc).__qualname__)
 
 
 class SyncStreamProxy(Proxy):
@@ -227,7 +242,10 @@ class SyncStreamProxy(Proxy):
         except BaseException as exc:
             observer.raised(exc)
             raise
-        _safely(observer.event, event)
+        try:
+            observer.event(event)
+        except Exception as exc:  # the observer guards itself; this is the last line that keeps the app's iteration
+            _unobserved(exc)
         return event
 
     def __enter__(self) -> SyncStreamProxy:
@@ -276,7 +294,10 @@ class AsyncStreamProxy(Proxy):
         except BaseException as exc:
             observer.raised(exc)
             raise
-        _safely(observer.event, event)
+        try:
+            observer.event(event)
+        except Exception as exc:  # see SyncStreamProxy.__next__
+            _unobserved(exc)
         return event
 
     async def __aenter__(self) -> AsyncStreamProxy:
