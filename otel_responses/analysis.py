@@ -200,6 +200,10 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
     never counted as a call that needs an answer. ``parent_known``: False when the request continues a response
     or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
     an output may answer one of its calls, so none is called an orphan."""
+    # In a replay the API holds no parent: the calls must be in the input itself.
+    server_parent = parent if not replay else None
+    if not req.tool_positions and server_parent is None:
+        return  # no tool item and no parent's pending calls: nothing to pair (most calls)
     calls: dict[str, int] = {}  # call items of known types, first position
     answerable: set[str] = set()  # call_ids of every input item that is not an output
     awaiting: list[str] = []  # calls the app executes, in order
@@ -227,8 +231,6 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
         calls[call_id] = position
         if meta.awaits:
             awaiting.append(call_id)
-    # In a replay the API holds no parent: the calls must be in the input itself.
-    server_parent = parent if not replay else None
     pending = server_parent.pending_calls if server_parent is not None else ()
     tools.present = tools.present or bool(pending)
     if outputs and server_parent is not None:

@@ -13,7 +13,7 @@ from opentelemetry.util.types import AttributeValue
 
 from .analysis import Analysis
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
-from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, RequestFacts, ResponseFacts, effective_store
+from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, SINGLE_TURN, RequestFacts, ResponseFacts, effective_store
 from .items import pending_calls
 from .signals import SHARED_FACT, TOOL_SIGNALS, Signal
 
@@ -227,8 +227,15 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
 RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
 
 
+# A single-turn request (app messages only, at most one user message, no state parameter) continues nothing and
+# carries no tool item: of the catalogue, only these can raise on it. `tests/test_hot_path.py` runs the whole
+# catalogue on every kind of single-turn request to hold this list to it.
+SINGLE_TURN_CHECKS: tuple[RequestCheck, ...] = (concurrent_branch,)
+
+
 def run_request_checks(req: RequestFacts, an: Analysis, sit: Situation) -> list[Signal]:
-    return [s for check in REQUEST_CHECKS if (s := check(req, an, sit)) is not None]
+    checks = SINGLE_TURN_CHECKS if req.state_mode == SINGLE_TURN and req.target_response_id is None else REQUEST_CHECKS
+    return [s for check in checks if (s := check(req, an, sit)) is not None]
 
 
 def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> list[Signal]:

@@ -78,6 +78,10 @@ class _Scan(NamedTuple):
     tool_positions: tuple[int, ...]
 
 
+# NamedTuples built without their Python-level __new__ (all fields given): once per call.
+_new_scan = _new_item = tuple.__new__
+
+
 def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     """One pass over the input items' metadata: every count and position the checks and the analysis need.
 
@@ -208,16 +212,20 @@ def _state_mode(previous: str | None, conversation: str | None, scan: _Scan) -> 
 def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
     """Facts of a create/parse request. Unset parameters may be ``omit`` sentinels: only real types count."""
     raw_input = kwargs.get("input")
-    if isinstance(raw_input, str):
+    if isinstance(raw_input, str):  # one user message: its metadata and scan written out, the most common call
         text = settings.fingerprinter.number(raw_input)
-        items: tuple[ItemMeta, ...] = (ItemMeta("message", None, None, "user", None, False, text),)
-    elif is_sequence(raw_input):
-        fingerprints = settings.fingerprinter
-        sent = raw_input if type(raw_input) is list else elements(raw_input)
-        items = tuple([item_meta(item, fingerprints, True) for item in sent])  # faster than a genexpr
+        items: tuple[ItemMeta, ...] = (
+            _new_item(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
+        )
+        scan = _new_scan(_Scan, (0, 0, 1, 1, True, False, (text,), (), ()))
     else:
-        items = ()
-    scan = _scan(items)
+        if is_sequence(raw_input):
+            fingerprints = settings.fingerprinter
+            sent = raw_input if type(raw_input) is list else elements(raw_input)
+            items = tuple([item_meta(item, fingerprints, True) for item in sent])  # faster than a genexpr
+        else:
+            items = ()
+        scan = _scan(items)
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in elements(raw_include) if isinstance(v, str)) if is_sequence(raw_include) else ()

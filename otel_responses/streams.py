@@ -25,6 +25,7 @@ import wrapt
 from . import attributes as a
 from .call import Call
 from .facts import ResponseFacts, response_facts, with_stream_items
+from .fingerprint import Fingerprinter
 from .items import OPAQUE_FIELDS, ItemMeta, item_meta
 from .telemetry import Attributes
 
@@ -159,22 +160,12 @@ class StreamObserver:
             return
         resp = response_facts(response, call.settings, self._request_id)
         if self._items:
-            resp = with_stream_items(resp, self._streamed(resp, call))
+            resp = with_stream_items(resp, streamed_items(self._items, resp, call.settings.fingerprinter))
         error_type = None
         if kind == "response.failed":
             code = getattr(getattr(response, "error", None), "code", None)
             error_type = code if isinstance(code, str) and code else "response_failed"
         call.finish(resp, error_type=error_type)
-
-    def _streamed(self, resp: ResponseFacts, call: Call) -> tuple[ItemMeta, ...]:
-        """Metadata of the stream's ``output_item.done`` items. When the terminal response carries its output, only
-        the items with an opaque payload matter (other copies of it: see ``with_stream_items``); else all stand for
-        the output."""
-        fingerprints = call.settings.fingerprinter
-        items = self._items
-        if resp.output_items:
-            items = [item for item in items if _opaque_type(item)]
-        return tuple([item_meta(item, fingerprints) for item in items])
 
     def fail_with(self, error_type: str) -> None:
         """An `error` event the SDK yielded rather than raised."""
@@ -202,6 +193,15 @@ def _opaque_type(item: Any) -> bool:
     """Whether an output item is of a type that carries an opaque payload."""
     kind = item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
     return kind in OPAQUE_FIELDS
+
+
+def streamed_items(items: list[Any], resp: ResponseFacts, fingerprints: Fingerprinter) -> tuple[ItemMeta, ...]:
+    """Metadata of a stream's ``output_item.done`` items, read once the stream ended. When the terminal response
+    carries its output, only the items with an opaque payload matter (other copies of it: see
+    ``facts.with_stream_items``); else all of them stand for the output."""
+    if resp.output_items:
+        items = [item for item in items if _opaque_type(item)]
+    return tuple([item_meta(item, fingerprints) for item in items])
 
 
 def request_id_of(http_response: Any) -> str | None:

@@ -9,7 +9,7 @@ import contextlib
 import logging
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags, Tracer
@@ -34,6 +34,14 @@ _OUTPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_OUTPUT)
 _NO_SIGNALS: tuple[str, ...] = ()
 
 
+class GenAIAttributes(NamedTuple):
+    """The attribute sets of the GenAI client metrics for one operation, models and server."""
+
+    duration: Attributes  # also the time to first chunk's and the chunk timings'
+    input: Attributes  # token usage, `gen_ai.token.type` input
+    output: Attributes  # token usage, output
+
+
 class Telemetry:
     """Tracer, instruments and settings of one ``instrument()``."""
 
@@ -41,6 +49,7 @@ class Telemetry:
         self.tracer = tracer
         self.settings = settings
         self._attr_cache: dict[tuple[object, ...], Attributes] = {}
+        self._genai_cache: dict[tuple[object, ...], GenAIAttributes] = {}
         self.duration = meter.create_histogram(
             a.METRIC_OPERATION_DURATION,
             unit="s",
@@ -148,81 +157,103 @@ class Telemetry:
             attrs = self._attr_cache[key] = build()
         return attrs
 
-    def _metric_attrs(
-        self, req: RequestFacts, server: Server, response_model: str | None, extra: tuple[str, str] | None = None
-    ) -> Attributes:
-        """The GenAI client metrics' attributes, with one more (error type, token type) if given.
-
-        Values from outside (models, host, error type) are validated (``bounds``) before they key the cache:
-        neither the cache nor the SDK keeps a long or odd string alive."""
-        model = metric_model(req.model)
-        response_model = metric_model(response_model)
+    def _genai(self, operation: str, model: str | None, response_model: str | None, server: Server) -> GenAIAttributes:
+        """The GenAI client metrics' attribute sets of one call (duration; token usage, input and output), by
+        validated names (``bounds``: neither the cache nor the SDK keeps a long or odd string alive), built together
+        once per operation, models and server: one lookup per call."""
         host = metric_host(server[0])
+        key = (operation, model, response_model, host, server[1])
+        sets = self._genai_cache.get(key)
+        if sets is None:
+            base: Attributes = {a.GEN_AI_OPERATION_NAME: operation, a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI}
+            _put(base, a.GEN_AI_REQUEST_MODEL, model)
+            _put(base, a.GEN_AI_RESPONSE_MODEL, response_model)
+            _put(base, a.SERVER_ADDRESS, host)
+            _put(base, a.SERVER_PORT, server[1])
+            sets = GenAIAttributes(base, {**base, _INPUT[0]: _INPUT[1]}, {**base, _OUTPUT[0]: _OUTPUT[1]})
+            if len(self._genai_cache) >= _ATTR_CACHE_SIZE:
+                self._genai_cache.clear()
+            self._genai_cache[key] = sets
+        return sets
 
-        def build() -> Attributes:
-            attrs: Attributes = {
-                a.GEN_AI_OPERATION_NAME: req.operation,
-                a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
-            }
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
-            _put(attrs, a.GEN_AI_RESPONSE_MODEL, response_model)
-            _put(attrs, a.SERVER_ADDRESS, host)
-            _put(attrs, a.SERVER_PORT, server[1])
-            if extra is not None:
-                attrs[extra[0]] = extra[1]
-            return attrs
+    def _with_error(self, base: Attributes, error_type: str) -> Attributes:
+        """A duration's attributes with ``error.type`` (failures are rare: built each time)."""
+        return {**base, a.ERROR_TYPE: metric_code(error_type)}
 
-        return self._cached(("m", req.operation, model, response_model, host, server[1], extra), build)
+    def _count_call(
+        self, req: RequestFacts, model: str | None, context_loss: bool, store: bool, depth: str | None
+    ) -> None:
+        """``model``: the validated request model; ``store``: the effective flag (the response body's when it said);
+        ``depth``: the turn-depth bucket."""
+        mode = req.state_mode
+        key = ("c", req.operation, context_loss, mode, mode is not None and store, model, depth)
+        attrs = self._attr_cache.get(key)
+        if attrs is None:
 
-    def _count_call(self, req: RequestFacts, context_loss: bool, store: bool, depth: str | None) -> None:
-        """``store``: the effective flag (the response body's when it said); ``depth``: the turn-depth bucket."""
-        model = metric_model(req.model)
+            def build() -> Attributes:
+                built: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
+                if mode is not None:
+                    built[a.STATE_MODE] = mode
+                    built[a.STORE] = store
+                _put(built, a.GEN_AI_REQUEST_MODEL, model)
+                _put(built, a.TURN_DEPTH, depth)
+                return built
 
-        def build() -> Attributes:
-            attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
-            if req.state_mode is not None:
-                attrs[a.STATE_MODE] = req.state_mode
-                attrs[a.STORE] = store
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
-            _put(attrs, a.TURN_DEPTH, depth)
-            return attrs
+            attrs = self._cached(key, build)
+        self.calls.add(key, attrs, 1)
 
-        key = ("c", req.operation, context_loss, req.state_mode, req.state_mode is not None and store, model, depth)
-        self.calls.add(key, self._cached(key, build), 1)
+    def _count_by_model(
+        self, tally: Tally, operation: str, model: str | None, name: str, value: str, amount: int
+    ) -> None:
+        """Add to a counter by operation, (validated) request model and one more attribute (token kind, direction)."""
+        key = ("k", operation, model, name, value)
+        attrs = self._attr_cache.get(key)
+        if attrs is None:
 
-    def _count_by_model(self, tally: Tally, req: RequestFacts, name: str, value: str, amount: int) -> None:
-        """Add to a counter by operation, request model and one more attribute (token kind, direction)."""
-        model = metric_model(req.model)
+            def build() -> Attributes:
+                built: Attributes = {a.GEN_AI_OPERATION_NAME: operation, name: value}
+                _put(built, a.GEN_AI_REQUEST_MODEL, model)
+                return built
 
-        def build() -> Attributes:
-            attrs: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, name: value}
-            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
-            return attrs
+            attrs = self._cached(key, build)
+        tally.add(key, attrs, amount)
 
-        key = ("k", req.operation, model, name, value)
-        tally.add(key, self._cached(key, build), amount)
-
-    def _count_usage(self, req: RequestFacts, resp: ResponseFacts, metric_attrs_key: tuple[Server, str | None]) -> None:
+    def _count_usage(self, req: RequestFacts, resp: ResponseFacts, model: str | None, genai: GenAIAttributes) -> None:
         """Token usage (the GenAI histogram: input and output), the parts of it the histogram cannot show
         (cached input, reasoning output: for cache-hit and reasoning panels) and encrypted reasoning items sent
         and returned (round trips). Zero counts are not recorded: a counter's missing series reads as zero."""
-        server, response_model = metric_attrs_key
         if resp.input_tokens is not None:
-            self.token_usage.record(resp.input_tokens, self._metric_attrs(req, server, response_model, _INPUT))
+            self.token_usage.record(resp.input_tokens, genai.input)
         if resp.output_tokens is not None:
-            self.token_usage.record(resp.output_tokens, self._metric_attrs(req, server, response_model, _OUTPUT))
+            self.token_usage.record(resp.output_tokens, genai.output)
+        operation = req.operation
         if resp.cached_tokens:
-            self._count_by_model(self.tokens, req, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens)
+            self._count_by_model(
+                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens
+            )
         if resp.reasoning_tokens:
-            self._count_by_model(self.tokens, req, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens)
+            self._count_by_model(
+                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens
+            )
         if req.encrypted_input_count:
-            self._count_by_model(self.encrypted_items, req, a.DIRECTION, "input", req.encrypted_input_count)
+            self._count_by_model(
+                self.encrypted_items, operation, model, a.DIRECTION, "input", req.encrypted_input_count
+            )
         if resp.encrypted_output_count:
-            self._count_by_model(self.encrypted_items, req, a.DIRECTION, "output", resp.encrypted_output_count)
-        self._count_cost(req, resp)
+            self._count_by_model(
+                self.encrypted_items, operation, model, a.DIRECTION, "output", resp.encrypted_output_count
+            )
+        if self.settings.prices is not None:
+            self._count_cost(req, resp, model)
 
     def _signals(
-        self, span: Span, req: RequestFacts, signals: list[Signal], attrs: Attributes, depth: str | None
+        self,
+        span: Span,
+        req: RequestFacts,
+        signals: list[Signal],
+        attrs: Attributes,
+        model: str | None,
+        depth: str | None,
     ) -> bool:
         """Signals into ``attrs`` (one list), one span event each, and the counter; metadata only.
 
@@ -239,12 +270,10 @@ class Telemetry:
                 a.SIGNAL_EVENT,
                 {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity, **cap_attributes(signal.detail)},
             )
-            self.signal_counter.add(1, self._signal_attrs(req, signal, depth))
+            self.signal_counter.add(1, self._signal_attrs(req, signal, model, depth))
         return context_loss
 
-    def _signal_attrs(self, req: RequestFacts, signal: Signal, depth: str | None) -> Attributes:
-        model = metric_model(req.model)
-
+    def _signal_attrs(self, req: RequestFacts, signal: Signal, model: str | None, depth: str | None) -> Attributes:
         def build() -> Attributes:
             attrs: Attributes = {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity}
             _put(attrs, a.STATE_MODE, req.state_mode)
@@ -280,23 +309,22 @@ class Telemetry:
             attrs[a.STORE] = store  # an organisation default overrode what the request asked
             attrs[a.STORE_REQUESTED] = req.store
         depth = lineage.depth() if lineage is not None else None
-        self._count_call(req, self._signals(span, req, signals, attrs, depth), store, depth)
+        model = metric_model(req.model)
+        self._count_call(req, model, self._signals(span, req, signals, attrs, model, depth), store, depth)
         if lineage is not None and lineage.lineage_id is None and resp is not None and resp.response_id is not None:
             _put_text(attrs, a.LINEAGE_ID, lineage.of_response(resp.response_id))  # a first turn names its lineage
-        response_model = resp.model if resp is not None else None
+        genai = self._genai(req.operation, model, metric_model(resp.model) if resp is not None else None, server)
         if error_type is not None:
             error_type = attrs[a.ERROR_TYPE] = cap(error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
-            self.duration.record(
-                seconds, self._metric_attrs(req, server, response_model, (a.ERROR_TYPE, metric_code(error_type)))
-            )
+            self.duration.record(seconds, self._with_error(genai.duration, error_type))
         else:
-            self.duration.record(seconds, self._metric_attrs(req, server, response_model))
+            self.duration.record(seconds, genai.duration)
         if resp is not None:
             self._response_attrs(req, resp, attrs)
         span.set_attributes(attrs)
         if resp is not None and records_usage:
-            self._count_usage(req, resp, (server, response_model))
+            self._count_usage(req, resp, model, genai)
         span.end()
 
     def _response_attrs(self, req: RequestFacts, resp: ResponseFacts, attrs: Attributes) -> None:
@@ -340,7 +368,9 @@ class Telemetry:
     def first_chunk(self, span: Span, req: RequestFacts, server: Server, seconds: float) -> None:
         """The first event of a stream arrived."""
         span.set_attribute(a.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds)
-        self.time_to_first_chunk.record(seconds, self._metric_attrs(req, server, None))
+        self.time_to_first_chunk.record(
+            seconds, self._genai(req.operation, metric_model(req.model), None, server).duration
+        )
 
     def tag_request_id(self, span: Span, request_id: str | None) -> None:
         """The request id of a response whose body is left unread (a streaming raw response)."""
@@ -367,8 +397,11 @@ class Telemetry:
         attrs: Attributes = {a.ERROR_TYPE: error_type}
         _put(attrs, a.TOOL_CALLS_CHECK, tool_check)
         depth = lineage.depth() if lineage is not None else None
-        self._count_call(req, self._signals(span, req, signals, attrs, depth), req.store, depth)
-        self.duration.record(seconds, self._metric_attrs(req, server, None, (a.ERROR_TYPE, metric_code(error_type))))
+        model = metric_model(req.model)
+        self._count_call(req, model, self._signals(span, req, signals, attrs, model, depth), req.store, depth)
+        self.duration.record(
+            seconds, self._with_error(self._genai(req.operation, model, None, server).duration, error_type)
+        )
         _put_text(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
         _put_text(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
@@ -413,14 +446,14 @@ class Telemetry:
         is off. Taken once per stream: each later chunk costs one histogram record."""
         if self.time_per_output_chunk is None:
             return None
-        return self._metric_attrs(req, server, None)
+        return self._genai(req.operation, metric_model(req.model), None, server).duration
 
     def next_chunk(self, seconds: float, attrs: Attributes) -> None:
         """A chunk after the first arrived, ``seconds`` after the previous one."""
         if self.time_per_output_chunk is not None:
             self.time_per_output_chunk.record(seconds, attrs)
 
-    def _count_cost(self, req: RequestFacts, resp: ResponseFacts) -> None:
+    def _count_cost(self, req: RequestFacts, resp: ResponseFacts, model: str | None) -> None:
         """Cost by token kind and the cached-input saving, priced by the response's model (else the request's) and
         service tier (else the request's); nothing without a price table or a price for the model."""
         prices, cost_tally, saved_tally = self.settings.prices, self.cost, self.cost_saved
@@ -433,7 +466,6 @@ class Telemetry:
         if price is None:
             return
         cost = cost_of(price, resp.input_tokens, resp.cached_tokens, resp.output_tokens)
-        model = metric_model(req.model)
         self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_INPUT, cost.input)
         self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_CACHED_INPUT, cost.cached_input)
         self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_OUTPUT, cost.output)
