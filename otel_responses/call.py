@@ -104,6 +104,7 @@ class Call:
 
     __slots__ = (
         "analysis",
+        "first_chunk",
         "flight",
         "lineage",
         "op",
@@ -131,6 +132,7 @@ class Call:
     ) -> None:
         self.token: Token[Context] | None = None
         self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
+        self.first_chunk: float | None = None  # a stream's time to its first chunk, once it came
         self.telemetry = telemetry
         self.settings = telemetry.settings
         self.op = op
@@ -290,6 +292,7 @@ class Call:
                 error_type,
                 self.op.records_usage,
                 self.lineage,
+                self.first_chunk,
             )
         except Exception:
             self.telemetry.internal_error("record_response")
@@ -315,7 +318,15 @@ class Call:
         try:
             self.signals = confirmed_by_api(self.signals, getattr(exc, "code", None))
             self.telemetry.fail(
-                self.span, self.req, exc, seconds, self.server, self.signals, self._tool_check(), self.lineage
+                self.span,
+                self.req,
+                exc,
+                seconds,
+                self.server,
+                self.signals,
+                self._tool_check(),
+                self.lineage,
+                self.first_chunk,
             )
         except Exception:
             self.telemetry.internal_error("record_error")

@@ -140,7 +140,7 @@ class StreamObserver:
             call.telemetry.next_chunk(now - self._last_chunk, chunk_attrs)
         else:
             self._first_chunk = True
-            call.telemetry.first_chunk(call.span, call.req, call.server, now - call.started)
+            call.first_chunk = now - call.started  # recorded when the call ends
             self._chunk_attrs = call.telemetry.chunk_attributes(call.req, call.server)
         self._last_chunk = now
 

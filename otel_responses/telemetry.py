@@ -295,8 +295,10 @@ class Telemetry:
         error_type: str | None = None,
         records_usage: bool = True,
         lineage: Lineage | None = None,
+        first_chunk: float | None = None,
     ) -> None:
-        """Record the response side, then end the span. ``resp`` is None when the body was not read.
+        """Record the response side, then end the span. ``resp`` is None when the body was not read; ``first_chunk``:
+        a stream's time to its first chunk, if one came.
 
         ``error_type`` marks a response that arrived but failed (a stream's ``response.failed``, an ``error``
         event: the server's code, any text), or whose parsing failed (the exception's class name). The span keeps
@@ -320,6 +322,8 @@ class Telemetry:
             self.duration.record(seconds, self._with_error(genai.duration, error_type))
         else:
             self.duration.record(seconds, genai.duration)
+        if first_chunk is not None:
+            self._first_chunk(attrs, req, model, server, first_chunk)
         if resp is not None:
             self._response_attrs(req, resp, attrs)
         span.set_attributes(attrs)
@@ -365,12 +369,13 @@ class Telemetry:
         with contextlib.suppress(Exception):  # the metrics SDK itself failing: nothing more to do
             self.internal_errors.add(1, {a.INSTRUMENTATION_STEP: step})
 
-    def first_chunk(self, span: Span, req: RequestFacts, server: Server, seconds: float) -> None:
-        """The first event of a stream arrived."""
-        span.set_attribute(a.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, seconds)
-        self.time_to_first_chunk.record(
-            seconds, self._genai(req.operation, metric_model(req.model), None, server).duration
-        )
+    def _first_chunk(
+        self, attrs: Attributes, req: RequestFacts, model: str | None, server: Server, seconds: float
+    ) -> None:
+        """A stream's time to its first chunk, recorded when the call ends, beside the call's other recordings (one
+        attribute write and one recording less in the middle of the stream)."""
+        attrs[a.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = seconds
+        self.time_to_first_chunk.record(seconds, self._genai(req.operation, model, None, server).duration)
 
     def tag_request_id(self, span: Span, request_id: str | None) -> None:
         """The request id of a response whose body is left unread (a streaming raw response)."""
@@ -391,6 +396,7 @@ class Telemetry:
         signals: list[Signal],
         tool_check: str | None,
         lineage: Lineage | None = None,
+        first_chunk: float | None = None,
     ) -> None:
         """Mark the span failed with the error's class and safe metadata; its message may echo payload."""
         error_type = cap(type(exc).__qualname__)
@@ -402,6 +408,8 @@ class Telemetry:
         self.duration.record(
             seconds, self._with_error(self._genai(req.operation, model, None, server).duration, error_type)
         )
+        if first_chunk is not None:
+            self._first_chunk(attrs, req, model, server, first_chunk)
         _put_text(attrs, a.REQUEST_ID, _str_attr(exc, "request_id"))
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
         _put_text(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
