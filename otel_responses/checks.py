@@ -245,10 +245,11 @@ def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) 
 def tool_calls_check(an: Analysis, signals: list[Signal], resp: ResponseFacts | None = None) -> str:
     """The first failing tool-call signal's name; else ``pending`` (the response returned calls the app must
     answer), ``ok`` (the request's tool items pair up) or ``none`` (no tool items involved)."""
-    raised = {s.name for s in signals}
-    for name in TOOL_SIGNALS:
-        if name in raised:
-            return name
+    if signals:
+        raised = {s.name for s in signals}
+        for name in TOOL_SIGNALS:
+            if name in raised:
+                return name
     if resp is not None and pending_calls(resp.output_items):
         return "pending"
     return "ok" if an.tools.present else "none"

@@ -180,18 +180,20 @@ def _int(value: object) -> int | None:
 def _undeclared_bool(model: object, name: str) -> bool | None:
     """A boolean field the SDK's model may lack (it then sits in ``__pydantic_extra__``), read without the
     costly failing ``getattr`` of a pydantic model."""
-    if isinstance(model, Mapping):
-        value = model.get(name)
-    else:
-        fields = getattr(model, "__dict__", None)
-        value = fields.get(name) if isinstance(fields, dict) else None
-        if value is None:
+    fields = getattr(model, "__dict__", None)  # an SDK model's declared fields: looked at first, the usual case
+    value = fields.get(name) if type(fields) is dict else None
+    if value is None:
+        if isinstance(model, Mapping):
+            value = model.get(name)
+        else:
             extra = getattr(model, "__pydantic_extra__", None)
             value = extra.get(name) if isinstance(extra, dict) else None
     return value if isinstance(value, bool) else None
 
 
 def _conversation_id(value: object) -> str | None:
+    if value is None:  # the usual case: not in conversation mode
+        return None
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
@@ -309,7 +311,7 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
     """Facts of a ``Response`` (or anything shaped like one); missing fields become ``None``."""
     raw_output = getattr(response, "output", None)
     fingerprints = settings.fingerprinter
-    output = tuple(item_meta(item, fingerprints) for item in elements(raw_output)) if is_sequence(raw_output) else ()
+    output = tuple([item_meta(item, fingerprints) for item in elements(raw_output)]) if is_sequence(raw_output) else ()
     encrypted_out = 0
     compaction = False
     for meta in output:
