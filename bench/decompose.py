@@ -79,7 +79,8 @@ def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -
             for metric in scope_metrics.metrics:
                 for point in metric.data.data_points:
                     if isinstance(point, HistogramDataPoint):
-                        recordings.extend((metric.name, point.sum / point.count, dict(point.attributes or {})) for _ in range(point.count))
+                        value, attributes = point.sum / point.count, dict(point.attributes or {})
+                        recordings.extend((metric.name, value, attributes) for _ in range(point.count))
     meter = meter_provider.get_meter("bench.contract")
     histograms = {name: meter.create_histogram(name) for name, _, _ in recordings}
     knobs = os.environ.get("DECOMPOSE_CONTRACT", "")  # "noattrs", "norecord": parts of the contract, to weigh them

@@ -101,7 +101,7 @@ def test_tool_pairing_is_skipped_only_when_there_is_nothing_to_pair() -> None:
     assert chained.tools.missing == ["call_1"]
 
 
-STREAMED = [
+STREAMED: list[dict[str, Any]] = [
     {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": TOKEN},
     {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
     {"type": "compaction", "id": "cmp_1", "encrypted_content": TOKEN + "AA"},
@@ -122,8 +122,8 @@ def test_streamed_items_stand_for_a_terminal_response_without_output() -> None:
 def test_streamed_items_give_the_copies_of_opaque_payloads_only() -> None:
     """With the output in the terminal response, only the opaque payloads' other copies are read from the stream,
     and the result equals reading every streamed item."""
-    copy = dict(STREAMED[0], encrypted_content=TOKEN[::-1])  # a fresh encryption: same length, other bytes
-    longer = dict(STREAMED[2], encrypted_content=TOKEN + "AAAA")
+    copy = {**STREAMED[0], "encrypted_content": TOKEN[::-1]}  # a fresh encryption: same length, other bytes
+    longer = {**STREAMED[2], "encrypted_content": TOKEN + "AAAA"}
     terminal = response_facts(as_fields({"id": "resp_1", "status": "completed", "output": STREAMED}), SETTINGS)
     streamed = [copy, STREAMED[1], longer]
     read = streamed_items(streamed, terminal, FP)
