@@ -146,7 +146,7 @@ class StreamObserver:
 
     def _observe(self, event: Any, kind: str) -> None:
         if kind == "response.output_item.done":
-            # The item itself, read at the end only if needed (see `_streamed`): the app holds it anyway.
+            # The item itself, read at the end only if needed (see `streamed_items`): the app holds it anyway.
             self._items.append(getattr(event, "item", None))
         elif kind in TERMINAL_EVENTS:
             self._terminal(getattr(event, "response", None), kind)
