@@ -259,6 +259,8 @@ def accepted_by_api(signals: list[Signal]) -> list[Signal]:
     """The API accepted the request and answered: signals that rest on a conversation's latest turn as this process
     knew it (possibly stale: another process may have answered the call since) are dropped. The API refuses a
     function call left without output, or an output without its call, in the conversation it holds."""
+    if not signals:
+        return signals
     return signals if all(s.settled for s in signals) else [s for s in signals if s.settled]
 
 

@@ -321,11 +321,14 @@ def response_facts(response: object, settings: Settings, request_id: str | None 
             compaction = True
 
     status = _str(getattr(response, "status", None))
-    details = getattr(response, "incomplete_details", None)
-    finish = _str(getattr(details, "reason", None)) or status
+    details = getattr(response, "incomplete_details", None)  # None unless incomplete: no failing getattr on None
+    finish = (_str(getattr(details, "reason", None)) if details is not None else None) or status
     usage = getattr(response, "usage", None)
-    input_details = getattr(usage, "input_tokens_details", None)
-    output_details = getattr(usage, "output_tokens_details", None)
+    if usage is not None:
+        input_details = getattr(usage, "input_tokens_details", None)
+        output_details = getattr(usage, "output_tokens_details", None)
+    else:
+        input_details = output_details = None
     return ResponseFacts(
         response_id=_str(getattr(response, "id", None)),
         model=_str(getattr(response, "model", None)),

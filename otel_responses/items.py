@@ -141,13 +141,19 @@ def _message_text(content: object) -> str | None:
         return None
     texts = []
     for part in elements(content):
-        get = field_reader(part) if isinstance(part, dict) else lambda name, part=part: getattr(part, name, None)
-        if get("type") in _NOT_TEXT_PARTS:
+        if isinstance(part, dict):
+            get = field_reader(part)
+            kind, text = get("type"), get("text")
+        else:  # an SDK model (the output text parts of a response)
+            kind = getattr(part, "type", None)
+            if kind in _NOT_TEXT_PARTS:
+                return None
+            text = getattr(part, "text", None)
+        if kind in _NOT_TEXT_PARTS:
             return None
-        text = get("text")
         if isinstance(text, str):
             texts.append(text)
-    return "".join(texts)
+    return texts[0] if len(texts) == 1 else "".join(texts)
 
 
 def _fields(item: object) -> Any:
@@ -243,6 +249,11 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
 def pending_calls(outputs: tuple[ItemMeta, ...]) -> tuple[str, ...]:
     """call_ids of a response's calls the app must answer: calls it executes whose output the response did not
     bring itself (a hosted shell, say)."""
+    for meta in outputs:
+        if meta.awaits:
+            break
+    else:  # no call the app executes: most responses
+        return ()
     answered = {m.call_id for m in outputs if m.type in OUTPUT_TYPES}
     return tuple(m.call_id for m in outputs if m.awaits and m.call_id is not None and m.call_id not in answered)
 
