@@ -119,6 +119,7 @@ def remember_created(
     parent = an.parent
     parent_id = parent.response_id if parent is not None else req.previous_response_id
     kept = outputs_to_keep(resp.output_items)
+    own = lineage.own
     entry = Entry(
         response_id=resp.response_id,
         sequence=ledger.next_sequence(),
@@ -130,8 +131,11 @@ def remember_created(
         input_compactions=req.compactions,
         parent_id=parent_id,
         input_messages=req.last_messages,
-        copies=tuple(copy for copy in resp.copies if copy[0] < len(kept)),
-        **_place(lineage, resp.response_id),
+        copies=tuple([copy for copy in resp.copies if copy[0] < len(kept)]) if resp.copies else (),
+        turn=lineage.turn,
+        lineage_id=lineage.of_response(resp.response_id),
+        trace_id=own[0] if own is not None else None,
+        span_id=own[1] if own is not None else None,
     )
     ledger.record(entry, parent_id)
 
