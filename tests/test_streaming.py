@@ -302,3 +302,34 @@ def test_stream_events_are_the_same_objects(emulator: Emulator, captured: Captur
     assert rest[-1].type == "response.completed"
     assert rest[-1].response is rest[-1].response  # the SDK's own object, passed through untouched
     assert captured.only_span().attributes["gen_ai.response.id"] == rest[-1].response.id
+
+
+def test_a_stream_read_by_next_then_by_a_loop_is_observed_once(emulator: Emulator, captured: Captured) -> None:
+    """A ``for`` loop reads the proxy through a generator, ``next()`` through ``__next__``: mixed, the app gets every
+    event once, in order, and the span sees the stream to its end, once."""
+    client = emulator.client()
+    whole = [event.type for event in client.responses.create(model=MODEL, input="hello", stream=True)]
+    captured.exporter.clear()
+    stream = client.responses.create(model=MODEL, input="hello", stream=True)
+    first = [next(stream).type, next(stream).type]
+    rest = [event.type for event in stream]
+    assert first + rest == whole
+    assert whole[-1] == "response.completed"
+    span = captured.only_span()
+    assert attrs(span)["gen_ai.response.id"].startswith("resp_")
+    assert attrs(span)["gen_ai.response.time_to_first_chunk"] > 0
+    assert "openai_responses.stream.ended" not in attrs(span)
+    with pytest.raises(StopIteration):
+        next(stream)
+
+
+def test_a_loop_left_early_ends_the_span_when_the_stream_is_dropped(emulator: Emulator, captured: Captured) -> None:
+    client = emulator.client()
+    stream = client.responses.create(model=MODEL, input="hello", stream=True)
+    for _ in stream:
+        break
+    assert not captured.spans()
+    del stream, _
+    gc.collect()
+    span = captured.only_span()
+    assert attrs(span)["openai_responses.stream.ended"] == "abandoned"
