@@ -129,6 +129,9 @@ def start(subject: str, python: str) -> Process:
 
 
 def timing(processes: list[Process], workloads: list[str], seconds: float, rounds: int) -> None:
+    """Bursts of every process, interleaved round after round; a subject's ``seconds`` are shared among its
+    processes."""
+    share = {p.subject: sum(1 for q in processes if q.subject == p.subject) for p in processes}
     live = [p for p in processes if p.error is None]
     for process in live:
         if process.subject != BARE:
@@ -137,14 +140,14 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
             log(f"  {process.subject}: calls without the instrumentation by {how}")
     for workload in workloads:
         huge = workload == HUGE
-        per_call: dict[str, float] = {}
+        per_call: dict[int, float] = {}
         for process in live:
             try:
                 warm = 1 if huge else 2 if workload == "replay_1000" else 5
                 process.shapes[workload] = process.ask({"op": "warm", "workload": workload, "n": warm})
                 if not huge:  # one call of 10,000 items is a burst of its own
                     probe = process.ask({"op": "burst", "workload": workload, "n": 1 if warm == 2 else 3})
-                    per_call[process.subject] = min(probe["total_ns"])
+                    per_call[id(process)] = min(probe["total_ns"])
             except Exception as error:
                 process.error = f"{workload}: {type(error).__name__}: {error}"
         live = [p for p in live if p.error is None]
@@ -152,7 +155,8 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
         for number in range(workload_rounds):
             order = live[number % len(live) :] + live[: number % len(live)]
             for process in order:
-                n = 1 if huge else max(1, round(seconds / workload_rounds * 1e9 / per_call[process.subject]))
+                budget = seconds / workload_rounds / share[process.subject]
+                n = 1 if huge else max(1, round(budget * 1e9 / per_call[id(process)]))
                 answer = process.ask({"op": "burst", "workload": workload, "n": n})
                 process.total.setdefault(workload, []).extend(answer["total_ns"])
                 process.net.setdefault(workload, []).extend(answer["net_ns"])
@@ -172,8 +176,13 @@ def percentile(values: list[int], fraction: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (index - low)
 
 
-def stats(process: Process, workload: str) -> dict[str, Any]:
-    total, net, cpu = process.total[workload], process.net[workload], process.cpu[workload]
+def stats(processes: list[Process], workload: str) -> dict[str, Any]:
+    """One subject's figures for one workload: medians over the samples of all its processes; the paired added
+    time is the median of each process's own (see ``_paired``)."""
+    process = processes[0]
+    total = [v for p in processes for v in p.total[workload]]
+    net = [v for p in processes for v in p.net[workload]]
+    cpu = [v for p in processes for v in p.cpu[workload]]
     return {
         "n": len(total),
         "median_us": percentile(total, 0.5) / 1e3,
@@ -182,20 +191,33 @@ def stats(process: Process, workload: str) -> dict[str, Any]:
         "net_p90_us": percentile(net, 0.9) / 1e3,
         "net_cpu_median_us": percentile(cpu, 0.5) / 1e3,
         "net_cpu_p90_us": percentile(cpu, 0.9) / 1e3,
-        **_paired(process, workload),
+        **_paired(processes, workload),
         **process.shapes.get(workload, {}),
     }
 
 
-def _paired(process: Process, workload: str) -> dict[str, Any]:
-    """Added time as on-minus-off medians within the one process (net of the SDK transform)."""
-    off_net, off_cpu = process.off_net.get(workload), process.off_cpu.get(workload)
-    if not off_net or not off_cpu:
+def _paired(processes: list[Process], workload: str) -> dict[str, Any]:
+    """Added time as on-minus-off medians within each process (net of the SDK transform), then the median over the
+    subject's processes. One process's figure depends on that process (its memory layout, say: tens of µs on a
+    stream); several processes, each paired on its own, tell the instrumentation from the process."""
+    wall: list[float] = []
+    cpu: list[float] = []
+    n_off = 0
+    for process in processes:
+        off_net, off_cpu = process.off_net.get(workload), process.off_cpu.get(workload)
+        if not off_net or not off_cpu:
+            continue
+        n_off += len(off_net)
+        wall.append((percentile(process.net[workload], 0.5) - percentile(off_net, 0.5)) / 1e3)
+        cpu.append((percentile(process.cpu[workload], 0.5) - percentile(off_cpu, 0.5)) / 1e3)
+    if not wall:
         return {}
     return {
-        "paired_n_off": len(off_net),
-        "paired_added_us": (percentile(process.net[workload], 0.5) - percentile(off_net, 0.5)) / 1e3,
-        "paired_cpu_added_us": (percentile(process.cpu[workload], 0.5) - percentile(off_cpu, 0.5)) / 1e3,
+        "paired_n_off": n_off,
+        "paired_added_us": statistics.median(wall),
+        "paired_cpu_added_us": statistics.median(cpu),
+        "paired_by_process_us": [round(v, 1) for v in wall],
+        "paired_cpu_by_process_us": [round(v, 1) for v in cpu],
     }
 
 
@@ -251,7 +273,8 @@ def render(results: dict[str, Any]) -> str:
             )
     lines += [
         "",
-        "Paired: added time in the same process, instrumentation on minus off (net of the SDK transform, medians, µs):",
+        "Paired: added time in the same process, instrumentation on minus off (net of the SDK transform, medians, µs;"
+        " with several processes per subject, the median of theirs and, in brackets, the lowest and highest):",
         "",
         "| workload | " + " | ".join(s for s in SUBJECTS if s != BARE) + " |",
         "|---|" + "--:|" * (len(SUBJECTS) - 1),
@@ -263,7 +286,9 @@ def render(results: dict[str, Any]) -> str:
                 continue
             row = table.get(subject, {}).get(workload, {})
             wall, cpu = row.get("paired_added_us"), row.get("paired_cpu_added_us")
-            cells.append(f"{wall:+.0f} (CPU {cpu:+.0f})" if wall is not None and cpu is not None else "—")
+            spread = row.get("paired_by_process_us") or []
+            span = f" [{min(spread):+.0f}…{max(spread):+.0f}]" if len(spread) > 1 else ""
+            cells.append(f"{wall:+.0f} (CPU {cpu:+.0f}){span}" if wall is not None and cpu is not None else "—")
         lines.append(f"| {workload} | " + " | ".join(cells) + " |")
     for basis, title in (
         ("paired", "paired added wall time"),
@@ -358,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--subjects", default=",".join(SUBJECTS))
     parser.add_argument("--memory-calls", type=int, default=100_000)
     parser.add_argument("--skip", default="", help="comma-separated parts to skip: timing, memory, profile")
+    parser.add_argument(
+        "--processes", type=int, default=3, help="worker processes per subject, sharing its timed seconds"
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results")
     args = parser.parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
@@ -365,7 +393,12 @@ def main(argv: list[str] | None = None) -> int:
     skip = set(args.skip.split(","))
     started = time.time()
     results: dict[str, Any] = {"machine": machine(), "workloads": workloads, "errors": {}, "versions": {}}
-    results["settings"] = {"seconds": args.seconds, "rounds": args.rounds, "memory_calls": args.memory_calls}
+    results["settings"] = {
+        "seconds": args.seconds,
+        "rounds": args.rounds,
+        "processes": args.processes,
+        "memory_calls": args.memory_calls,
+    }
 
     if "timing" not in skip:
         with redis_server() as redis_url:
@@ -380,8 +413,9 @@ def main(argv: list[str] | None = None) -> int:
                 if python is None:
                     results["errors"][subject] = why
                     continue
-                process = start(subject, python)
-                processes.append(process)
+                for _ in range(max(1, args.processes)):
+                    process = start(subject, python)
+                    processes.append(process)
                 results["versions"][subject] = process.versions
             timing(processes, workloads, args.seconds, args.rounds)
             for process in processes:
@@ -389,10 +423,14 @@ def main(argv: list[str] | None = None) -> int:
                     process.popen.stdin.close()
                 process.popen.wait()
         results["timing"] = {}
-        for process in processes:
-            if process.error is not None:
-                results["errors"][process.subject] = process.error
-            results["timing"][process.subject] = {w: stats(process, w) for w in workloads if w in process.total}
+        for subject in dict.fromkeys(p.subject for p in processes):
+            mine = [p for p in processes if p.subject == subject]
+            failed = [p.error for p in mine if p.error is not None]
+            if failed:
+                results["errors"][subject] = failed[0]
+            mine = [p for p in mine if p.error is None] or mine
+            done = [w for w in workloads if all(w in p.total for p in mine)]
+            results["timing"][subject] = {w: stats(mine, w) for w in done}
         ratios_and_slope(results)
     if "memory" not in skip:
         log("memory: otel_responses, then the bare client")
