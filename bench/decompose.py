@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/decompose.py [--workload short|stream] [--calls 3000] [--processes 3]
 
-One process per variant (run one after the other), each alternating calls with and without the instrumentation
-call by call (the paired method of ``run.py``: the call without goes through the wrapper's ``__wrapped__``):
+Each variant in its own process, three processes per variant in rounds (``--processes``), each alternating calls
+with and without the instrumentation call by call (the paired method of ``run.py``: the call without goes through
+the wrapper's ``__wrapped__``):
 
 - ``span``: a wrapt wrapper that only opens and ends one CLIENT span, the floor of any tracing instrumentation;
 - ``contract``: a wrapt wrapper that writes exactly what otel_responses writes for the workload's call (its span's
