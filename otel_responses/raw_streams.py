@@ -22,6 +22,7 @@ from .streams import (
     StreamObserver,
     SyncStreamProxy,
     request_id_of,
+    tapped,
 )
 
 _T = TypeVar("_T")
@@ -146,31 +147,10 @@ def _api_error(error: Any, request: Any) -> BaseException:
     return APIError(message=message, request=request, body=error)
 
 
-def _tapped(chunks: Iterator[_T], feed: Callable[[_T], None] | None, observer: StreamObserver) -> Iterator[_T]:
-    """The same chunks, each shown to the tap after the SDK produced it; the end of the body ends the span.
-    A tap that fails is counted and dropped: its decoding state can no longer be trusted."""
-    while True:
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            observer.ended("exhausted")
-            return
-        except BaseException as exc:
-            observer.raised(exc)
-            raise
-        if feed is not None:
-            try:
-                feed(chunk)
-            except Exception:
-                observer.internal_error("observe_raw_stream")
-                feed = None
-        yield chunk
-
-
 async def _atapped(
     chunks: AsyncIterator[_T], feed: Callable[[_T], None] | None, observer: StreamObserver
 ) -> AsyncIterator[_T]:
-    """The async twin of :func:`_tapped`."""
+    """The async twin of :func:`~otel_responses.streams.tapped`."""
     while True:
         try:
             chunk = await chunks.__anext__()
@@ -299,7 +279,7 @@ class RawStreamProxy(_RawResponseProxy):
     def _self_iter(self, chunks: Iterator[_T], feed: Callable[[_SSETap, _T], None]) -> Iterator[_T]:
         observer = self._self_observer
         try:
-            return _held_by(_tapped(chunks, self._self_feed(feed), observer), observer)
+            return _held_by(tapped(chunks, self._self_feed(feed), observer), observer)
         except Exception:
             observer.internal_error("tap_raw_stream")
             return chunks

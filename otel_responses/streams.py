@@ -18,7 +18,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import wrapt
 
@@ -35,6 +35,7 @@ else:  # older wrapt releases cannot be subscripted at run time
     Proxy = wrapt.ObjectProxy
 
 _log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 # The events an observer reads; a raw body's other events are not even parsed.
 OBSERVED_EVENTS = frozenset({"response.output_item.done", "error", *TERMINAL_EVENTS})
@@ -216,6 +217,32 @@ def _unobserved(exc: Exception) -> None:
     _log.debug("otel-responses: observing a stream event failed (%s); the app is unaffected", type(exc).__qualname__)
 
 
+def tapped(
+    chunks: Iterator[_T], feed: Callable[[_T], None] | None, observer: StreamObserver, holder: object = None
+) -> Iterator[_T]:
+    """The same chunks (events, or a raw body's bytes), each shown to ``feed`` after the SDK produced it; the end of
+    the stream ends the span. A generator, resumed once per chunk: cheaper than a method call per chunk. A feed that
+    fails is counted and dropped (a raw body's decoding state can no longer be trusted). ``holder``: an object that
+    must live as long as the iteration (a ``for`` loop holds only this generator, not the proxy it came from, whose
+    collection would end the span as abandoned)."""
+    while True:
+        try:
+            chunk = next(chunks)
+        except StopIteration:
+            observer.ended("exhausted")
+            return
+        except BaseException as exc:
+            observer.raised(exc)
+            raise
+        if feed is not None:
+            try:
+                feed(chunk)
+            except Exception:
+                observer.internal_error("observe_raw_stream")
+                feed = None
+        yield chunk
+
+
 class SyncStreamProxy(Proxy):
     """A ``Stream`` that reports its events; everything else passes through."""
 
@@ -230,27 +257,10 @@ class SyncStreamProxy(Proxy):
         return cls(stream, StreamObserver(call, request_id_of(getattr(stream, "response", None))))
 
     def __iter__(self) -> Iterator[Any]:
-        """A ``for`` loop over the stream: a generator, resumed once per event (cheaper than a method call per event);
-        ``next()`` on the proxy itself goes through ``__next__``. Both read the same underlying stream."""
-        return self._self_events()
-
-    def _self_events(self) -> Iterator[Any]:
+        """A ``for`` loop over the stream goes through :func:`tapped`; ``next()`` on the proxy itself through
+        ``__next__``. Both read the same underlying stream."""
         observer = self._self_observer
-        source = self.__wrapped__
-        while True:
-            try:
-                event = source.__next__()
-            except StopIteration:
-                observer.ended("exhausted")
-                return
-            except BaseException as exc:
-                observer.raised(exc)
-                raise
-            try:
-                observer.event(event)
-            except Exception as exc:  # see __next__
-                _unobserved(exc)
-            yield event
+        return tapped(self.__wrapped__, observer.event, observer, self)
 
     def __next__(self) -> Any:
         observer = self._self_observer

@@ -333,3 +333,14 @@ def test_a_loop_left_early_ends_the_span_when_the_stream_is_dropped(emulator: Em
     gc.collect()
     span = captured.only_span()
     assert attrs(span)["openai_responses.stream.ended"] == "abandoned"
+
+
+def test_a_loop_over_a_stream_nobody_else_holds_sees_it_to_its_end(emulator: Emulator, captured: Captured) -> None:
+    """``for event in create(stream=True)`` keeps only the loop's iterator: the proxy must live as long as it, or
+    the span would end as abandoned before the first event."""
+    client = emulator.client()
+    types = [event.type for event in client.responses.create(model=MODEL, input="hello", stream=True)]
+    assert types[-1] == "response.completed"
+    span = captured.only_span()
+    assert "openai_responses.stream.ended" not in attrs(span)
+    assert attrs(span)["gen_ai.response.id"].startswith("resp_")
