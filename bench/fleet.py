@@ -41,7 +41,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -54,6 +53,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 if str(ROOT) not in sys.path:  # run as `python bench/fleet.py` from anywhere
     sys.path.insert(0, str(ROOT))
+if str(HERE) not in sys.path:  # imported by a spawned worker: the benchmark's own modules
+    sys.path.insert(0, str(HERE))
+
+import run as bench_run  # noqa: E402
 
 from otel_responses import scenarios  # noqa: E402
 
@@ -610,26 +613,12 @@ def emulator() -> Iterator[str]:
 
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
-    """A throwaway single redis-server on 127.0.0.1; yields its URL."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not installed")
-    port = free_port()
-    with tempfile.TemporaryDirectory() as workdir:
-        server = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.time() + 10
-            while time.time() < deadline:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-                time.sleep(0.05)
-            yield f"redis://127.0.0.1:{port}/0"
-        finally:
-            server.terminate()
-            server.wait()
+    """A throwaway single redis-server on 127.0.0.1 (``run.redis_server``, the one the main benchmark starts);
+    yields its URL."""
+    with bench_run.redis_server() as url:
+        if url is None:
+            raise SystemExit("redis-server is not installed")
+        yield url
 
 
 def redis_memory(url: str) -> dict[str, int]:

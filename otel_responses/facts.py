@@ -63,7 +63,9 @@ class Lookup(NamedTuple):
     compactions_before: int
 
 
-_new_lookup = tuple.__new__  # skips NamedTuple's Python-level __new__: one per replayed item with an id
+# NamedTuples built without their Python-level __new__ (every field given): a Lookup per replayed item with an id,
+# and a string input's item and scan once per call.
+_new_tuple = tuple.__new__
 
 
 class _Scan(NamedTuple):
@@ -76,10 +78,6 @@ class _Scan(NamedTuple):
     last_messages: tuple[int, ...]
     lookups: tuple[Lookup, ...]
     tool_positions: tuple[int, ...]
-
-
-# NamedTuples built without their Python-level __new__ (all fields given): once per call.
-_new_scan = _new_item = tuple.__new__
 
 
 def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
@@ -95,7 +93,7 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     messages: list[int] = []
     lookups: list[Lookup] = []
     tool_positions: list[int] = []
-    not_by_call, new_lookup = NOT_BY_CALL, _new_lookup  # locals: this loop runs once per replayed item
+    not_by_call, new_lookup = NOT_BY_CALL, _new_tuple  # locals: this loop runs once per replayed item
     for position, meta in enumerate(items):
         kind, item_id, call_id, role = meta[:4]
         # How the ledger may know the item (see items.NOT_BY_CALL).
@@ -217,9 +215,9 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
     if isinstance(raw_input, str):  # one user message: its metadata and scan written out, the most common call
         text = settings.fingerprinter.number(raw_input)
         items: tuple[ItemMeta, ...] = (
-            _new_item(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
+            _new_tuple(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
         )
-        scan = _new_scan(_Scan, (0, 0, 1, 1, True, False, (text,), (), ()))
+        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), ()))
     else:
         if is_sequence(raw_input):
             fingerprints = settings.fingerprinter

@@ -144,16 +144,13 @@ def _message_text(content: object) -> str | None:
         if isinstance(part, dict):
             get = field_reader(part)
             kind, text = get("type"), get("text")
-        else:  # an SDK model (the output text parts of a response)
-            kind = getattr(part, "type", None)
-            if kind in _NOT_TEXT_PARTS:
-                return None
-            text = getattr(part, "text", None)
+        else:  # an SDK model (the output text parts of a response): no closure per part
+            kind, text = getattr(part, "type", None), getattr(part, "text", None)
         if kind in _NOT_TEXT_PARTS:
             return None
         if isinstance(text, str):
             texts.append(text)
-    return texts[0] if len(texts) == 1 else "".join(texts)
+    return "".join(texts)  # one part: the same string, not a copy
 
 
 def _fields(item: object) -> Any:

@@ -21,6 +21,7 @@ from .streams import (
     Proxy,
     StreamObserver,
     SyncStreamProxy,
+    atapped,
     request_id_of,
     tapped,
 )
@@ -145,28 +146,6 @@ def _api_error(error: Any, request: Any) -> BaseException:
     if not isinstance(message, str) or not message:
         message = "An error occurred during streaming"
     return APIError(message=message, request=request, body=error)
-
-
-async def _atapped(
-    chunks: AsyncIterator[_T], feed: Callable[[_T], None] | None, observer: StreamObserver
-) -> AsyncIterator[_T]:
-    """The async twin of :func:`~otel_responses.streams.tapped`."""
-    while True:
-        try:
-            chunk = await chunks.__anext__()
-        except StopAsyncIteration:
-            observer.ended("exhausted")
-            return
-        except BaseException as exc:
-            observer.raised(exc)
-            raise
-        if feed is not None:
-            try:
-                feed(chunk)
-            except Exception:
-                observer.internal_error("observe_raw_stream")
-                feed = None
-        yield chunk
 
 
 def _held_by(holder: _T, observer: StreamObserver) -> _T:
@@ -328,7 +307,7 @@ class AsyncRawStreamProxy(_RawResponseProxy):
     def _self_iter(self, chunks: AsyncIterator[_T], feed: Callable[[_SSETap, _T], None]) -> AsyncIterator[_T]:
         observer = self._self_observer
         try:
-            return _held_by(_atapped(chunks, self._self_feed(feed), observer), observer)
+            return _held_by(atapped(chunks, self._self_feed(feed), observer), observer)
         except Exception:
             observer.internal_error("tap_raw_stream")
             return chunks

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -229,6 +229,28 @@ def tapped(
         try:
             chunk = next(chunks)
         except StopIteration:
+            observer.ended("exhausted")
+            return
+        except BaseException as exc:
+            observer.raised(exc)
+            raise
+        if feed is not None:
+            try:
+                feed(chunk)
+            except Exception:
+                observer.internal_error("observe_raw_stream")
+                feed = None
+        yield chunk
+
+
+async def atapped(
+    chunks: AsyncIterator[_T], feed: Callable[[_T], None] | None, observer: StreamObserver
+) -> AsyncIterator[_T]:
+    """The async twin of :func:`tapped`."""
+    while True:
+        try:
+            chunk = await chunks.__anext__()
+        except StopAsyncIteration:
             observer.ended("exhausted")
             return
         except BaseException as exc:
