@@ -1,15 +1,35 @@
-"""Derived facts of a request against the ledger: which earlier response it continues, what of it is
-missing, changed or sent again, and how its tool calls pair up. Linear in the number of input items; pure
-apart from reading the ledger."""
+"""Derived facts of a request against the ledger: which earlier responses it continues, what of them is missing,
+changed or sent again, and how its tool calls pair up. Linear in the number of input items; pure apart from reading
+the ledger.
+
+**The matching rule** (how a replayed item is recognised as one an earlier response returned), in one place. An input
+item is identified by its id when the ledger knows that id; else by its call, ``(type, call_id)`` (libraries strip or
+rewrite ids, the server gives items written to a conversation new ones); else by the keyed fingerprint of its text
+(an assistant message).
+
+- A match by the item's **own identity** — the id it carries; for an item without an id, its call or its text — that
+  names **one** response links the request to that response: every output item of it is then owed back, and the
+  payload and phase of each item matched are judged against what the API returned. A text links only when the
+  response was asked one of the app messages that stand before it (short answers are returned to many
+  conversations), and is first taken as the text of a response the request already links.
+- A **fallback** match (an item whose id the ledger does not know, found by its call, its text, or by type and
+  position beside an item already matched) or an **ambiguous** one (a key naming several responses) links nothing by
+  itself: it marks the item replayed in every candidate the request already links, and judges nothing. A fallback can
+  clear a missing-item signal; it never causes one, nor any other.
+- An id a response holds at several positions (some compatible servers repeat one) is consumed position by position
+  in replay order, its payload judged against every position with that id; missing items are counted by occurrence.
+- Items the app wrote to a conversation itself are never a place an item is matched to (see ``ledger.Entry``).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .attributes import OPERATION_CHAT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
-from .items import APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
-from .ledger import Entry, LedgerView
+from .items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
+from .ledger import Entry, LedgerView, Place
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
 # (hosted tool calls such as web searches need not be).
@@ -17,10 +37,12 @@ _ALWAYS_REPLAYED = frozenset({"message", "reasoning", "compaction"})
 # How far back a chain is followed to tell what server-side state already holds.
 MAX_ANCESTORS = 16
 
+_Matches = Callable[[ItemMeta], bool]
+
 
 @dataclass(slots=True)
-class Link:
-    """An earlier response whose output items appear in a replay."""
+class Replayed:
+    """An earlier response whose output items a replay carries (linked by an item's own identity)."""
 
     entry: Entry
     app_messages_before: int  # distinct app messages between the latest compaction item (or the start) and it
@@ -28,7 +50,7 @@ class Link:
     seen: set[int] = field(default_factory=set)
 
     def missing(self) -> list[ItemMeta]:
-        """Output items of the response that the replay does not carry."""
+        """Output items of the response that the replay does not carry, one per position."""
         return [
             m
             for i, m in enumerate(self.entry.outputs)
@@ -49,6 +71,14 @@ class Tools:
     # process may have written a later one): not settled.
     from_latest: bool = False
     missing_from_input: int = 0  # how many of ``missing`` are calls in the input itself (settled whatever the parent)
+    # call_ids whose fact rests on an entry read from a shared store (the parent's pending calls or its lack of a
+    # call, an item reference resolved by it); what the request itself shows is never among them.
+    shared: set[str] = field(default_factory=set)
+
+    def rests_on_shared(self, call_ids: list[str]) -> bool:
+        """Every one of ``call_ids`` rests on a shared entry: strict mode may not refuse on them."""
+        shared = self.shared
+        return bool(shared) and all(call_id in shared for call_id in call_ids)
 
 
 @dataclass(slots=True)
@@ -56,19 +86,17 @@ class Analysis:
     """Everything the request-side checks read."""
 
     parent: Entry | None = None
-    links: list[Link] = field(default_factory=list)
+    replayed: list[Replayed] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     phase_dropped: list[str] = field(default_factory=list)
     tools: Tools = field(default_factory=Tools)
     resolved: dict[int, ItemMeta] = field(default_factory=dict)  # item references, by input position
+    resolved_shared: set[int] = field(default_factory=set)  # positions of ``resolved`` read from a shared store
     duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
-    # The tool pairing rests on an entry read from a shared store (the parent's pending calls, an item reference
-    # resolved by it): strict mode does not refuse on it.
-    shared: bool = False
 
     @property
-    def latest_link(self) -> Link | None:
-        return max(self.links, key=lambda link: link.entry.sequence) if self.links else None
+    def latest_replayed(self) -> Replayed | None:
+        return max(self.replayed, key=lambda r: r.entry.sequence) if self.replayed else None
 
 
 def _payload_changed(sent: ItemMeta, entry: Entry, index: int) -> bool:
@@ -82,69 +110,246 @@ def _payload_changed(sent: ItemMeta, entry: Entry, index: int) -> bool:
     return all(reshaped(sent.shape, shape) for shape in entry.shapes(index))
 
 
-def _links(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
-    """Match replayed items to the responses that returned them; note modified payloads and lost phases."""
-    lookups = req.lookups
-    if not lookups:
-        return
-    located = ledger.locate([lookup.key for lookup in lookups])
-    items = req.input_items
-    links: dict[str, Link] = {}
-    prompts: dict[int, int] | None = None  # app message fingerprint -> its first position, built on first need
-    said: dict[int, tuple[Entry, int]] | None = None  # texts of the responses found by id or call, built on need
-    for lookup, found in zip(lookups, located, strict=True):
-        if found is None:
-            continue
-        entry, index = found
-        if type(lookup.key) is int:
-            if said is None:
-                said = _texts_of_known(lookups, located)
-            found = said.get(lookup.key, found)  # the text of a response the replay carries by id or call: its own
-            entry, index = found
-            if entry.input_messages:
-                if prompts is None:
-                    prompts = _first_positions(items)
-                if not _asked_before(entry, lookup.position, prompts):
-                    continue
-        link = links.get(entry.response_id)
-        if link is None:
-            link = Link(entry, lookup.app_messages_before, lookup.compactions_before)
-            links[entry.response_id] = link
-        position = lookup.position
-        _match(analysis, link, items[position], position, index)
-        # Reasoning items replayed without their id (the Agents SDK's `reasoning_item_id_policy="omit"`) are
-        # known by where they stand: right before the item they preceded in the response.
+def _one_response(places: tuple[Place, ...]) -> tuple[Place, ...] | None:
+    """The places of the one response ``places`` name; None when they name several that could tell the checks apart.
+    Responses alike in everything the checks read of them (a scripted conversation run twice: the same prompts, the
+    same answers) give one verdict whichever of them the replay came from: the newest stands for them."""
+    first = places[0][0]
+    if all(place[0] is first for place in places):
+        return places
+    newest = max((place[0] for place in places), key=lambda entry: entry.sequence)
+    verdict = _as_judged(newest)
+    if all(_as_judged(place[0]) == verdict for place in places):
+        return tuple(place for place in places if place[0] is newest)
+    return None
+
+
+def _as_judged(entry: Entry) -> tuple[object, ...]:
+    """What the checks read of a response a replay carries: its output items (ids and call ids aside), its storage and
+    its history's size."""
+    return (
+        entry.store,
+        entry.input_app_messages,
+        entry.input_compactions,
+        entry.copies,
+        tuple((m.type, m.role, m.phase, m.fingerprint, m.encrypted, m.awaits, m.shape) for m in entry.outputs),
+    )
+
+
+class _Matcher:
+    """One replay matched against the ledger, by the rule in the module docstring."""
+
+    __slots__ = ("analysis", "items", "matched", "prompts", "replayed", "req")
+
+    def __init__(self, req: RequestFacts, analysis: Analysis) -> None:
+        self.req = req
+        self.items = req.input_items
+        self.analysis = analysis
+        self.replayed: dict[str, Replayed] = {}
+        self.matched: dict[int, tuple[Replayed, int]] = {}  # input position -> the output it was recognised as
+        self.prompts: dict[int, int] | None = None  # app message fingerprint -> its first position, on first need
+
+    def _link(self, entry: Entry, lookup: Lookup) -> Replayed:
+        replayed = self.replayed.get(entry.response_id)
+        if replayed is None:
+            replayed = self.replayed[entry.response_id] = Replayed(
+                entry, lookup.app_messages_before, lookup.compactions_before
+            )
+        return replayed
+
+    def _linked(self, entry: Entry) -> Replayed | None:
+        replayed = self.replayed.get(entry.response_id)
+        return replayed if replayed is not None and replayed.entry is entry else None
+
+    # -- the item's own identity: links and judges -------------------------------------------------------------
+
+    def identity(self, lookup: Lookup, places: tuple[Place, ...]) -> None:
+        """The item is output of that one response (``places`` are its positions): at its first position not yet
+        replayed."""
+        entry = places[0][0]
+        replayed = self._link(entry, lookup)
+        seen = replayed.seen
+        index = next((i for _, i in places if i not in seen), places[0][1])
+        self._judge(replayed, lookup.position, index)
+
+    def _judge(self, replayed: Replayed, position: int, index: int) -> None:
+        """What the item recognised as output ``index`` kept and lost of it; reasoning replayed without an id right
+        before it is recognised by where it stands (the Agents SDK's ``reasoning_item_id_policy="omit"``)."""
+        self._compare(replayed, self.items[position], position, index)
+        items, outputs, seen = self.items, replayed.entry.outputs, replayed.seen
         back = 1
         while (
             position - back >= 0
             and index - back >= 0
             and items[position - back].type == "reasoning"
             and items[position - back].id is None
-            and entry.outputs[index - back].type == "reasoning"
-            and index - back not in link.seen
+            and outputs[index - back].type == "reasoning"
+            and index - back not in seen
+            and position - back not in self.matched
         ):
-            _match(analysis, link, items[position - back], position - back, index - back)
+            self._compare(replayed, items[position - back], position - back, index - back)
             back += 1
-    analysis.links = list(links.values())
-    _own_copies(req, analysis.links)
+
+    def _compare(self, replayed: Replayed, sent: ItemMeta, position: int, index: int) -> None:
+        analysis, entry = self.analysis, replayed.entry
+        replayed.seen.add(index)
+        self.matched[position] = (replayed, index)
+        returned = entry.outputs[index]
+        if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
+            analysis.resolved[position] = returned
+            if entry.shared:
+                analysis.resolved_shared.add(position)
+            return
+        if returned.encrypted and _payload_changed(sent, entry, index):
+            analysis.modified.append(returned.id or sent.type)
+        if returned.phase is not None and sent.phase != returned.phase:
+            analysis.phase_dropped.append(returned.id or sent.type)
+
+    # -- texts: their own identity when one response can be theirs ---------------------------------------------
+
+    def text(self, lookup: Lookup, places: tuple[Place, ...]) -> None:
+        """An assistant message without an id, known by its text: the text of a response already linked, else of the
+        one response among those that said it which was asked something the replay holds before it."""
+        fingerprint = lookup.key
+        among = self._in_linked(lambda m: m.role == "assistant" and m.fingerprint == fingerprint)
+        if len(among) == 1:
+            replayed, index = among[0]
+            self._judge(replayed, lookup.position, index)
+            return
+        if among:
+            self._mark(among, lookup.position)
+            return
+        asked = tuple(place for place in places if self._asked_before(place[0], lookup.position))
+        one = _one_response(asked) if asked else None
+        if one is not None:
+            self.identity(lookup, one)
+
+    def _asked_before(self, entry: Entry, position: int) -> bool:
+        """A response found by its text alone is the one the replay continues only if one of the app messages it was
+        sent stands before that text: a short answer ("Sure!") is returned to many conversations, and another one's
+        response would make this replay look incomplete. (An entry that remembers no app message passes.)"""
+        if not entry.input_messages:
+            return True
+        prompts = self.prompts
+        if prompts is None:
+            prompts = self.prompts = _first_positions(self.items)
+        return any(prompts.get(fingerprint, position) < position for fingerprint in entry.input_messages)
+
+    # -- fallbacks and ambiguity: clear, never accuse --------------------------------------------------------
+
+    def fallback(self, lookup: Lookup, places: tuple[Place, ...]) -> None:
+        """An item no single response is known by its own identity to have returned: it counts as replayed in every
+        linked response that holds it (by the ambiguous key, its call, its text)."""
+        if places:
+            linked = [(r, i) for entry, i in places if (r := self._linked(entry)) is not None]
+            self._mark(linked, lookup.position)
+            return
+        position = lookup.position
+        call = lookup.fallback
+        if isinstance(call, tuple):
+            self._mark(self._in_linked(lambda m: (m.type, m.call_id) == call), position)
+            return
+        sent = self.items[position]
+        texts = self.req.texts
+        if sent.role == "assistant" and texts is not None:
+            fingerprint = texts(position)
+            if fingerprint is not None:
+                self._mark(self._in_linked(lambda m: m.role == "assistant" and m.fingerprint == fingerprint), position)
+
+    def _in_linked(self, matches: _Matches) -> list[tuple[Replayed, int]]:
+        """The first output of each linked response that ``matches`` and is not replayed yet."""
+        found = []
+        for replayed in self.replayed.values():
+            seen = replayed.seen
+            for index, meta in enumerate(replayed.entry.outputs):
+                if index not in seen and matches(meta):
+                    found.append((replayed, index))
+                    break
+        return found
+
+    def _mark(self, candidates: list[tuple[Replayed, int]], position: int) -> None:
+        """The item at ``position`` counts as replayed in each candidate; nothing is judged."""
+        for replayed, index in candidates:
+            replayed.seen.add(index)
+            self.matched.setdefault(position, (replayed, index))
+            self._mark_reasoning_before(replayed, position, index)
+
+    def _mark_reasoning_before(self, replayed: Replayed, position: int, index: int) -> None:
+        items, outputs, seen = self.items, replayed.entry.outputs, replayed.seen
+        back = 1
+        while (
+            position - back >= 0
+            and index - back >= 0
+            and items[position - back].type == "reasoning"
+            and outputs[index - back].type == "reasoning"
+            and index - back not in seen
+            and position - back not in self.matched
+        ):
+            seen.add(index - back)
+            self.matched[position - back] = (replayed, index - back)
+            back += 1
+
+    def by_position(self) -> None:
+        """Items left unrecognised (messages aside) that stand right after (or before) an item recognised as output
+        ``i`` of a linked response, with the type of output ``i + 1`` (or ``i - 1``): that output, under ids or call
+        ids the client rewrote. Marked replayed only."""
+        items, matched = self.items, self.matched
+        for step in (1, -1):
+            order = range(len(items)) if step == 1 else range(len(items) - 1, -1, -1)
+            for position in order:
+                if position in matched or not _by_position(items[position]):
+                    continue
+                neighbour = matched.get(position - step)
+                if neighbour is None:
+                    continue
+                replayed, index = neighbour
+                index += step
+                outputs = replayed.entry.outputs
+                if (
+                    0 <= index < len(outputs)
+                    and index not in replayed.seen
+                    and outputs[index].type == items[position].type
+                ):
+                    replayed.seen.add(index)
+                    matched[position] = (replayed, index)
 
 
-def _texts_of_known(
-    lookups: tuple[Lookup, ...], located: list[tuple[Entry, int] | None]
-) -> dict[int, tuple[Entry, int]]:
-    """Assistant texts of the responses the replay carries items of by id or by call: a text replayed alone is theirs
-    rather than another conversation's newer response that said the same words (scripted or short answers repeat)."""
-    texts: dict[int, tuple[Entry, int]] = {}
-    seen: set[str] = set()
-    for lookup, found in zip(lookups, located, strict=True):
-        if found is None or type(lookup.key) is int or found[0].response_id in seen:
+def _by_position(meta: ItemMeta) -> bool:
+    """An input item that may be recognised by where it stands: a copy of a response's output other than a message (a
+    message is known by its text: one whose text matches nothing was not replayed as returned), and not an item only
+    the app writes."""
+    return meta.type not in _NOT_BY_POSITION
+
+
+_NOT_BY_POSITION = APP_OUTPUTS | {"message", "item_reference"}
+
+
+def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
+    """Match replayed items to the responses that returned them; note modified payloads and lost phases."""
+    lookups = req.lookups
+    if not lookups:
+        return
+    found = ledger.places([lookup.key for lookup in lookups])
+    matcher = _Matcher(req, analysis)
+    texts: list[tuple[Lookup, tuple[Place, ...]]] = []
+    later: list[tuple[Lookup, tuple[Place, ...]]] = []
+    for lookup, places in zip(lookups, found, strict=True):
+        if type(lookup.key) is int:
+            texts.append((lookup, places))  # decided once the ids and calls have linked what they link
             continue
-        entry = found[0]
-        seen.add(entry.response_id)
-        for index, meta in enumerate(entry.outputs):
-            if meta.role == "assistant" and meta.fingerprint is not None:
-                texts.setdefault(meta.fingerprint, (entry, index))
-    return texts
+        one = _one_response(places) if places else None
+        if one is not None:
+            matcher.identity(lookup, one)
+        else:
+            later.append((lookup, places))
+    for lookup, places in texts:
+        matcher.text(lookup, places)
+    for lookup, places in later:
+        matcher.fallback(lookup, places)
+    if later or texts:
+        matcher.by_position()
+    analysis.replayed = list(matcher.replayed.values())
+    _own_copies(req, analysis.replayed)
 
 
 def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:
@@ -156,18 +361,11 @@ def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:
     return first
 
 
-def _asked_before(entry: Entry, position: int, prompts: dict[int, int]) -> bool:
-    """A response found by its text alone is the one the replay continues only if one of the app messages it was sent
-    stands before that text: a short answer ("Sure!") is returned to many conversations, and another one's response
-    would make this replay look incomplete."""
-    return any(prompts.get(fingerprint, position) < position for fingerprint in entry.input_messages)
-
-
-def _own_copies(req: RequestFacts, links: list[Link]) -> None:
+def _own_copies(req: RequestFacts, replayed: list[Replayed]) -> None:
     """User messages a response returned (`responses.compact` keeps them beside its compaction item) count as
     replayed when the app sends its own copy of their text."""
     sent: set[int | None] | None = None
-    for link in links:
+    for link in replayed:
         for index, meta in enumerate(link.entry.outputs):
             if meta.role != "user" or index in link.seen or meta.fingerprint is None:
                 continue
@@ -177,21 +375,6 @@ def _own_copies(req: RequestFacts, links: list[Link]) -> None:
                 link.seen.add(index)
 
 
-def _match(analysis: Analysis, link: Link, sent: ItemMeta, position: int, index: int) -> None:
-    """A replayed item recognised as output ``index`` of the link's response: what it kept and lost of it."""
-    entry = link.entry
-    link.seen.add(index)
-    returned = entry.outputs[index]
-    if sent.type == "item_reference":  # the API resolves it to the item as returned, phase and all
-        analysis.resolved[position] = returned
-        analysis.shared = analysis.shared or entry.shared
-        return
-    if returned.encrypted and _payload_changed(sent, entry, index):
-        analysis.modified.append(returned.id or sent.type)
-    if returned.phase is not None and sent.phase != returned.phase:
-        analysis.phase_dropped.append(returned.id or sent.type)
-
-
 def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: bool, parent_known: bool) -> None:
     """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls.
 
@@ -199,7 +382,8 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
     API takes a `function_call_output` for a client `tool_search_call`); an item type the code does not know is
     never counted as a call that needs an answer. ``parent_known``: False when the request continues a response
     or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
-    an output may answer one of its calls, so none is called an orphan."""
+    an output may answer one of its calls, so none is called an orphan. What the input itself shows rests on no
+    ledger entry; only an item reference resolved by a shared entry, and the parent's calls, rest on one."""
     # In a replay the API holds no parent: the calls must be in the input itself.
     server_parent = parent if not replay else None
     if not req.tool_positions and server_parent is None:
@@ -209,7 +393,7 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
     awaiting: list[str] = []  # calls the app executes, in order
     outputs: dict[str, int] = {}
     tools = analysis.tools
-    resolved = analysis.resolved
+    resolved, resolved_shared = analysis.resolved, analysis.resolved_shared
     items = req.input_items
     for position in req.tool_positions:
         meta = resolved.get(position, items[position]) if resolved else items[position]
@@ -229,21 +413,30 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
             tools.duplicates.append(call_id)
             continue
         calls[call_id] = position
+        if position in resolved_shared:
+            tools.shared.add(call_id)
         if meta.awaits:
             awaiting.append(call_id)
     pending = server_parent.pending_calls if server_parent is not None else ()
     tools.present = tools.present or bool(pending)
     if outputs and server_parent is not None:
         answerable.update(m.call_id for m in server_parent.outputs if m.call_id is not None)
+    parent_shared = server_parent is not None and server_parent.shared
     for call_id, position in outputs.items():
         if call_id in calls:
             if position < calls[call_id]:
                 tools.before_call.append(call_id)
         elif call_id not in answerable and parent_known:
             tools.orphans.append(call_id)
+            if parent_shared:  # the shared parent's lack of that call
+                tools.shared.add(call_id)
     tools.missing.extend(call_id for call_id in awaiting if call_id not in outputs)
     tools.missing_from_input = len(tools.missing)
-    tools.missing.extend(call_id for call_id in pending if call_id not in outputs and call_id not in calls)
+    for call_id in pending:
+        if call_id not in outputs and call_id not in calls:
+            tools.missing.append(call_id)
+            if parent_shared:
+                tools.shared.add(call_id)
 
 
 def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
@@ -264,25 +457,26 @@ def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
 def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry, analysis: Analysis) -> dict[str, int]:
     """Items a request continuing server state sends although that state already holds them, by type.
 
-    An output item of the chain (by id, call or text) counts on its own; a user message only inside a run of at
-    least two consecutive items the state holds (the previous turn sent again, not a user typing "yes" twice).
-    System and developer messages are left out: apps send their instructions that way every turn. A re-sent
-    assistant message that lost its `phase` is noted too: that copy reads as a final answer."""
+    An output item of the chain, known by its own identity (id, call or text), counts on its own; a user message only
+    inside a run of at least two consecutive items the state holds (the previous turn sent again, not a user typing
+    "yes" twice). System and developer messages are left out: apps send their instructions that way every turn. A
+    re-sent assistant message that lost its `phase` is noted too: that copy reads as a final answer."""
     responses, messages = _state(parent, ledger)
     conversation = req.conversation_id if req.state_mode == CONVERSATION else None
     held: dict[int, str] = {}
     if req.lookups:
-        located = ledger.locate([lookup.key for lookup in req.lookups])
-        for lookup, found in zip(req.lookups, located, strict=True):
-            if found is None:
-                continue
-            entry, index = found
-            if entry.response_id in responses or (conversation is not None and entry.conversation_id == conversation):
-                returned = entry.outputs[index]
-                held[lookup.position] = returned.type
-                sent = req.input_items[lookup.position]
-                if returned.phase is not None and sent.type != "item_reference" and sent.phase != returned.phase:
-                    analysis.phase_dropped.append(returned.id or sent.type)  # a copy that reads otherwise
+        found = ledger.places([lookup.key for lookup in req.lookups])
+        for lookup, places in zip(req.lookups, found, strict=True):
+            for entry, index in places:
+                if entry.response_id in responses or (
+                    conversation is not None and entry.conversation_id == conversation
+                ):
+                    returned = entry.outputs[index]
+                    held[lookup.position] = returned.type
+                    sent = req.input_items[lookup.position]
+                    if returned.phase is not None and sent.type != "item_reference" and sent.phase != returned.phase:
+                        analysis.phase_dropped.append(returned.id or sent.type)  # a copy that reads otherwise
+                    break
     counts: dict[str, int] = {}
     run: list[tuple[str, bool]] = []  # (type, whether an app message) of consecutive items the state holds
     for position, meta in enumerate((*req.input_items, None)):
@@ -315,8 +509,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         analysis.parent = ledger.latest_in_conversation(req.conversation_id)
     replay = req.state_mode == CLIENT_REPLAY
     if replay:
-        _links(req, ledger, analysis)
-        latest = analysis.latest_link
+        _replays(req, ledger, analysis)
+        latest = analysis.latest_replayed
         analysis.parent = latest.entry if latest is not None else None
     elif (
         analysis.parent is not None
@@ -326,8 +520,6 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     ):
         analysis.duplicated = _duplicated(req, ledger, analysis.parent, analysis)
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
-    if continues and analysis.parent is not None and analysis.parent.shared:
-        analysis.shared = True
     analysis.tools.from_latest = req.state_mode == CONVERSATION and analysis.parent is not None
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis

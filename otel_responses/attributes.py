@@ -75,6 +75,12 @@ STREAM_ENDED: Final = "openai_responses.stream.ended"
 SIGNAL_EVENT: Final = "openai_responses.signal"
 SIGNAL_NAME: Final = "openai_responses.signal.name"
 SIGNAL_SEVERITY: Final = "openai_responses.signal.severity"
+# Signal metadata: the parent the request continues, whether the app deleted it, and the latest turn of the lineage
+# that sent instructions (its response id and turn), for a turn that sends none.
+PARENT_ID: Final = "openai_responses.parent.id"
+PARENT_DELETED: Final = "openai_responses.parent.deleted"
+INSTRUCTIONS_LAST_RESPONSE_ID: Final = "openai_responses.instructions.last_response.id"
+INSTRUCTIONS_LAST_TURN: Final = "openai_responses.instructions.last_turn"
 
 # Metrics.
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"

@@ -148,6 +148,7 @@ class Call:
         between), by its maker; a failure here is the maker's to swallow, as the constructor's is."""
         req, ledger = self.req, self.settings.ledger
         self.analysis = analysis = analyse(req, ledger)
+        req.texts = None  # the app's input is read no more
         self.flight = flight = _flight_key(req, analysis) if self.op.name == OPERATION_CHAT else None
         concurrent = False
         if flight is not None:

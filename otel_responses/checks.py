@@ -12,8 +12,24 @@ from dataclasses import dataclass
 from opentelemetry.util.types import AttributeValue
 
 from .analysis import Analysis
-from .attributes import OPERATION_CHAT, OPERATION_COMPACT
-from .facts import CLIENT_REPLAY, CONFLICT, SERVER_CHAIN, SINGLE_TURN, RequestFacts, ResponseFacts, effective_store
+from .attributes import (
+    INSTRUCTIONS_LAST_RESPONSE_ID,
+    INSTRUCTIONS_LAST_TURN,
+    OPERATION_CHAT,
+    OPERATION_COMPACT,
+    PARENT_DELETED,
+    PARENT_ID,
+)
+from .facts import (
+    CLIENT_REPLAY,
+    CONFLICT,
+    CONVERSATION,
+    SERVER_CHAIN,
+    SINGLE_TURN,
+    RequestFacts,
+    ResponseFacts,
+    effective_store,
+)
 from .items import pending_calls
 from .signals import SHARED_FACT, TOOL_SIGNALS, Signal
 
@@ -35,8 +51,12 @@ def state_mode_conflict(req: RequestFacts, an: Analysis, sit: Situation) -> Sign
 
 
 def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """The parent cannot be continued: created unstored (or under ZDR), or deleted by the app since."""
     if req.state_mode != SERVER_CHAIN:
         return None
+    if an.parent is not None and an.parent.deleted:
+        detail: dict[str, AttributeValue] = {PARENT_ID: an.parent.response_id, PARENT_DELETED: True}
+        return Signal("unstored_parent", _on_entry(detail, an.parent.shared))
     if an.parent is not None and not an.parent.store:
         if sit.zdr:  # the setting alone says the parent is unstored, whatever the ledger holds
             return Signal(
@@ -51,20 +71,30 @@ def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal |
 
 
 def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    if req.target_response_id is None or an.parent is None or an.parent.store:
+    """A read of a response the API never kept; one the app deleted itself is gone by its own choice."""
+    if req.target_response_id is None or an.parent is None or an.parent.store or an.parent.deleted:
         return None
     return Signal("unstored_retrieve", {"openai_responses.parent.id": an.parent.response_id})
 
 
 def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    """Instructions are never carried over, in any mode: a turn continuing one that had them must send them (or,
-    in a replay, a system or developer message) again."""
+    """Instructions are never carried over, in any mode: every turn of a lineage after one that had them must send
+    them (or, in a replay, a system or developer message) again, unless the server-side state it continues holds a
+    system or developer message. Raised on each such turn, naming the latest one that had them."""
     parent = an.parent
     if req.operation != OPERATION_CHAT or parent is None or req.target_response_id is not None:
         return None
-    if req.instructions_hash is None and not req.system_messages and parent.instructions_hash is not None:
-        return Signal("instructions_dropped", {"openai_responses.parent.id": parent.response_id})
-    return None
+    if req.instructions_hash is not None or req.system_messages:
+        return None
+    if parent.system_in_state and req.state_mode in (SERVER_CHAIN, CONVERSATION):
+        return None
+    last = parent.last_instructed()
+    if last is None:
+        return None
+    detail: dict[str, AttributeValue] = {PARENT_ID: parent.response_id, INSTRUCTIONS_LAST_RESPONSE_ID: last[0]}
+    if last[1] is not None:
+        detail[INSTRUCTIONS_LAST_TURN] = last[1]
+    return Signal("instructions_dropped", detail)
 
 
 def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -79,12 +109,12 @@ def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Sig
 
 
 def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    dropped = sum(1 for link in an.links for m in link.missing() if m.type == "reasoning")
+    dropped = sum(1 for replayed in an.replayed for m in replayed.missing() if m.type == "reasoning")
     return Signal("reasoning_dropped", {"openai_responses.missing.count": dropped}) if dropped else None
 
 
 def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    missing = [m.type for link in an.links for m in link.missing() if m.type != "reasoning"]
+    missing = [m.type for replayed in an.replayed for m in replayed.missing() if m.type != "reasoning"]
     if not missing:
         return None
     return Signal(
@@ -116,7 +146,7 @@ def orphan_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
     ids = an.tools.orphans
     if not ids:
         return None
-    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared)
+    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.tools.rests_on_shared(ids))
     return Signal("orphan_tool_output", detail, settled=not an.tools.from_latest)
 
 
@@ -126,14 +156,16 @@ def missing_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Sign
     if not ids:
         return None
     settled = not tools.from_latest or tools.missing_from_input == len(ids)
-    return Signal("missing_tool_output", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared), settled)
+    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, tools.rests_on_shared(ids))
+    return Signal("missing_tool_output", detail, settled)
 
 
 def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.before_call
     if not ids:
         return None
-    return Signal("tool_output_before_call", _on_entry({"openai_responses.call.ids": ids[:16]}, an.shared))
+    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.tools.rests_on_shared(ids))
+    return Signal("tool_output_before_call", detail)
 
 
 def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -149,7 +181,7 @@ def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     """
     if req.state_mode != CLIENT_REPLAY:
         return None
-    link = an.latest_link
+    link = an.latest_replayed
     if link is None:
         return None
     entry = link.entry

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .fingerprint import Fingerprinter, key_from_text
-from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger
+from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger, adapt
 from .pricing import PriceError, PriceTable, load_prices
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
@@ -179,6 +179,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned, cluster)
         )
     else:
+        ledger = adapt(ledger)  # a ledger written for the previous protocol, for one release
         missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]
         if missing:
             raise ConfigError(f"ledger must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")

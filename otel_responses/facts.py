@@ -12,7 +12,8 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from .config import Settings, resolve_version
-from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta
+from .fingerprint import Fingerprinter
+from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
 from .ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
@@ -50,6 +51,7 @@ class RequestFacts:
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
     # Found in the same pass over the items, for the analysis against the ledger:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
+    texts: TextReader | None = None  # the text fingerprints of assistant messages with an id, on demand
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
     reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
 
@@ -57,10 +59,31 @@ class RequestFacts:
 class Lookup(NamedTuple):
     """An input item the ledger may know, and what precedes it in the input."""
 
-    key: Key  # the item's id, its call (type, call_id), or the fingerprint of an assistant message replayed as text
+    key: Key  # the item's id; else its call (type, call_id); else the fingerprint of an assistant message's text
     position: int
     app_messages_before: int  # distinct app messages since the latest compaction item before it (or the start)
     compactions_before: int
+    # The call (type, call_id) of a call item that has an id: where it is looked for when the ledger does not know
+    # the id (a client's own id, a conversation's). An assistant message with an id falls back to its text instead,
+    # fingerprinted only then (``RequestFacts.texts``).
+    fallback: Key | None = None
+
+
+class TextReader:
+    """Fingerprints the text of an input item on demand: an assistant message with an id is recognised by it, and
+    only when the ledger does not know the id is its text needed (a client's placeholder id). Holds the app's input
+    sequence for the call's analysis only; nothing of it is kept."""
+
+    __slots__ = ("_fingerprints", "_items")
+
+    def __init__(self, items: list[Any] | tuple[Any, ...], fingerprints: Fingerprinter) -> None:
+        self._items = items
+        self._fingerprints = fingerprints
+
+    def __call__(self, position: int) -> int | None:
+        items = self._items
+        item = list.__getitem__(items, position) if isinstance(items, list) else tuple.__getitem__(items, position)
+        return text_fingerprint(item, self._fingerprints)
 
 
 # NamedTuples built without their Python-level __new__ (every field given): a Lookup per replayed item with an id,
@@ -78,6 +101,7 @@ class _Scan(NamedTuple):
     last_messages: tuple[int, ...]
     lookups: tuple[Lookup, ...]
     tool_positions: tuple[int, ...]
+    texts_with_ids: bool  # an assistant message with an id (its text is fingerprinted only if the id is unknown)
 
 
 def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
@@ -94,20 +118,29 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
     lookups: list[Lookup] = []
     tool_positions: list[int] = []
     not_by_call, new_lookup = NOT_BY_CALL, _new_tuple  # locals: this loop runs once per replayed item
+    texts_with_ids = False
     for position, meta in enumerate(items):
         kind, item_id, call_id, role = meta[:4]
-        # How the ledger may know the item (see items.NOT_BY_CALL).
+        # How the ledger may know the item: by its id, else its call (see items.NOT_BY_CALL), else its text.
+        fallback: Key | None = None
         if call_id is not None:
             tool_positions.append(position)
-            key: Key | None = (kind, call_id) if kind not in not_by_call else item_id
+            if kind in not_by_call:
+                key: Key | None = item_id
+            elif item_id is not None:
+                key, fallback = item_id, (kind, call_id)
+            else:
+                key = (kind, call_id)
         elif item_id is not None:
             key = item_id
             if kind == "item_reference":
                 tool_positions.append(position)
+            elif role == "assistant":
+                texts_with_ids = True
         else:
             key = meta.fingerprint if role == "assistant" else None
         if key is not None:
-            lookups.append(new_lookup(Lookup, (key, position, len(distinct), compactions)))
+            lookups.append(new_lookup(Lookup, (key, position, len(distinct), compactions, fallback)))
         if kind == "message" and role in APP_ROLES:
             text = meta.fingerprint
             if text is None:
@@ -136,6 +169,7 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
         tuple(messages[-MAX_INPUT_MESSAGES:]),
         tuple(lookups),
         tuple(tool_positions),
+        texts_with_ids,
     )
 
 
@@ -217,7 +251,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         items: tuple[ItemMeta, ...] = (
             _new_tuple(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
         )
-        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), ()))
+        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), (), False))
+        texts = None
     else:
         if is_sequence(raw_input):
             fingerprints = settings.fingerprinter
@@ -226,6 +261,9 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         else:
             items = ()
         scan = _scan(items)
+        texts = (
+            TextReader(raw_input, settings.fingerprinter) if scan.texts_with_ids and is_sequence(raw_input) else None
+        )
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in elements(raw_include) if isinstance(v, str)) if is_sequence(raw_include) else ()
@@ -255,6 +293,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         last_messages=scan.last_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
+        texts=texts,
         reasoning=reasoning_settings(kwargs),
     )
 
@@ -278,6 +317,7 @@ def conversation_facts(operation: str, conversation_id: object, items: tuple[Ite
         compaction=False,
         service_tier=None,
         stream=False,
+        system_messages=scan.system_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
     )

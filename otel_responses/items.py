@@ -243,6 +243,14 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     return _new_meta(ItemMeta, (item_type, item_id, call_id, role, phase, encrypted, fingerprint, awaits, shape))
 
 
+def text_fingerprint(item: object, fingerprints: Fingerprinter) -> int | None:
+    """The keyed fingerprint of a message's text, as ``item_meta`` makes it for an assistant message without an id:
+    asked of one with an id only when the ledger does not know that id."""
+    get = item.get if type(item) is dict else _fields(item)
+    text = _message_text(get("content"))
+    return fingerprints.number(text) if text is not None else None
+
+
 def pending_calls(outputs: tuple[ItemMeta, ...]) -> tuple[str, ...]:
     """call_ids of a response's calls the app must answer: calls it executes whose output the response did not
     bring itself (a hosted shell, say)."""

@@ -7,10 +7,11 @@ created elsewhere) is simply absent, and every check that needs it stays silent 
 from __future__ import annotations
 
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
@@ -20,9 +21,13 @@ if TYPE_CHECKING:
 DEFAULT_CAPACITY = 4096
 # Memory per entry is bounded whatever the history length: only this many output items are kept.
 MAX_OUTPUT_ITEMS = 32
+# A key may name items of several responses (a short answer many conversations got, a call id a compatible server
+# reuses) or several positions of one (an id a server repeats): at most this many places are kept per key, the
+# newest. A key with two or more responses is ambiguous whatever their number, so the cap loses nothing the analysis
+# reads.
+MAX_PLACES = 8
 
-# An item is located by its id, a call also by its type and call_id, an assistant message replayed as text by its
-# text fingerprint.
+# An item is located by its id, a call also by its type and call_id, an assistant message by its text fingerprint.
 Key = str | int | CallKey
 # The last few app messages of a request are remembered (keyed fingerprints): enough to tell a turn re-sent beside
 # `previous_response_id` from a user who types the same word twice.
@@ -31,7 +36,7 @@ MAX_INPUT_MESSAGES = 4
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """What is remembered of one response."""
+    """What is remembered of one response (or of items the app wrote to a conversation itself)."""
 
     response_id: str
     sequence: int
@@ -53,6 +58,19 @@ class Entry:
     lineage_id: str | None = None
     trace_id: int | None = None
     span_id: int | None = None
+    # The app deleted the response: it can be neither retrieved nor continued, and that is no storage mistake.
+    deleted: bool = False
+    # Items the app wrote into a conversation itself (`conversations.items.create`), not a response: they answer
+    # conversation-mode questions (its latest turn, the calls still pending in it), never where a replayed item came
+    # from, so their keys are not indexed.
+    written_by_app: bool = False
+    # The latest turn of this lineage (this response's or an ancestor's) that sent `instructions`: its response id and
+    # turn, carried forward turn after turn, so every later turn without them is seen with no walk up the chain.
+    instructed_id: str | None = None
+    instructed_turn: int | None = None
+    # The server-side state this response ends holds a system or developer message (sent once as an input item of a
+    # chain or a conversation, it stays in the context): later turns continuing that state need no instructions.
+    system_in_state: bool = False
 
     @property
     def pending_calls(self) -> tuple[str, ...]:
@@ -60,9 +78,28 @@ class Entry:
         return pending_calls(self.outputs)
 
     def shapes(self, index: int) -> list[int]:
-        """Every shape seen of output ``index``'s opaque payload."""
-        first = self.outputs[index].shape
-        return [s for s in (first, *(shape for i, shape in self.copies if i == index)) if s is not None]
+        """Every shape seen of output ``index``'s opaque payload, and of every other position with its id (a server
+        that repeats an id within one response: a replayed copy may be any of them)."""
+        outputs = self.outputs
+        item_id = outputs[index].id
+        indexes = [index] if item_id is None else [i for i, m in enumerate(outputs) if m.id == item_id]
+        shapes = [s for i in indexes if (s := outputs[i].shape) is not None]
+        if self.copies:
+            shapes.extend(shape for i, shape in self.copies if i in indexes)
+        return shapes
+
+    def last_instructed(self) -> tuple[str, int | None] | None:
+        """The latest turn of this lineage, up to this one, that sent instructions: (response id, turn). Items the app
+        wrote are no turn: they carry the latest turn's."""
+        if self.instructions_hash is not None and not self.written_by_app:
+            return self.response_id, self.turn
+        if self.instructed_id is not None:
+            return self.instructed_id, self.instructed_turn
+        return None
+
+
+Place = tuple[Entry, int]  # an entry and the index of one of its output items
+NOWHERE: tuple[Place, ...] = ()
 
 
 def location_keys(meta: ItemMeta) -> list[Key]:
@@ -82,8 +119,9 @@ class LedgerView(Protocol):
 
     def get(self, response_id: str) -> Entry | None: ...
 
-    def locate(self, keys: Sequence[Key]) -> list[tuple[Entry, int] | None]:
-        """For each key, the entry and output index it belongs to, or None."""
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        """For each key, every place it names in the entries held (an item's positions in order; at most
+        ``MAX_PLACES``), or an empty tuple. Entries the app wrote itself are never places."""
         ...
 
     def latest_in_conversation(self, conversation_id: str) -> Entry | None: ...
@@ -123,10 +161,10 @@ class SharedLedger(Ledger, Protocol):
 
 
 class InMemoryLedger:
-    """At most ``capacity`` entries, oldest evicted first, with an index from item ids and text fingerprints to entries.
+    """At most ``capacity`` entries, oldest evicted first, with an index from item keys to their places.
 
-    Writes take a lock; reads are single dict lookups, atomic under the interpreter, so a read racing an
-    eviction sees the entry or nothing, never a torn one. Safe under threads and asyncio alike.
+    Writes take a lock; reads are dict lookups and reads of immutable tuples, atomic under the interpreter, so a read
+    racing an eviction sees the entry or nothing, never a torn one. Safe under threads and asyncio alike.
     """
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
@@ -134,7 +172,8 @@ class InMemoryLedger:
             raise ValueError("ledger capacity must be at least 1")
         self.capacity = capacity
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._locations: dict[Key, tuple[str, int]] = {}
+        # Key -> (response id, output index) of each place, oldest first; a tuple replaced whole on every write.
+        self._locations: dict[Key, tuple[tuple[str, int], ...]] = {}
         self._conversations: dict[str, str] = {}
         self._children: set[str] = set()
         self._in_flight: dict[str, int] = {}
@@ -149,13 +188,19 @@ class InMemoryLedger:
     def get(self, response_id: str) -> Entry | None:
         return self._entries.get(response_id)
 
-    def locate(self, keys: Sequence[Key]) -> list[tuple[Entry, int] | None]:
-        found: list[tuple[Entry, int] | None] = []
-        locations, entries = self._locations, self._entries
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        found: list[tuple[Place, ...]] = []
+        append, locate, entries = found.append, self._locations.get, self._entries.get
         for key in keys:
-            where = locations.get(key)
-            entry = entries.get(where[0]) if where is not None else None
-            found.append((entry, where[1]) if entry is not None and where is not None else None)
+            where = locate(key)
+            if where is None:
+                append(NOWHERE)
+            elif len(where) == 1:  # the usual case: one item of one response
+                response_id, index = where[0]
+                entry = entries(response_id)
+                append(((entry, index),) if entry is not None else NOWHERE)
+            else:
+                append(tuple([(e, i) for response_id, i in where if (e := entries(response_id)) is not None]))
         return found
 
     def latest_in_conversation(self, conversation_id: str) -> Entry | None:
@@ -181,27 +226,36 @@ class InMemoryLedger:
             self._evict()
 
     def cache(self, entry: Entry) -> None:
-        """Remember a response learnt from elsewhere (a shared store). Unlike ``record``, it takes over an item's
-        location or its conversation only from an older entry: an old entry read back must not stand in for a
-        later one (an assistant text, say, returned by several responses)."""
+        """Remember a response learnt from elsewhere (a shared store). Unlike ``record``, it takes over its
+        conversation only from an older entry: an old entry read back must not stand in for a later turn."""
         with self._lock:
             self._store(entry, newer_only=True)
             self._evict()
 
     def _store(self, entry: Entry, newer_only: bool = False) -> None:
-        if entry.response_id in self._entries:
-            self._forget(entry.response_id)
-        self._entries[entry.response_id] = entry
-        for index, meta in enumerate(entry.outputs):
-            for key in location_keys(meta):
-                self._index(key, entry, index, newer_only)
+        response_id = entry.response_id
+        if response_id in self._entries:
+            self._forget(response_id)
+        self._entries[response_id] = entry
+        if not entry.written_by_app:
+            for index, meta in enumerate(entry.outputs):
+                for key in location_keys(meta):
+                    self._index(key, response_id, index)
         conversation = entry.conversation_id
         if conversation is not None and (not newer_only or self._older(self._conversations.get(conversation), entry)):
-            self._conversations[conversation] = entry.response_id
+            self._conversations[conversation] = response_id
 
-    def _index(self, key: Key, entry: Entry, index: int, newer_only: bool) -> None:
-        if not newer_only or self._older(self._locations.get(key, (None,))[0], entry):
-            self._locations[key] = (entry.response_id, index)
+    def _index(self, key: Key, response_id: str, index: int) -> None:
+        where = self._locations.get(key)
+        if where is None:
+            self._locations[key] = ((response_id, index),)
+            return
+        where = (*where, (response_id, index))
+        if len(where) > MAX_PLACES:  # the oldest entry's place goes
+            entries = self._entries
+            oldest = min(where, key=lambda place: e.sequence if (e := entries.get(place[0])) is not None else -1)
+            where = tuple(place for place in where if place is not oldest)
+        self._locations[key] = where
 
     def _older(self, response_id: str | None, entry: Entry) -> bool:
         """True when ``response_id`` names no entry, or one not newer than ``entry``."""
@@ -214,10 +268,17 @@ class InMemoryLedger:
 
     def _forget(self, response_id: str) -> None:
         entry = self._entries.pop(response_id)
-        for meta in entry.outputs:
-            for key in location_keys(meta):
-                if self._locations.get(key, ("",))[0] == response_id:
-                    del self._locations[key]
+        if not entry.written_by_app:
+            locations = self._locations
+            for key in {key for meta in entry.outputs for key in location_keys(meta)}:
+                where = locations.get(key)
+                if where is None:
+                    continue
+                kept = tuple(place for place in where if place[0] != response_id)
+                if kept:
+                    locations[key] = kept
+                else:
+                    del locations[key]
         if entry.conversation_id is not None and self._conversations.get(entry.conversation_id) == response_id:
             del self._conversations[entry.conversation_id]
         self._children.discard(response_id)
@@ -248,3 +309,32 @@ class InMemoryLedger:
 def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:
     """The output items an entry keeps: all of them up to ``MAX_OUTPUT_ITEMS``."""
     return outputs if len(outputs) <= MAX_OUTPUT_ITEMS else outputs[:MAX_OUTPUT_ITEMS]
+
+
+class PreviousProtocolLedger:
+    """A custom ledger written for the previous release's protocol (``locate``: one place per key), read through this
+    one's (``places``). Kept for one release: implement ``places`` instead. Every other method passes through."""
+
+    def __init__(self, ledger: Any) -> None:
+        self._ledger = ledger
+
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        found: list[tuple[Entry, int] | None] = self._ledger.locate(keys)
+        return [(place,) if place is not None else NOWHERE for place in found]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+
+def adapt(ledger: Any) -> Any:
+    """``ledger`` as this release's protocol reads it: unchanged when it implements ``places``; a ledger written for the
+    previous protocol (``locate`` only) wrapped, with a deprecation warning."""
+    if callable(getattr(ledger, "places", None)) or not callable(getattr(ledger, "locate", None)):
+        return ledger
+    warnings.warn(
+        "otel-responses: this ledger implements the previous Ledger protocol (locate); it is read through an adapter "
+        "for one release: implement places(keys) instead (see otel_responses.ledger.LedgerView)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return PreviousProtocolLedger(ledger)

@@ -18,7 +18,10 @@ Formats are read through one table, ``FORMATS``: a value starts with ``v{version
 its MAC; a value without that header is of format 2, the last unsigned one (written by the previous release), read
 only when the ledger is built with ``accept_unsigned=True``. Format 1 (two releases back) no longer decodes.
 
-Key names (format 5) carry a Redis Cluster hash tag: ``{prefix}:{key id}:{tag}:{kind}``, the tag being what the key
+Format 6 adds what an entry says beyond its items (deleted by the app, written by the app into a conversation, the
+latest turn of its lineage that sent instructions, a system message held in server-side state) and lets one item
+location name several positions of one response (an id a server repeats). Key names (formats 5 and 6) carry a Redis
+Cluster hash tag: ``{prefix}:{key id}:{tag}:{kind}``, the tag being what the key
 is about (a response id for its entry ``r`` and continued-marker ``k``, a conversation id for its pointer ``c``, an
 item id ``i``, a call ``t`` or a text fingerprint ``f`` for a location). One layout on a single node and on a
 cluster.
@@ -42,12 +45,15 @@ if TYPE_CHECKING:
     from .fingerprint import Fingerprinter
 
 DEFAULT_MAX_ENTRY_BYTES = 8192
-# Version 5 is version 4's values under the hash-tagged key layout (``{prefix}:{key id}:{tag}:kind``, for Redis
-# Cluster); version 4 added the lineage, version 3 sealed every value; version 2 (entries as compact JSON with the
-# version inside, locations as `index:response_id`, markers as `1`, none authenticated) is older still. Values of
-# formats 4 and 3 still decode, but only under the keys they are read from: the old layout's key names
-# (``{prefix}:{key id}:r:{id}``) are no longer asked for.
-FORMAT = 5
+# Version 6 adds an entry's facts field (deleted, written by the app, the last instructed turn, a system message in
+# server state) and locations of several positions (`i,j:response_id`); version 5 is version 4's values under the
+# hash-tagged key layout (``{prefix}:{key id}:{tag}:kind``, for Redis Cluster); version 4 added the lineage, version 3
+# sealed every value; version 2 (entries as compact JSON with the version inside, locations as `index:response_id`,
+# markers as `1`, none authenticated) is older still. Values of formats 5, 4 and 3 still decode, but only under the keys
+# they are read from: the old layout's key names (``{prefix}:{key id}:r:{id}``) are no longer asked for. The previous
+# release reads none of format 6 (an unknown version: counted ``undecodable``, treated as absent), so during a rolling
+# deploy each side checks turns the other made against what it knows itself: missed signals, never false ones.
+FORMAT = 6
 MAC_BYTES = 16
 MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
 _MAC_PERSON = b"otelr-ledger"
@@ -65,11 +71,14 @@ _MAX_COUNT = 2**32 - 1
 _MAX_FINGERPRINT = 2**64 - 1
 _MAX_SHAPE = 2**40
 # Values longer than these are rejected unread (before their MAC is computed).
-_MAX_LOCATION_BYTES = 256
+_MAX_LOCATION_BYTES = 384  # a header, up to 32 positions and an id
 _MAX_MARKER_BYTES = 64
 _MARKER = b"1"
-_ENTRY_FIELDS = 12  # of format 4: format 3's eleven and the lineage (format 2 is format 3's with its version in front)
+_ENTRY_FIELDS = 13  # of format 6: format 4's twelve and the entry's facts
+_V4_FIELDS = 12  # format 3's eleven and the lineage (format 2 is format 3's with its version in front)
 _V3_FIELDS = 11
+# The previous releases wrote the items an app wrote to a conversation as entries named so (format 6 says it).
+_WRITTEN_BY_APP_PREFIX = "conversation-items:"
 _TRACE_ID = re.compile(r"[0-9a-f]{32}")
 _SPAN_ID = re.compile(r"[0-9a-f]{16}")
 
@@ -214,14 +223,55 @@ def _lineage_field(entry: Entry) -> list[Any] | None:
     ]
 
 
-def entry_from_fields(doc: object) -> Entry | None:
-    """The entry a format-4 field list holds (a format-3 one: without its lineage), or None unless every field
-    passes: the one set of rules for what a shared entry may hold, applied to what is written and to what is read.
-    Built ``shared``: another writer may have put it there."""
-    if type(doc) is not list or len(doc) not in (_ENTRY_FIELDS, _V3_FIELDS):
+def _facts(raw: object, response_id: str) -> dict[str, Any] | None:
+    """The entry's facts ``[deleted, written by the app, instructed id, instructed turn, system in state]``, or None
+    when malformed; ``null`` (an entry of format 5 or older) gives their defaults, and tells an entry of the previous
+    releases' app-written kind by its name."""
+    if raw is None:
+        return {"written_by_app": response_id.startswith(_WRITTEN_BY_APP_PREFIX)}
+    if type(raw) is not list or len(raw) != 5:
         return None
-    place = _lineage(doc[11] if len(doc) == _ENTRY_FIELDS else None)
+    deleted, written_by_app, instructed_id, instructed_turn, system_in_state = raw
+    if not _flag(deleted) or not _flag(written_by_app) or not _flag(system_in_state):
+        return None
+    if not _optional_id(instructed_id) or (instructed_turn is not None and not _count(instructed_turn)):
+        return None
+    if instructed_id is None and instructed_turn is not None:
+        return None
+    return {
+        "deleted": bool(deleted),
+        "written_by_app": bool(written_by_app),
+        "instructed_id": instructed_id,
+        "instructed_turn": instructed_turn,
+        "system_in_state": bool(system_in_state),
+    }
+
+
+def _facts_field(entry: Entry) -> list[Any] | None:
+    if not (entry.deleted or entry.written_by_app or entry.instructed_id is not None or entry.system_in_state):
+        return None
+    return [
+        int(entry.deleted),
+        int(entry.written_by_app),
+        entry.instructed_id,
+        entry.instructed_turn if entry.instructed_id is not None else None,
+        int(entry.system_in_state),
+    ]
+
+
+def entry_from_fields(doc: object) -> Entry | None:
+    """The entry a format-6 field list holds (a format-4 one: without its facts; a format-3 one: without its lineage
+    either), or None unless every field passes: the one set of rules for what a shared entry may hold, applied to
+    what is written and to what is read. Built ``shared``: another writer may have put it there."""
+    if type(doc) is not list or len(doc) not in (_ENTRY_FIELDS, _V4_FIELDS, _V3_FIELDS):
+        return None
+    place = _lineage(doc[11] if len(doc) >= _V4_FIELDS else None)
     if place is None:
+        return None
+    if not is_id(doc[0]):
+        return None
+    facts = _facts(doc[12] if len(doc) == _ENTRY_FIELDS else None, doc[0])
+    if facts is None:
         return None
     response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:7]
     raw_outputs, parent_id, raw_messages, raw_copies = doc[7:11]
@@ -261,11 +311,12 @@ def entry_from_fields(doc: object) -> Entry | None:
         copies=tuple((index, shape) for index, shape in raw_copies),
         shared=True,
         **place,
+        **facts,
     )
 
 
 def entry_fields(entry: Entry) -> list[Any]:
-    """The entry's fields in format 4's order, as JSON takes them."""
+    """The entry's fields in format 6's order, as JSON takes them."""
     return [
         entry.response_id,
         entry.sequence,
@@ -282,6 +333,7 @@ def entry_fields(entry: Entry) -> list[Any]:
         list(entry.input_messages[-MAX_INPUT_MESSAGES:]),
         [list(copy) for copy in entry.copies[:MAX_OUTPUT_ITEMS]],
         _lineage_field(entry),
+        _facts_field(entry),
     ]
 
 
@@ -312,10 +364,9 @@ def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
 
 
 def encode_entry(entry: Entry, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
-    """The entry as a sealed value's content (format 5, whose content is format 4's: compact JSON of its fields
-    only) and how many output items it kept: the whole value (header and MAC included) stays within
-    ``max_bytes``, output items past it dropped. None for an entry that cannot fit even without them, or that a
-    reader would reject (see ``shareable``)."""
+    """The entry as a sealed value's content (format 6: compact JSON of its fields only) and how many output items
+    it kept: the whole value (header and MAC included) stays within ``max_bytes``, output items past it dropped. None
+    for an entry that cannot fit even without them, or that a reader would reject (see ``shareable``)."""
     if not shareable(entry):
         return None
     return _fit(entry_fields(entry), max_bytes - _HEADER_BYTES)
@@ -328,9 +379,14 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _entry_v4(body: bytes) -> Entry | None:
+def _entry_v6(body: bytes) -> Entry | None:
     doc = _json(body)
     return entry_from_fields(doc) if type(doc) is list and len(doc) == _ENTRY_FIELDS else None
+
+
+def _entry_v4(body: bytes) -> Entry | None:
+    doc = _json(body)
+    return entry_from_fields(doc) if type(doc) is list and len(doc) == _V4_FIELDS else None
 
 
 def _entry_v3(body: bytes) -> Entry | None:
@@ -348,21 +404,48 @@ def _entry_v2(body: bytes) -> Entry | None:
 # -- item locations and markers ------------------------------------------------------------------------------
 
 
-def encode_location(index: int, response_id: str) -> bytes:
-    """``index:response_id``: where an output item is (the same content in formats 2 and 3)."""
-    return f"{index}:{response_id}".encode("ascii")
+Location = tuple[str, tuple[int, ...]]  # a response id and the output indexes a key names in it, ascending
 
 
-def _location(body: bytes) -> tuple[str, int] | None:
-    """``index:response_id`` -> (response id, output index), or None."""
-    index, colon, response_id = body.partition(b":")
-    if not colon or not index.isdigit() or len(index) > 2 or int(index) >= MAX_OUTPUT_ITEMS:
-        return None
+def encode_location(indexes: tuple[int, ...] | list[int], response_id: str) -> bytes:
+    """``index,index...:response_id``: where an output item is (one index, as in formats 2 to 5, but for an id a
+    response holds at several positions)."""
+    return f"{','.join(map(str, indexes))}:{response_id}".encode("ascii")
+
+
+def _index(raw: bytes) -> int | None:
+    return int(raw) if raw.isdigit() and len(raw) <= 2 and int(raw) < MAX_OUTPUT_ITEMS else None
+
+
+def _response_id(raw: bytes) -> str | None:
     try:
-        name = response_id.decode("ascii")
+        name = raw.decode("ascii")
     except UnicodeDecodeError:
         return None
-    return (name, int(index)) if is_id(name) else None
+    return name if is_id(name) else None
+
+
+def _location(body: bytes) -> Location | None:
+    """``index:response_id`` (formats 2 to 5) -> (response id, (output index,)), or None."""
+    index, colon, response_id = body.partition(b":")
+    number = _index(index) if colon else None
+    name = _response_id(response_id) if number is not None else None
+    return (name, (number,)) if name is not None and number is not None else None
+
+
+def _location_v6(body: bytes) -> Location | None:
+    """``index,index...:response_id`` -> (response id, output indexes), or None (indexes must ascend)."""
+    raw_indexes, colon, response_id = body.partition(b":")
+    if not colon:
+        return None
+    indexes: list[int] = []
+    for raw in raw_indexes.split(b","):
+        number = _index(raw)
+        if number is None or (indexes and number <= indexes[-1]):
+            return None
+        indexes.append(number)
+    name = _response_id(response_id)
+    return (name, tuple(indexes)) if name is not None else None
 
 
 def _marker(body: bytes) -> bool:
@@ -380,7 +463,7 @@ class Format:
     version: int
     signed: bool
     entry: Callable[[bytes], Entry | None]
-    location: Callable[[bytes], tuple[str, int] | None]
+    location: Callable[[bytes], Location | None]
     marker: Callable[[bytes], bool]
 
 
@@ -388,6 +471,7 @@ class Format:
 # a Redis Cluster key layout) or dropped. A version missing here is unreadable, as this release's values are to a
 # reader of the previous one.
 FORMATS: dict[int, Format] = {
+    6: Format(6, signed=True, entry=_entry_v6, location=_location_v6, marker=_marker),
     5: Format(5, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     4: Format(4, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     3: Format(3, signed=True, entry=_entry_v3, location=_location, marker=_marker),
@@ -404,7 +488,7 @@ def _ignore(name: str) -> None:
 
 
 class Codec:
-    """Seals and opens the values of one fleet key: ``v5.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
+    """Seals and opens the values of one fleet key: ``v6.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
     (base64url) of the format version, the key name and the content, keyed with ``fingerprinter.derive``.
 
     Opening a value costs one MAC; what fails is None and counted through ``count``: ``forged`` (a MAC that does
@@ -479,7 +563,7 @@ class Codec:
             self.count("undecodable")
         return entry
 
-    def location(self, key: str, raw: object) -> tuple[str, int] | None:
+    def location(self, key: str, raw: object) -> Location | None:
         opened = self.open(key, raw, _MAX_LOCATION_BYTES)
         if opened is None:
             return None
@@ -499,7 +583,8 @@ class Codec:
 
     def commands(self, namespace: str, entry: Entry, parent_id: str | None) -> list[tuple[str, bytes]]:
         """The keys and sealed values recording ``entry``: the entry, the locations of its output items (by id, by
-        call, and by text fingerprint for assistant messages), its conversation's latest entry, and its parent's
+        call, and by text fingerprint for assistant messages; none for items the app wrote), its conversation's
+        latest entry, and its parent's
         continued-marker. None of them (counted ``local_only``) for an entry a reader would reject, nor (counted
         ``dropped``) for one too big even without its output items; ``trimmed`` counts those that lost some."""
         if not shareable(entry, parent_id):
@@ -514,12 +599,15 @@ class Codec:
             self.count("trimmed")
         name = entry_key(namespace, entry.response_id)
         commands = [(name, self.seal(name, content))]
-        for index, meta in enumerate(entry.outputs[:kept]):
-            place = encode_location(index, entry.response_id)
-            for key in location_keys(meta):
+        if not entry.written_by_app:  # never a place a replayed item is found (see ``Entry.written_by_app``)
+            positions: dict[Key, list[int]] = {}
+            for index, meta in enumerate(entry.outputs[:kept]):
+                for key in location_keys(meta):
+                    positions.setdefault(key, []).append(index)
+            for key, indexes in positions.items():
                 located = location_key(namespace, key)
                 if located is not None:
-                    commands.append((located, self.seal(located, place)))
+                    commands.append((located, self.seal(located, encode_location(indexes, entry.response_id))))
         if entry.conversation_id is not None:
             name = conversation_key(namespace, entry.conversation_id)
             commands.append((name, self.seal(name, content)))

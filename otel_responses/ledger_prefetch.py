@@ -37,7 +37,7 @@ from typing import Any
 from .attributes import OPERATION_CHAT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
 from .ledger import Key
-from .ledger_codec import Codec, conversation_key, entry_key, is_id, location_key, marker_key
+from .ledger_codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
 from .redis_ledger import LOCAL_ONLY, RedisLedger
 
 __all__ = ["LOCAL_ONLY", "AsyncReader", "reader_for"]
@@ -277,19 +277,19 @@ class _Batch:
 
     def locations(self, keys: Sequence[Key]) -> None:
         """Item ids missing locally, and every text fingerprint (the latest response that said a text may be
-        another process's), as ``RedisLedger.locate`` asks them."""
-        found = self.ledger.locate(keys)
+        another process's), as ``RedisLedger.places`` asks them."""
+        found = self.ledger.places(keys)
         for key, local in zip(keys, found, strict=True):
             name = location_key(self.namespace, key)
-            if name is not None and (isinstance(key, int) or local is None):
+            if name is not None and (isinstance(key, int) or not local):
                 self._want(name, "l", "")
 
-    async def run(self, reader: AsyncReader) -> list[tuple[str, int]]:
+    async def run(self, reader: AsyncReader) -> list[Location]:
         """One awaited round trip; entries found are cached, continued-markers noted; the item locations read."""
         values = await reader._mget(self.ledger, self.names)
         if values is None:
             return []
-        places: list[tuple[str, int]] = []
+        places: list[Location] = []
         codec, ledger = self.codec, self.ledger
         for name, (kind, about), raw in zip(self.names, self.wants, values, strict=True):
             if raw is None:

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .config import Settings
 from .facts import (
+    CONVERSATION,
+    SERVER_CHAIN,
     RequestFacts,
     ResponseFacts,
     conversation_facts,
@@ -120,6 +122,7 @@ def remember_created(
     parent_id = parent.response_id if parent is not None else req.previous_response_id
     kept = outputs_to_keep(resp.output_items)
     own = lineage.own
+    instructed = _instructed(req, parent)
     entry = Entry(
         response_id=resp.response_id,
         sequence=ledger.next_sequence(),
@@ -136,8 +139,25 @@ def remember_created(
         lineage_id=lineage.of_response(resp.response_id),
         trace_id=own[0] if own is not None else None,
         span_id=own[1] if own is not None else None,
+        instructed_id=instructed[0] if instructed is not None else None,
+        instructed_turn=instructed[1] if instructed is not None else None,
+        system_in_state=req.system_messages
+        or (_continues_state(req) and parent is not None and parent.system_in_state),
     )
     ledger.record(entry, parent_id)
+
+
+def _continues_state(req: RequestFacts) -> bool:
+    """The request's context is the server-side state it continues plus its input (a replay's is its input only)."""
+    return req.state_mode in (SERVER_CHAIN, CONVERSATION)
+
+
+def _instructed(req: RequestFacts, parent: Entry | None) -> tuple[str, int | None] | None:
+    """The latest earlier turn of the lineage that sent instructions, carried into a turn that sends none (a turn that
+    sends them is its own: ``Entry.last_instructed``)."""
+    if req.instructions_hash is not None or parent is None:
+        return None
+    return parent.last_instructed()
 
 
 def _place(lineage: Lineage, response_id: str) -> dict[str, Any]:
@@ -159,6 +179,7 @@ def remember_compacted(
     if resp.response_id is None or not resp.output_items:
         return
     parent = an.parent
+    instructed = _instructed(req, parent)
     entry = Entry(
         response_id=resp.response_id,
         sequence=ledger.next_sequence(),
@@ -170,6 +191,8 @@ def remember_compacted(
         input_compactions=req.compactions,
         parent_id=parent.response_id if parent is not None else req.previous_response_id,
         input_messages=req.last_messages,
+        instructed_id=instructed[0] if instructed is not None else None,
+        instructed_turn=instructed[1] if instructed is not None else None,
         **_place(lineage, resp.response_id),
     )
     ledger.record(entry, None)
@@ -187,9 +210,15 @@ def remember_fetched(
 def remember_deleted(
     ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
 ) -> None:
-    """A deleted response can no more be chained to than an unstored one."""
-    if an.parent is not None:
-        ledger.record(replace(an.parent, store=False), None)
+    """A deleted response can no more be chained to than an unstored one, but retrieving it is the app's own doing:
+    the fact is "deleted", not "unstored". One this process never saw is remembered as deleted too (another worker
+    may chain to it)."""
+    entry = an.parent
+    if entry is None:
+        if req.target_response_id is None:
+            return
+        entry = Entry(req.target_response_id, ledger.next_sequence(), True, None, None, (), 0, 0)
+    ledger.record(replace(entry, deleted=True), None)
 
 
 def remember_conversation_items(
@@ -211,11 +240,12 @@ def remember_conversation_items(
     # The server gives items written without an id new ones: the calls are known by their call_id.
     written: tuple[ItemMeta, ...] = tuple(m._replace(id=None) for m in req.input_items if m.type in CALL_TYPES)
     sequence = ledger.next_sequence()
+    instructed = latest.last_instructed() if latest is not None else None
     entry = Entry(
         response_id=f"conversation-items:{conversation_id}:{sequence}",
         sequence=sequence,
         store=True,
-        instructions_hash=latest.instructions_hash if latest is not None else None,
+        instructions_hash=latest.instructions_hash if latest is not None else None,  # what the next turn compares
         conversation_id=conversation_id,
         outputs=outputs_to_keep(carried + written),
         input_app_messages=0,
@@ -226,6 +256,10 @@ def remember_conversation_items(
         lineage_id=conversation_id,
         trace_id=latest.trace_id if latest is not None else None,
         span_id=latest.span_id if latest is not None else None,
+        written_by_app=True,
+        instructed_id=instructed[0] if instructed is not None else None,
+        instructed_turn=instructed[1] if instructed is not None else None,
+        system_in_state=req.system_messages or (latest is not None and latest.system_in_state),
     )
     ledger.record(entry, None)
 

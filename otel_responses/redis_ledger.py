@@ -43,11 +43,12 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .ledger import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key
+from .ledger import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place
 from .ledger_codec import (
     DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
     Codec,
+    Location,
     conversation_key,
     decode_entry,
     encode_entry,
@@ -469,30 +470,31 @@ class RedisLedger:
             self._local.cache(entry)
         return entry
 
-    def locate(self, keys: Sequence[Key]) -> list[tuple[Entry, int] | None]:
-        """Item ids missing locally, and every text fingerprint (one text may be returned by several responses,
-        and the latest of them may be another process's), in one MGET; then the entries they point to in
-        another. Of two answers for a key, the newer entry wins, as in one process."""
-        found = self._local.locate(keys)
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        """Item keys unknown locally, and every text fingerprint (one text may be returned by several responses, and
+        the latest of them may be another process's), in one MGET; then the entries they point to in another. What
+        Redis names joins what this process holds (a key naming two responses is ambiguous wherever they were
+        made)."""
+        found = self._local.places(keys)
         bound = self._bound
         if bound is None:
             return found
         namespace, codec = bound
         names = [location_key(namespace, key) for key in keys]
-        asked = [i for i, key in enumerate(keys) if names[i] is not None and (isinstance(key, int) or found[i] is None)]
+        asked = [i for i, key in enumerate(keys) if names[i] is not None and (isinstance(key, int) or not found[i])]
         if not asked:
             return found
         values = self._fetch([names[i] or "" for i in asked])
         if values is None:
             return found
-        places: dict[int, tuple[str, int]] = {}
+        located: dict[int, Location] = {}
         for i, raw in zip(asked, values, strict=True):
             place = codec.location(names[i] or "", raw) if raw is not None else None
             if place is not None:
-                places[i] = place
+                located[i] = place
         entries: dict[str, Entry] = {}
         remote: list[str] = []
-        for response_id, _ in places.values():
+        for response_id, _ in located.values():
             if response_id in entries or response_id in remote:
                 continue
             local = self._local.get(response_id)
@@ -508,13 +510,17 @@ class RedisLedger:
                 if entry is not None:
                     self._local.cache(entry)
                     entries[response_id] = entry
-        for i, (response_id, index) in places.items():
+        for i, (response_id, indexes) in located.items():
             entry = entries.get(response_id)
-            if entry is None or not self._holds(entry, index, keys[i]):
+            if entry is None or entry.written_by_app:
                 continue
             current = found[i]
-            if current is None or current[0].sequence < entry.sequence:
-                found[i] = (entry, index)
+            known = {place[1] for place in current if place[0].response_id == response_id}
+            extra = tuple(
+                (entry, index) for index in indexes if index not in known and self._holds(entry, index, keys[i])
+            )
+            if extra:
+                found[i] = current + extra
         return found
 
     @staticmethod

@@ -5,10 +5,13 @@ Names are a contract (span attributes, events, metrics, dashboards, alert rules)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
 from opentelemetry.util.types import AttributeValue
+
+from .attributes import PARENT_DELETED
 
 ERROR: Final = "error"
 WARNING: Final = "warning"
@@ -17,12 +20,14 @@ INFO: Final = "info"
 
 @dataclass(frozen=True, slots=True)
 class Kind:
-    """One entry of the catalogue."""
+    """One entry of the catalogue. ``variants``: a meaning and fix of their own for a signal whose detail sets the
+    named attribute true (a deleted parent is no storage mistake)."""
 
     name: str
     severity: str
     meaning: str
     fix: str
+    variants: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 CATALOGUE: Final[dict[str, Kind]] = {
@@ -39,18 +44,26 @@ CATALOGUE: Final[dict[str, Kind]] = {
             ERROR,
             "`previous_response_id` names a response created with `store=false` (or under ZDR)",
             "store the parent (`store=true`), or keep the history yourself and replay every output item",
+            {
+                PARENT_DELETED: (
+                    "`previous_response_id` names a response the app deleted",
+                    "chain to a response that still exists (delete a conversation's responses only once it is over), "
+                    "or keep the history yourself and replay every output item",
+                )
+            },
         ),
         Kind(
             "unstored_retrieve",
             ERROR,
-            "retrieving a response (or its input items) that was created with `store=false`",
+            "retrieving a response (or its input items) that was created with `store=false` (not one the app deleted)",
             "do not rely on retrieve for `store=false` responses: keep what you need from the create result",
         ),
         Kind(
             "instructions_dropped",
             WARNING,
-            "a request continuing a turn (any mode) sends no `instructions` (nor, in a replay, a system or developer "
-            "message) although that turn had them",
+            "a request continuing a lineage (any mode) sends no `instructions` (nor, in a replay, a system or "
+            "developer message) although an earlier turn of it had them, and the server-side state holds no system or "
+            'developer message; `""` counts as none',
             "send the current `instructions` on every request: they are not inherited from the parent",
         ),
         Kind(
@@ -184,6 +197,21 @@ class Signal:
         return CATALOGUE[self.name].severity
 
     @property
+    def meaning(self) -> str:
+        return self._variant()[0]
+
+    @property
+    def fix(self) -> str:
+        return self._variant()[1]
+
+    def _variant(self) -> tuple[str, str]:
+        kind = CATALOGUE[self.name]
+        for attribute, variant in kind.variants.items():
+            if self.detail.get(attribute) is True:
+                return variant
+        return kind.meaning, kind.fix
+
+    @property
     def refusable(self) -> bool:
         """Strict mode may refuse the request for it: an error the request itself, or this process's own records of
         immutable facts, prove (never a fact read from a shared store, nor a conversation's latest turn)."""
@@ -199,6 +227,6 @@ class ContextLossError(Exception):
     def __init__(self, signals: list[Signal]) -> None:
         self.signals = tuple(s.name for s in signals)
         self.signal = self.signals[0]
-        kind = CATALOGUE[self.signal]
+        first = signals[0]
         others = f" (also: {', '.join(self.signals[1:])})" if len(self.signals) > 1 else ""
-        super().__init__(f"{kind.name}: {kind.meaning}. Fix: {kind.fix}.{others}")
+        super().__init__(f"{first.name}: {first.meaning}. Fix: {first.fix}.{others}")

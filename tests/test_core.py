@@ -13,7 +13,14 @@ import pytest
 from otel_responses.analysis import analyse
 from otel_responses.checks import Situation, accepted_by_api, confirmed_by_api, run_request_checks
 from otel_responses.config import settings_from
-from otel_responses.facts import ResponseFacts, request_facts, response_facts, with_stream_items
+from otel_responses.facts import (
+    ResponseFacts,
+    conversation_facts,
+    request_facts,
+    response_facts,
+    target_facts,
+    with_stream_items,
+)
 from otel_responses.items import (
     MAX_NAME,
     SHAPE_FOREIGN,
@@ -25,9 +32,9 @@ from otel_responses.items import (
     reshaped,
 )
 from otel_responses.ledger import Entry, InMemoryLedger
-from otel_responses.lineage import Lineage
-from otel_responses.operations import remember_created
-from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT
+from otel_responses.lineage import Lineage, lineage_of
+from otel_responses.operations import remember_conversation_items, remember_created, remember_deleted
+from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
 
 SETTINGS = settings_from({"hash_key": "core-tests"})
 FP = SETTINGS.fingerprinter
@@ -161,6 +168,13 @@ STRIPPED_CALL = {k: v for k, v in CALL.items() if k != "id"}
 OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "42"}
 REASONING = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": TOKEN}
 ANSWER = {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}
+# Habits of clients and compatible servers with ids (see the README's known client and server behaviours):
+LOCAL_ANSWER = {**ANSWER, "id": "msg_local_1"}  # a streamed answer kept under the client's own id
+OTHER_LOCAL_ANSWER = {**LOCAL_ANSWER, "content": [{"type": "output_text", "text": "not what was said"}]}
+TOKEN_2 = "gAAAAABo" + "Yy8-Lm_" * 25  # another payload, of another length
+REPEATED = {**REASONING, "encrypted_content": TOKEN_2}  # a second reasoning item under the same id `rs_1`
+REWRITTEN_CALL = {"type": "function_call", "call_id": "fc_1", "name": "f", "arguments": "{}"}  # call_id := item id
+REWRITTEN_OUTPUT = {"type": "function_call_output", "call_id": "fc_1", "output": "42"}
 
 ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
     # (name, outputs of resp_1 (asked with `input=[user("q")]`), the next request, expected signals)
@@ -324,6 +338,69 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         [ANSWER],
         {"previous_response_id": "resp_1", "input": [user("q")]},
         set(),
+    ),
+    # An id the API never returned: recognised by its text, in the response the replay links by another item.
+    (
+        "a streamed answer replayed under the client's own id",
+        [REASONING, ANSWER],
+        {"input": [user("q"), REASONING, LOCAL_ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "another text under the client's own id",
+        [REASONING, ANSWER],
+        {"input": [user("q"), REASONING, OTHER_LOCAL_ANSWER, user("n")]},
+        {"replay_incomplete"},
+    ),
+    (
+        "the client's own id after a tool round trip",
+        [REASONING, CALL, ANSWER],
+        {"input": [user("q"), REASONING, CALL, OUTPUT, LOCAL_ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "the client's own id alone links nothing",
+        [REASONING, ANSWER],
+        {"input": [user("q"), LOCAL_ANSWER, user("n")]},
+        set(),
+    ),
+    # One id at two positions of a response (a compatible server's habit): consumed in order, judged against both.
+    (
+        "a repeated reasoning id replayed byte for byte",
+        [REASONING, REPEATED, ANSWER],
+        {"input": [user("q"), REASONING, REPEATED, ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "a repeated reasoning id replayed in the other order",
+        [REASONING, REPEATED, ANSWER],
+        {"input": [user("q"), REPEATED, REASONING, ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "one of a repeated reasoning id dropped",
+        [REASONING, REPEATED, ANSWER],
+        {"input": [user("q"), REASONING, ANSWER, user("n")]},
+        {"reasoning_dropped"},
+    ),
+    (
+        "one of a repeated reasoning id truncated",
+        [REASONING, REPEATED, ANSWER],
+        {"input": [user("q"), REASONING, {**REPEATED, "encrypted_content": TOKEN_2[:-4]}, ANSWER, user("n")]},
+        {"encrypted_content_modified"},
+    ),
+    # A call_id rewritten on both sides (to the item's id), the item id dropped: the call found by type and position.
+    (
+        "a call id rewritten on the call and its output",
+        [REASONING, CALL],
+        {"input": [user("q"), REASONING, REWRITTEN_CALL, REWRITTEN_OUTPUT]},
+        set(),
+    ),
+    (
+        "a rewritten call id, the call itself dropped",
+        [REASONING, CALL],
+        {"input": [user("q"), REASONING, REWRITTEN_OUTPUT]},
+        {"replay_incomplete", "orphan_tool_output"},
     ),
     (
         "chain re-sending the system message each turn",
@@ -585,3 +662,147 @@ def test_a_replayed_text_is_the_response_whose_calls_the_replay_carries() -> Non
     text_only = {"role": "assistant", "content": "Looking that up."}
     replay = [user(prompt), text_only, STRIPPED_CALL, OUTPUT, user("Thanks.")]
     assert signals(ledger, input=replay) == set()
+
+
+# -- items the app writes to a conversation, and responses it deletes -------------------------------------------
+
+
+def written_to_conversation(ledger: InMemoryLedger, items: list[dict[str, Any]], conversation: str = "conv_1") -> None:
+    """What `conversations.items.create(conversation_id=..., items=...)` remembers (the OpenAI Agents SDK's
+    `OpenAIConversationsSession` writes each turn so, then replays `conversations.items.list(...)`)."""
+    req = conversation_facts("create_conversation_items", conversation, tuple(meta(i) for i in items))
+    remember_conversation_items(ledger, req, analyse(req, ledger), ResponseFacts.empty(), SETTINGS, Lineage())
+
+
+def test_items_the_app_wrote_never_stand_for_the_response_they_copy() -> None:
+    ledger = ledger_with(("resp_1", [REASONING, CALL], {"input": [user("q")]}))
+    written_to_conversation(ledger, [user("q"), REASONING, CALL, OUTPUT])
+    # The session's replay: every item as the conversation lists it. The call is the response's, not the write's.
+    assert signals(ledger, input=[user("q"), REASONING, CALL, OUTPUT, user("n")]) == set()
+    # Near miss: the reasoning really dropped, the call replayed without its id: still the response's call, and the
+    # response's reasoning is missed.
+    assert signals(ledger, input=[user("q"), STRIPPED_CALL, OUTPUT, user("n")]) == {"reasoning_dropped"}
+
+
+def test_items_the_app_wrote_still_answer_conversation_questions() -> None:
+    """The write is the conversation's latest turn: its calls are pending until an output is written."""
+    ledger = InMemoryLedger()
+    written_to_conversation(ledger, [user("q"), CALL])
+    assert signals(ledger, conversation="conv_1", input=[user("next")]) == {"missing_tool_output"}
+    written_to_conversation(ledger, [OUTPUT])
+    assert signals(ledger, conversation="conv_1", input=[user("next")]) == set()
+
+
+def deleted(ledger: InMemoryLedger, response_id: str) -> None:
+    """What a successful `responses.delete(response_id)` remembers."""
+    req = target_facts("delete_response", response_id, {})
+    remember_deleted(ledger, req, analyse(req, ledger), ResponseFacts.empty(), SETTINGS, Lineage())
+
+
+def read_signals(ledger: InMemoryLedger, operation: str, response_id: str) -> list[Signal]:
+    req = target_facts(operation, response_id, {})
+    return run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["seen-created", "never-seen"])
+def test_a_deleted_response_is_gone_by_the_apps_choice(known: bool) -> None:
+    ledger = ledger_with(("resp_1", [ANSWER], {"input": [user("q")]})) if known else InMemoryLedger()
+    deleted(ledger, "resp_1")
+    assert read_signals(ledger, "fetch_response", "resp_1") == []
+    assert read_signals(ledger, "list_input_items", "resp_1") == []
+    req = request_facts("chat", {"model": "m", "input": "n", "previous_response_id": "resp_1"}, SETTINGS)
+    (signal,) = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    assert (signal.name, signal.detail) == (
+        "unstored_parent",
+        {"openai_responses.parent.id": "resp_1", "openai_responses.parent.deleted": True},
+    )
+    assert signal.refusable  # this process saw the delete succeed
+    assert "deleted" in signal.meaning
+    assert "store the parent" not in signal.fix
+
+
+def test_an_unstored_response_retrieved_is_still_an_error() -> None:
+    """The near miss of a deleted one: created with `store=false`, it never was kept."""
+    ledger = ledger_with(("resp_1", [ANSWER], {"input": [user("q")], "store": False}))
+    assert [s.name for s in read_signals(ledger, "fetch_response", "resp_1")] == ["unstored_retrieve"]
+
+
+# -- instructions across the whole lineage ----------------------------------------------------------------------
+
+
+def turns(*requests: dict[str, Any]) -> list[list[Signal]]:
+    """Each request in order against one ledger, as the wrappers run it: checks, then its response remembered in its
+    lineage (``resp_1``, ``resp_2``, ...; each answers "ok"). A request may name ``previous`` (the response it chains
+    to: "resp_N"), or replay with ``input``."""
+    ledger = InMemoryLedger()
+    raised: list[list[Signal]] = []
+    for number, kwargs in enumerate(requests, 1):
+        req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+        an = analyse(req, ledger)
+        raised.append(run_request_checks(req, an, Situation(zdr=False, concurrent=False)))
+        answer = {**ANSWER, "id": f"msg_{number}", "content": [{"type": "output_text", "text": f"ok {number}"}]}
+        remember_created(ledger, req, an, response_facts(_Response(f"resp_{number}", [answer]), SETTINGS), SETTINGS,
+                         lineage_of(req, an))  # fmt: skip
+    return raised
+
+
+def named(raised: list[list[Signal]]) -> list[list[tuple[str, dict[str, Any]]]]:
+    return [[(s.name, s.detail) for s in call] for call in raised]
+
+
+def dropped(parent: int, last: int) -> tuple[str, dict[str, Any]]:
+    return (
+        "instructions_dropped",
+        {
+            "openai_responses.parent.id": f"resp_{parent}",
+            "openai_responses.instructions.last_response.id": f"resp_{last}",
+            "openai_responses.instructions.last_turn": last,
+        },
+    )
+
+
+def test_every_turn_after_the_instructions_were_lost_is_named() -> None:
+    raised = turns(
+        {"input": "q", "instructions": "be brief"},
+        {"input": "n", "previous_response_id": "resp_1"},
+        {"input": "n", "previous_response_id": "resp_2"},
+        {"input": "n", "previous_response_id": "resp_3"},
+    )
+    assert named(raised) == [[], [dropped(1, 1)], [dropped(2, 1)], [dropped(3, 1)]]
+
+
+def test_instructions_sent_again_end_the_loss() -> None:
+    raised = turns(
+        {"input": "q", "instructions": "be brief"},
+        {"input": "n", "previous_response_id": "resp_1"},
+        {"input": "n", "previous_response_id": "resp_2", "instructions": "be brief"},
+        {"input": "n", "previous_response_id": "resp_3"},
+    )
+    assert named(raised) == [[], [dropped(1, 1)], [], [dropped(3, 3)]]
+
+
+def test_a_system_message_held_in_server_state_needs_no_instructions() -> None:
+    system = {"role": "system", "content": "be brief"}
+    raised = turns(
+        {"input": [system, user("q")], "instructions": "be brief"},
+        {"input": "n", "previous_response_id": "resp_1"},
+        {"input": "n", "previous_response_id": "resp_2"},
+    )
+    assert named(raised) == [[], [], []]
+
+
+def test_a_replay_holds_no_server_state() -> None:
+    """The near miss: the system message was sent once, then a replay leaves it out; the replay's context is its
+    input, so the instructions are gone (and the history with them: the system message was one of its messages)."""
+    system = {"role": "system", "content": "be brief"}
+    first_answer = {**ANSWER, "content": [{"type": "output_text", "text": "ok 1"}]}
+    raised = turns(
+        {"input": [system, user("q")], "instructions": "be brief"},
+        {"input": [user("q"), first_answer, user("n")]},
+    )
+    cut = {
+        "openai_responses.parent.id": "resp_1",
+        "openai_responses.history.expected_app_messages": 2,
+        "openai_responses.history.app_messages": 1,
+    }
+    assert named(raised) == [[], [dropped(1, 1), ("history_truncated", cut)]]

@@ -1,4 +1,4 @@
-"""The shared ledger's value format (issue 14): every value sealed with a MAC under a key derived from the fleet's
+"""The shared ledger's value format: every value sealed with a MAC under a key derived from the fleet's
 hash key, one table of readable formats, and every field checked against the API's shapes on read and on write.
 
 Against a real `redis-server` on 127.0.0.1 (as in tests/test_redis_ledger.py). The previous release's format (2) is
@@ -274,13 +274,20 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         ItemMeta("message", "msg_1", None, "assistant", "commentary", False, 2**64 - 1),
         ItemMeta("function_call", "fc_1", "call_abc", None, None, False, None, True),
         ItemMeta("mcp_approval_request", "mcpr_1", "mcpr_1", None, None, False),
+        # A server that repeats an id within one response: one location names both positions.
+        ItemMeta("reasoning", "rs_1", None, None, None, True, None, False, payload_shape("QUJD" * 200)),
     )
     entry = Entry(
         response_id, 1_760_000_000_000_000_000, True, "0123456789abcdef", "conv_1", outputs, 3, 1,
         parent_id="resp_parent", input_messages=(1, 2, 2**64 - 1), copies=((0, payload_shape("QUJD" * 300)),),
         turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
+        instructed_id="resp_first", instructed_turn=1, system_in_state=True,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
+
+
+# What an entry of format 5 or older says of the facts format 6 added: none of them.
+NO_FACTS: dict[str, Any] = {"instructed_id": None, "instructed_turn": None, "system_in_state": False}
 
 
 def keys_and_values(admin: redis.Redis) -> dict[str, bytes]:
@@ -296,7 +303,7 @@ def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
 # -- the byte layout -----------------------------------------------------------------------------------------
 
 
-def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 5) -> bytes:
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 6) -> bytes:
     """The MAC as documented, computed here independently of the codec."""
     digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
     name = key.encode()
@@ -305,9 +312,10 @@ def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET,
 
 
 def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """`v5.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
-    locations `index:response_id`, markers `1`; the MAC over the version, the full key name and the content."""
-    assert FORMAT == 5
+    """`v6.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
+    locations `index,index...:response_id`, markers `1`; the MAC over the version, the full key name and the
+    content."""
+    assert FORMAT == 6
     ledger = make()
     entry = rich_entry()
     ledger.record(entry, "resp_parent")
@@ -316,15 +324,16 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     ns = ledger.namespace
     kinds = {name.rsplit(":", 1)[1] for name in stored}
     assert kinds == {"r", "i", "t", "f", "c", "k"}
-    layout = re.compile(rb"v5\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    layout = re.compile(rb"v6\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
     for name, value in stored.items():
         match = layout.fullmatch(value)
         assert match is not None, (name, value)
         assert match[1] == expected_mac(name, match[2]), name
     content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
-    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v5." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
+    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v6." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
     assert stored[f"{ns}:{{conv_1}}:c"].endswith(b"." + content)
     assert stored[f"{ns}:{{msg_1}}:i"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{rs_1}}:i"].endswith(b".0,4:resp_rich")  # both positions of the repeated id
     assert stored[f"{ns}:{{function_call:call_abc}}:t"].endswith(b".2:resp_rich")
     assert stored[f"{ns}:{{{2**64 - 1:016x}}}:f"].endswith(b".1:resp_rich")
     assert stored[f"{ns}:{{resp_parent}}:k"].endswith(b".1")
@@ -358,7 +367,8 @@ def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, ma
 
 
 def test_the_format_table_says_what_decodes() -> None:
-    assert sorted(FORMATS) == [2, 3, 4, 5]
+    assert sorted(FORMATS) == [2, 3, 4, 5, 6]
+    assert FORMATS[6].signed is True
     assert FORMATS[5].signed is True
     assert FORMATS[4].signed is True
     assert FORMATS[3].signed is True
@@ -370,7 +380,7 @@ def test_the_format_table_says_what_decodes() -> None:
     content = json.dumps(entry_fields(rich_entry())).encode()
     sealed = codec.seal(key, content)
     assert codec.entry(key, sealed) is not None
-    for other in (b"v6.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+    for other in (b"v7.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
         assert codec.entry(key, other + sealed[3:]) is None
     assert seen == ["undecodable"] * 5
     seen.clear()
@@ -406,8 +416,8 @@ def test_a_genuine_value_moved_to_another_key_is_rejected(admin: redis.Redis, ma
     assert reader.latest_in_conversation("conv_2") is None
     assert reader.latest_in_conversation("conv_9") is None
     assert reader.has_child("resp_rich") is False
-    found = reader.locate(["msg_9", ("custom_tool_call", "call_abc"), 12345])
-    assert found == [None, None, None]
+    found = reader.places(["msg_9", ("custom_tool_call", "call_abc"), 12345])
+    assert found == [(), (), ()]
     assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 7, "undecodable": 0, "unsigned": 0}
     # The genuine values under their own names still read.
     assert reader.get("resp_rich") is not None
@@ -446,7 +456,7 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
     )
     assert reader.get("resp_rich") is None
     assert reader.latest_in_conversation("conv_1") is None
-    assert reader.locate(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [None, None, None]
+    assert reader.places(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [(), (), ()]
     assert reader.has_child("resp_parent") is False
     assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 6, "undecodable": 0, "unsigned": 0}
     assert reader.unavailable() is False  # forged is not unreachable
@@ -553,8 +563,8 @@ def test_hostile_entry_content_is_rejected_and_counted(
     assert ns is not None
     v2 = content
     doc = _json_list(content)
-    if doc is not None and doc:  # format 2 has no lineage (the last field) and its version in front
-        v2 = json.dumps([2, *doc[:-1]]).encode()
+    if doc is not None and doc:  # format 2 has neither lineage nor facts (the last two fields), its version in front
+        v2 = json.dumps([2, *doc[:-2]]).encode()
     elif content.startswith(b"[") and not content.startswith(b"[["):
         v2 = b"[2," + content[1:] if content != b"[]" else content
     sealed = Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", content)
@@ -574,7 +584,7 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
     admin.set(f"{ns}:{{resp_h}}:r", Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", good))
     assert reader.get("resp_h") is not None
     reader = make(accept_unsigned=True)
-    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:-1]]).encode())
+    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:-2]]).encode())
     assert reader.get("resp_h") is not None
 
 
@@ -597,6 +607,11 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
         b"0:resp_\xc3\xa9",
         "\uff10:resp_h".encode(),  # a fullwidth digit, which int() takes
         b"0:" + b"r" * 300,
+        b"1,0:resp_h",  # several positions must ascend
+        b"0,0:resp_h",
+        b"0,:resp_h",
+        b",0:resp_h",
+        b"0,32:resp_h",
     ],
 )
 def test_hostile_location_content_is_rejected_and_counted(
@@ -609,7 +624,7 @@ def test_hostile_location_content_is_rejected_and_counted(
     assert genuine.flush(5)
     admin.set(f"{ns}:{{item_h}}:i", Codec(FLEET).seal(f"{ns}:{{item_h}}:i", content))
     admin.set(f"{ns}:{{item_u}}:i", content)
-    assert reader.locate(["item_h", "item_u"]) == [None, None]
+    assert reader.places(["item_h", "item_u"]) == [(), ()]
     assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
 
 
@@ -741,7 +756,7 @@ def test_an_old_writer_and_a_new_reader_share_one_redis(
     strict_reader = make()
     assert strict_reader.get(called.id) is None
     assert strict_reader.latest_in_conversation("conv_old") is None
-    assert strict_reader.locate([call.id or "", ("function_call", call.call_id)]) == [None, None]
+    assert strict_reader.places([call.id or "", ("function_call", call.call_id)]) == [(), ()]
     assert strict_reader.has_child("resp_old_parent") is False
     # Its values live under the previous release's names (no hash tags): not even read.
     assert counts(strict_reader, "unsigned", "forged", "undecodable") == {"unsigned": 0, "forged": 0, "undecodable": 0}
@@ -757,7 +772,7 @@ def test_an_old_writer_and_a_new_reader_share_one_redis(
     assert entry is not None
     assert entry.shared is True
     assert entry.pending_calls == (call.call_id,)
-    assert lenient.locate([call.id or ""])[0] == (entry, 0)
+    assert lenient.places([call.id or ""])[0] == ((entry, 0),)
     assert lenient.has_child("resp_old_parent") is True
     with capture(ledger=make(accept_unsigned=True), hash_key=KEY) as cap:
         with pytest.raises(openai.BadRequestError):
@@ -785,13 +800,16 @@ def test_an_old_reader_ignores_new_values(admin: redis.Redis, make: Callable[...
 
 def test_the_frozen_format_2_encoder_matches_what_this_release_reads_with_accept_unsigned() -> None:
     """The frozen encoder and this release's format-2 reader agree on every field (format 2 had no lineage)."""
-    entry = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None)
+    entry = rich_entry(
+        turn=None, lineage_id=None, trace_id=None, span_id=None, instructed_id=None, instructed_turn=None,
+        system_in_state=False,
+    )  # fmt: skip
     encoded = v2_encode_entry(entry)
     assert encoded is not None
     assert encoded[0].startswith(b"[2,")
     assert v2_decode_entry(encoded[0]) == entry
     assert decode_entry(encoded[0], version=2) == dataclasses.replace(entry, shared=True)
-    assert decode_entry(encoded[0]) is None  # not format 4
+    assert decode_entry(encoded[0]) is None  # not format 6
     # Format 1 (two releases back) no longer decodes.
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=2) is None
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=1) is None
@@ -813,7 +831,9 @@ def test_a_format_3_value_of_the_previous_release_still_decodes(
     name = f"{ns}:{{resp_rich}}:r"
     admin.set(name, b"v3." + expected_mac(name, content, version=3) + b"." + content)
     read = reader.get("resp_rich")
-    assert read == dataclasses.replace(entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None)
+    assert read == dataclasses.replace(
+        entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS
+    )
     # A format-3 MAC does not open a format-4 value, nor the other way round: the version is bound.
     admin.set(name, b"v4." + expected_mac(name, content, version=3) + b"." + content)
     assert make().get("resp_rich") is None
@@ -877,10 +897,10 @@ def test_a_format_4_value_still_decodes_under_the_new_key_name(
     ns = reader.namespace
     assert ns is not None
     entry = rich_entry()
-    content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
+    content = json.dumps(entry_fields(entry)[:12], separators=(",", ":")).encode()
     name = entry_key(ns, "resp_rich")
     admin.set(name, b"v4." + expected_mac(name, content, version=4) + b"." + content)
-    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True)
+    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True, **NO_FACTS)
     admin.delete(name)
     old = f"{ns}:r:resp_rich"
     admin.set(old, b"v4." + expected_mac(old, content, version=4) + b"." + content)
@@ -901,3 +921,84 @@ def test_a_format_4_value_still_decodes_under_the_new_key_name(
 )
 def test_the_previous_releases_key_names(key: str, legacy: str | None) -> None:
     assert legacy_key(key) == legacy
+
+
+# -- format 6: the entry's facts and several positions per item -----------------------------------------------
+
+
+def test_a_format_5_value_of_the_previous_release_still_decodes(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """During a rolling deploy this release reads what the previous one writes (format 5): entries without facts,
+    single-position locations, and its entries of items the app wrote to a conversation, known by their name, which
+    are never a place an item is found."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    entry = rich_entry()
+    content = json.dumps(entry_fields(entry)[:12], separators=(",", ":")).encode()
+    name = entry_key(ns, "resp_rich")
+    location = location_key(ns, "msg_1")
+    assert location is not None
+    admin.set(name, b"v5." + expected_mac(name, content, version=5) + b"." + content)
+    admin.set(location, b"v5." + expected_mac(location, b"1:resp_rich", version=5) + b".1:resp_rich")
+    read = dataclasses.replace(entry, shared=True, **NO_FACTS)
+    assert reader.get("resp_rich") == read
+    assert reader.places(["msg_1"]) == [((read, 1),)]
+    # The previous release's entry of app-written items, with the location of its call it also wrote.
+    written = rich_entry("conversation-items:conv_1:9", parent_id=None)
+    content = json.dumps(entry_fields(written)[:12], separators=(",", ":")).encode()
+    name, call = entry_key(ns, written.response_id), location_key(ns, ("function_call", "call_abc"))
+    assert call is not None
+    place = f"2:{written.response_id}".encode()
+    admin.set(name, b"v5." + expected_mac(name, content, version=5) + b"." + content)
+    admin.set(call, b"v5." + expected_mac(call, place, version=5) + b"." + place)
+    fresh = make()
+    got = fresh.get(written.response_id)
+    assert got is not None
+    assert got.written_by_app is True
+    assert fresh.places([("function_call", "call_abc")]) == [()]
+
+
+def test_the_facts_round_trip_and_none_is_null() -> None:
+    entry = rich_entry(deleted=True)
+    assert entry_fields(entry)[12] == [1, 0, "resp_first", 1, 1]
+    assert decode_entry(json.dumps(entry_fields(entry)).encode()) == dataclasses.replace(entry, shared=True)
+    bare = rich_entry(**NO_FACTS)
+    assert entry_fields(bare)[12] is None
+    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
+
+
+HOSTILE_FACTS: dict[str, object] = {
+    "not-a-list": {"deleted": 1},
+    "short": [0, 0, None, None],
+    "long": [0, 0, None, None, 0, 0],
+    "deleted-bool": [True, 0, None, None, 0],
+    "written-two": [0, 2, None, None, 0],
+    "system-string": [0, 0, None, None, "1"],
+    "instructed-injection": [0, 0, "resp_1\nopenai_responses.signals=x", 1, 0],
+    "instructed-turn-negative": [0, 0, "resp_1", -1, 0],
+    "turn-without-response": [0, 0, None, 3, 0],
+}
+
+
+@pytest.mark.parametrize("facts", list(HOSTILE_FACTS.values()), ids=list(HOSTILE_FACTS))
+def test_hostile_facts_are_rejected(facts: object) -> None:
+    assert decode_entry(json.dumps(with_field(12, facts)).encode()) is None
+
+
+def test_the_previous_release_ignores_format_6(
+    admin: redis.Redis, make: Callable[..., RedisLedger], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous release's format table ends at 5: every value this one writes is of a version it does not know,
+    counted undecodable and treated as absent (its checks against this release's turns are silent, never false)."""
+    writer = make()
+    writer.record(rich_entry(), "resp_parent")
+    assert writer.flush(5)
+    monkeypatch.delitem(FORMATS, 6)  # the previous release's table
+    old = make()
+    assert old.get("resp_rich") is None
+    assert old.places(["msg_1", "rs_1", ("function_call", "call_abc")]) == [(), (), ()]
+    assert old.latest_in_conversation("conv_1") is None
+    assert old.has_child("resp_parent") is False
+    assert old.stats()["undecodable"] == 6

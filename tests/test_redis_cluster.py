@@ -82,7 +82,7 @@ def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
     with redis_cluster.node(redis_cluster.ports[0]) as plain:
         old = RedisLedger(client=plain)
         old.bind(Fingerprinter(key_from_text(KEY)))
-        assert old.locate([item["id"] for item in output if "id" in item]) == [None] * len(names)
+        assert old.places([item["id"] for item in output if "id" in item]) == [()] * len(names)
         assert old.stats()["read_failures"] == 1
         assert old.unavailable() is True  # (consumed here: the flag is per thread or task, not per ledger)
         old.close(timeout=1)
@@ -95,8 +95,8 @@ def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
     assert LEDGER_UNAVAILABLE not in attrs(span)
     assert b.stats()["read_failures"] == 0
     assert b.stats()["reads"] >= 2
-    found = b.locate([item["id"] for item in output if "id" in item])
-    assert all(place is not None for place in found)
+    found = b.places([item["id"] for item in output if "id" in item])
+    assert all(len(places) == 1 for places in found)
 
 
 def test_a_master_killed_mid_run_never_reaches_the_app(

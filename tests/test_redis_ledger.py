@@ -548,9 +548,9 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
     assert located == kept
     reader = new_ledger(ledgers, redis_url, max_entry_bytes=1024)
     reader.bind(Fingerprinter(key_from_text(KEY)))
-    found = reader.locate([entry.outputs[0].id or "", entry.outputs[-1].id or ""])
-    assert found[0] is not None
-    assert found[1] is None  # dropped past the cap: absent, not an error
+    found = reader.places([entry.outputs[0].id or "", entry.outputs[-1].id or ""])
+    assert found[0] != ()
+    assert found[1] == ()  # dropped past the cap: absent, not an error
 
 
 def test_malformed_or_foreign_values_are_absent(
@@ -601,7 +601,7 @@ def test_malformed_or_foreign_values_are_absent(
         assert ledger.get(response_id) is None, response_id
     for response_id in ("resp_other", "resp_huge", "resp_moved"):
         assert ledger.get(response_id) is None, response_id
-    assert ledger.locate(["item_junk", "item_index", "item_points_to_junk", 12345]) == [None] * 4
+    assert ledger.places(["item_junk", "item_index", "item_points_to_junk", 12345]) == [()] * 4
     assert ledger.latest_in_conversation("conv_junk") is None
     assert ledger.latest_in_conversation("conv_other") is None
     stats = ledger.stats()
