@@ -5,9 +5,9 @@ coroutine would wait for it (up to the read timeout when Redis is slow). The asy
 first: from the request's facts it collects the keys the analysis will need (the parent's entry and its
 continued-marker for ``previous_response_id``, the conversation's latest entry for ``conversation``, the item
 locations of a replay and then the entries they point to: the same round trips as the synchronous path), awaits
-them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger), each round trip bounded
-by the ledger's read timeout, decodes what was found with the bound ``Codec`` and caches it in the local tier. The
-analysis then runs synchronously under ``LOCAL_ONLY``: it never touches Redis.
+them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's seed
+nodes), each round trip bounded by the ledger's read timeout, decodes what was found with the bound ``Codec`` and
+caches it in the local tier. The analysis then runs synchronously under ``LOCAL_ONLY``: it never touches Redis.
 
 Failures follow the synchronous path's rules: a round trip that fails or times out is counted (``read_failures``),
 marks the call ``openai_responses.ledger.unavailable`` and leaves Redis alone for the ledger's backoff; one skipped
