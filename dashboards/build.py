@@ -94,6 +94,7 @@ TOKEN_TYPE = label(attr.GEN_AI_TOKEN_TYPE)
 DIRECTION = label(attr.DIRECTION)
 ERROR_TYPE = label(attr.ERROR_TYPE)
 TURN_DEPTH = label(attr.TURN_DEPTH)
+TRUNCATION = label(attr.TRUNCATION)
 CURRENCY = label(attr.COST_CURRENCY)
 #: The service: ``job`` as Prometheus sets it when scraping, or as the Collector's prometheus exporter derives
 #: it from the resource's ``service.name`` (``service.namespace/service.name`` when a namespace is set).
@@ -522,6 +523,18 @@ def context_health() -> Dashboard:
             ).with_target(
                 prom(no_model(per_minute(SIGNALS, eq(SIGNAL_NAME, "compaction"), by=(MODEL,))), legend(MODEL))
             )
+        )
+        .with_panel(
+            series(
+                "Calls with server-side truncation, by state mode",
+                "Calls per minute sent with truncation=auto (openai_responses.truncation), by state mode. With it, "
+                "the API itself drops the oldest items when the context overflows; the response does not say it "
+                "did, so no signal can name it. A long conversation that suddenly loses its early decisions, "
+                "without a signal, on a state mode shown here may have been cut by the server: compact the history "
+                "(responses.compact) or leave truncation disabled (the default) to get an error instead.",
+                unit="cpm",
+                width=24,
+            ).with_target(prom(per_minute(CALLS, eq(TRUNCATION, "auto"), by=(STATE_MODE,)), legend(STATE_MODE)))
         )
         # -- Turn depth -----------------------------------------------------------------------------------------
         .with_row(Row("Turn depth: where in a conversation context gets lost"))

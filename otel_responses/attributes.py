@@ -124,3 +124,10 @@ METRIC_COST_SAVED: Final = "openai_responses.cost.saved"
 COST_CURRENCY: Final = "openai_responses.cost.currency"
 TOKEN_KIND_INPUT: Final = "input"
 TOKEN_KIND_OUTPUT: Final = "output"
+
+# --- Request settings that decide what the model sees ---------------------------------------------------------
+# `truncation` as sent (`auto`: the API itself drops the oldest input items when the context overflows, a loss no
+# check can see; `disabled`), a validated token; on the span, and on the calls metric only when the request set it.
+TRUNCATION: Final = "openai_responses.truncation"
+# `max_output_tokens`, by the GenAI conventions' name (span attribute only).
+GEN_AI_REQUEST_MAX_TOKENS: Final = _gen_ai.GEN_AI_REQUEST_MAX_TOKENS

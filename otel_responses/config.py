@@ -97,12 +97,12 @@ def _as_seconds(name: str, value: object) -> float:
 
 
 def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool, cluster: bool) -> Ledger:
-    """A ``RedisLedger`` for ``ledger_url`` (a Redis Cluster with ``ledger_cluster``); errors never repeat the URL
-    (it may hold a password)."""
-    from .redis_ledger import RedisLedger, check_url
+    """A ``RedisLedger`` for ``ledger_url`` (a Redis Cluster with ``ledger_cluster``: one or several seed nodes,
+    comma-separated or, as a keyword, a list); errors never repeat a URL (it may hold a password)."""
+    from .redis_ledger import RedisLedger, RedisURLError, check_urls
 
     try:
-        valid = check_url(url, cluster=cluster)
+        valid = check_urls(url, cluster=cluster)
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
     try:
@@ -116,6 +116,8 @@ def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_u
         )
     except ImportError:
         raise ConfigError("ledger_url needs the redis package: pip install 'otel-responses[redis]'") from None
+    except RedisURLError as exc:
+        raise ConfigError(f"ledger_url: {exc}") from None
     except ValueError:
         raise ConfigError("ledger_url is not a Redis URL the redis package can use") from None
 

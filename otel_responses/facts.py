@@ -54,6 +54,8 @@ class RequestFacts:
     texts: TextReader | None = None  # the text fingerprints of assistant messages with an id, on demand
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
     reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
+    truncation: str | None = None  # `auto` (the API may drop the oldest items) or `disabled`, validated token only
+    max_output_tokens: int | None = None
 
 
 class Lookup(NamedTuple):
@@ -295,6 +297,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings)
         tool_positions=scan.tool_positions,
         texts=texts,
         reasoning=reasoning_settings(kwargs),
+        truncation=_setting(_sent(kwargs, "truncation")),
+        max_output_tokens=_token_count(_sent(kwargs, "max_output_tokens")),
     )
 
 
@@ -400,7 +404,7 @@ _SETTING_TOKEN = re.compile(r"[a-z][a-z0-9_]{0,31}")
 # The values the API documents, accepted without the pattern (a set lookup); a later one goes through it.
 _KNOWN_SETTINGS = frozenset(
     {"none", "minimal", "low", "medium", "high", "xhigh", "max", "auto", "concise", "detailed"}
-    | {"current_turn", "all_turns", "standard", "pro"}
+    | {"current_turn", "all_turns", "standard", "pro", "disabled"}
 )
 
 
@@ -447,6 +451,22 @@ def reasoning_settings(kwargs: Mapping[str, Any]) -> ReasoningSettings | None:
 
 
 _NO_REASONING = ReasoningSettings(None, None, None, None)
+_INT64_MAX = 2**63 - 1
+
+
+def _sent(kwargs: Mapping[str, Any], name: str) -> object:
+    """A top-level body field as the request sends it: ``extra_body``'s when it has one (the SDK merges it over the
+    keywords), else the keyword's (unset: an ``omit`` sentinel, which no check below accepts)."""
+    extra = kwargs.get("extra_body")
+    if isinstance(extra, Mapping) and name in extra:
+        return extra[name]
+    return kwargs.get(name)
+
+
+def _token_count(value: object) -> int | None:
+    """A token count (an int, not a bool) that fits an attribute's 64 bits; anything else is not recorded."""
+    number = _int(value)
+    return number if number is not None and 0 <= number <= _INT64_MAX else None
 
 
 def effective_store(req: RequestFacts, resp: ResponseFacts | None) -> bool:

@@ -5,9 +5,9 @@ coroutine would wait for it (up to the read timeout when Redis is slow). The asy
 first: from the request's facts it collects the keys the analysis will need (the parent's entry and its
 continued-marker for ``previous_response_id``, the conversation's latest entry for ``conversation``, the item
 locations of a replay and then the entries they point to: the same round trips as the synchronous path), awaits
-them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger), each round trip bounded
-by the ledger's read timeout, decodes what was found with the bound ``Codec`` and caches it in the local tier. The
-analysis then runs synchronously under ``LOCAL_ONLY``: it never touches Redis.
+them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's seed
+nodes), each round trip bounded by the ledger's read timeout, decodes what was found with the bound ``Codec`` and
+caches it in the local tier. The analysis then runs synchronously under ``LOCAL_ONLY``: it never touches Redis.
 
 Failures follow the synchronous path's rules: a round trip that fails or times out is counted (``read_failures``),
 marks the call ``openai_responses.ledger.unavailable`` and leaves Redis alone for the ledger's backoff; one skipped
@@ -38,7 +38,7 @@ from .attributes import OPERATION_CHAT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
 from .ledger import Key
 from .ledger_codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
-from .redis_ledger import LOCAL_ONLY, RedisLedger
+from .redis_ledger import LOCAL_ONLY, RedisLedger, seed_nodes
 
 __all__ = ["LOCAL_ONLY", "AsyncReader", "reader_for"]
 
@@ -58,8 +58,9 @@ async def _bounded(pending: Awaitable[Any], seconds: float) -> Any:
     return await asyncio.wait_for(pending, seconds)
 
 
-def _build(url: str, cluster: bool, timeout_seconds: float) -> Any:
-    """An asyncio client with the read timeout on every socket operation and no retry, like the ledger's reader."""
+def _build(urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> Any:
+    """An asyncio client with the read timeout on every socket operation and no retry, like the ledger's reader; a
+    cluster's with every seed URL as a startup node, as the ledger's own client has."""
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 
@@ -69,12 +70,13 @@ def _build(url: str, cluster: bool, timeout_seconds: float) -> Any:
         "retry": Retry(NoBackoff(), 0),
     }
     if cluster:
-        from redis.asyncio.cluster import RedisCluster
+        from redis.asyncio.cluster import ClusterNode, RedisCluster
 
-        return RedisCluster.from_url(url, **options)
+        seeds = [ClusterNode(host, port) for host, port in seed_nodes(urls)]
+        return RedisCluster.from_url(urls[0], startup_nodes=seeds, **options)
     from redis.asyncio import Redis
 
-    return Redis.from_url(url, **options)
+    return Redis.from_url(urls[0], **options)
 
 
 class _LoopClient:
@@ -123,27 +125,29 @@ async def _closer(owner: AsyncReader, loop: asyncio.AbstractEventLoop, held: _Lo
 class AsyncReader:
     """The asynchronous reads of one ``RedisLedger``: one client per running event loop."""
 
-    def __init__(self, url: str, cluster: bool, timeout_seconds: float) -> None:
-        self.url = url
+    def __init__(self, urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> None:
+        self.urls = urls
         self.cluster = cluster
         self.timeout_seconds = timeout_seconds
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClient] = weakref.WeakKeyDictionary()
 
-    async def _client(self) -> Any:
+    async def _client(self, ledger: RedisLedger) -> Any:
         loop = asyncio.get_running_loop()
         held = self._clients.get(loop)
         if held is not None and held.pid == os.getpid() and not held.dropped:
             return held.client
         self._sweep()
-        client = _build(self.url, self.cluster, self.timeout_seconds)
+        client = _build(self.urls, self.cluster, self.timeout_seconds)
         if self.cluster:
             # The topology is read once per loop, over several round trips (about 60 ms on loopback): bounded on
             # its own, the loop free meanwhile; a failure drops the client and is a failed read.
             try:
                 await _bounded(client.initialize(), max(self.timeout_seconds, CLUSTER_SETUP_SECONDS))
-            except BaseException:
+            except BaseException as error:
                 with contextlib.suppress(Exception):
                     await client.aclose()
+                if isinstance(error, Exception):
+                    ledger.unreachable(error)
                 raise
         held = _LoopClient(client)
         self._clients[loop] = held
@@ -182,7 +186,7 @@ class AsyncReader:
         if not ledger.read_allowed():
             return None
         try:
-            client = await self._client()
+            client = await self._client(ledger)
             pending = client.mget_nonatomic(keys) if self.cluster else client.mget(keys)
             values = await _bounded(pending, self.timeout_seconds)
         except Exception as error:  # refused, timed out, AUTH, a topology that cannot be read...
@@ -329,14 +333,14 @@ _READERS: weakref.WeakKeyDictionary[RedisLedger, AsyncReader | None] = weakref.W
 
 
 def _reader(ledger: RedisLedger) -> AsyncReader | None:
-    url = ledger.url
-    if url is None:  # built around the app's own client: its settings are not ours to copy
+    urls = ledger.urls
+    if not urls:  # built around the app's own client: its settings are not ours to copy
         return None
     try:
         import redis.asyncio  # noqa: F401
     except ImportError:
         return None
-    return AsyncReader(url, bool(getattr(ledger, "cluster", False)), ledger.timeout_seconds)
+    return AsyncReader(urls, bool(getattr(ledger, "cluster", False)), ledger.timeout_seconds)
 
 
 def reader_for(ledger: object) -> AsyncReader | None:

@@ -12,7 +12,9 @@ from a URL.
 
 A Redis Cluster (``cluster=True``, setting ``ledger_cluster``) is used through redis-py's ``RedisCluster``, built
 on first use (it asks for the topology as it is made), with no retries of its own: a node lost or failing over is
-Redis unavailable, as above, until the topology is refreshed. Keys carry a hash tag per response, conversation or
+Redis unavailable, as above, until the topology is refreshed. It may be given several seed nodes (full URLs,
+comma-separated), all handed to redis-py as ``startup_nodes``: a worker started after one of them died still
+reaches the cluster through another. Keys carry a hash tag per response, conversation or
 item (``ledger_codec``), one layout on a single node and on a cluster; a replay's lookup of many keys fans out one
 ``MGET`` per slot in one pipeline.
 
@@ -37,10 +39,11 @@ import dataclasses
 import logging
 import math
 import os
+import re
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .ledger import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place
@@ -78,9 +81,13 @@ __all__ = [
     "URL_SCHEMES",
     "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
+    "RedisURLError",
     "check_url",
+    "check_urls",
     "decode_entry",
     "encode_entry",
+    "seed_nodes",
+    "split_urls",
 ]
 
 DEFAULT_PREFIX = "otel-responses"
@@ -133,11 +140,12 @@ def _import_redis() -> Any:
     return redis
 
 
-def _build(url: str, cluster: bool, timeout_seconds: float) -> Any:
+def _build(urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> Any:
     """A client with ``timeout_seconds`` on every socket operation and no retry (a retry would multiply the worst
     case). A cluster client asks a node for the topology as it is built (an error if none answers), so it is built
     only when first used; its own retries after a moved slot or a lost node are off too: a failed read is answered
-    from local knowledge and Redis is asked again after the backoff, by then with a refreshed topology."""
+    from local knowledge and Redis is asked again after the backoff, by then with a refreshed topology. Every seed
+    URL of a cluster is a startup node (the first gives the connection options: they are the same in all)."""
     redis = _import_redis()
     from redis.backoff import NoBackoff
     from redis.retry import Retry
@@ -148,19 +156,23 @@ def _build(url: str, cluster: bool, timeout_seconds: float) -> Any:
         "retry": Retry(NoBackoff(), 0),
     }
     if not cluster:
-        return redis.Redis.from_url(url, **options)
-    from redis.cluster import RedisCluster
+        return redis.Redis.from_url(urls[0], **options)
+    from redis.cluster import ClusterNode, RedisCluster
 
-    return RedisCluster.from_url(url, **options)
+    seeds = [ClusterNode(host, port) for host, port in seed_nodes(urls)]  # type: ignore[no-untyped-call]
+    return RedisCluster.from_url(urls[0], startup_nodes=seeds, **options)
 
 
 class _Client:
     """A Redis client made on first use (under a lock, by one thread); a failed build is tried again on next use."""
 
-    def __init__(self, url: str, cluster: bool, timeout_seconds: float) -> None:
-        self._url = url
+    def __init__(
+        self, urls: tuple[str, ...], cluster: bool, timeout_seconds: float, failed: Callable[[Exception], None]
+    ) -> None:
+        self._urls = urls
         self._cluster = cluster
         self._timeout = timeout_seconds
+        self._failed = failed  # told of a build that failed
         self._client: Any = None
         self._lock = threading.Lock()
 
@@ -174,7 +186,11 @@ class _Client:
             raise TimeoutError("the Redis client is still being built")
         try:
             if self._client is None:
-                self._client = _build(self._url, self._cluster, self._timeout)
+                try:
+                    self._client = _build(self._urls, self._cluster, self._timeout)
+                except Exception as error:
+                    self._failed(error)
+                    raise
             return self._client
         finally:
             self._lock.release()
@@ -205,19 +221,91 @@ class _Client:
             _log.debug("otel-responses: closing a shared ledger connection failed")
 
 
+class RedisURLError(ValueError):
+    """A ledger URL (or a list of seed URLs) this package cannot use; the message never repeats a URL."""
+
+
 def check_url(url: object, *, cluster: bool = False) -> str:
     """The URL if its scheme is one Redis clients take (a cluster: ``redis://`` or ``rediss://`` naming any node,
     database 0); the message never repeats the URL (it may hold a password)."""
     if not isinstance(url, str) or url.split("://", 1)[0].lower() not in URL_SCHEMES or "://" not in url:
-        raise ValueError("the Redis ledger URL must start with redis://, rediss:// or unix://")
+        raise RedisURLError("the Redis ledger URL must start with redis://, rediss:// or unix://")
     if cluster:
         scheme, rest = url.split("://", 1)
         if scheme.lower() not in CLUSTER_URL_SCHEMES:
-            raise ValueError("a Redis Cluster ledger URL must start with redis:// or rediss://")
+            raise RedisURLError("a Redis Cluster ledger URL must start with redis:// or rediss://")
         path = rest.split("?", 1)[0].split("/", 1)[1] if "/" in rest.split("?", 1)[0] else ""
         if path not in ("", "0"):
-            raise ValueError("a Redis Cluster has only database 0")
+            raise RedisURLError("a Redis Cluster has only database 0")
     return url
+
+
+# Seed nodes of a cluster: full URLs separated by commas. Only a comma followed by a URL scheme separates two, so a
+# comma inside a URL (a password may hold one) stays in it, and a URL that worked alone still does.
+_SEPARATOR = re.compile(r"\s*,\s*(?=(?:rediss?|unix)://)", re.IGNORECASE)
+_SEVERAL = (
+    "several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting (ledger_cluster=True, "
+    "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or RedisLedger(cluster=True))"
+)
+
+
+def split_urls(value: object) -> tuple[object, ...]:
+    """The URLs ``value`` names: a string of comma-separated URLs, or a list or tuple of them; anything else is one
+    value, left for ``check_url`` to refuse."""
+    if isinstance(value, str):
+        return tuple(_SEPARATOR.split(value))
+    if isinstance(value, (list, tuple)) and value:
+        return tuple(value)
+    return (value,)
+
+
+def check_urls(value: object, *, cluster: bool = False) -> tuple[str, ...]:
+    """Every URL of ``value`` (see ``split_urls``), each checked as ``check_url`` does; several only for a cluster.
+    A message names a URL by its place (``seed URL 2 of 3``), never by its text."""
+    urls = split_urls(value)
+    if len(urls) > 1 and not cluster:
+        raise RedisURLError(_SEVERAL)
+    checked = []
+    for place, url in enumerate(urls, 1):
+        try:
+            checked.append(check_url(url, cluster=cluster))
+        except ValueError as exc:
+            raise RedisURLError(f"seed URL {place} of {len(urls)}: {exc}" if len(urls) > 1 else str(exc)) from None
+    return tuple(checked)
+
+
+def _same_options(urls: tuple[str, ...]) -> None:
+    """Every URL parses, and the seeds of a cluster differ only in host and port: redis-py connects to every node
+    (the seeds and those it discovers) with one set of options, those of the first URL; a seed with another
+    password or TLS setting would silently be used with the first's. Messages never repeat a URL."""
+    parse = _import_redis().connection.parse_url
+    first: dict[str, Any] | None = None
+    for place, url in enumerate(urls, 1):
+        where = f"seed URL {place} of {len(urls)}" if len(urls) > 1 else "the URL"
+        try:
+            parsed = parse(url)
+        except ValueError:
+            raise RedisURLError(f"{where} is not a Redis URL the redis package can use") from None
+        if len(urls) > 1 and not parsed.get("host"):
+            raise RedisURLError(f"{where} names no host")
+        options = {k: v for k, v in parsed.items() if k not in ("host", "port", "db")}
+        if first is None:
+            first = options
+        elif options != first:
+            raise RedisURLError(
+                f"seed URL {place} of {len(urls)} differs from the first in more than host and port: the seeds of a "
+                "Redis Cluster share one user, password, TLS setting and options (every node is reached with them)"
+            )
+
+
+def seed_nodes(urls: Sequence[str]) -> list[tuple[str, int]]:
+    """The host and port of every seed URL after the first (redis-py takes the first from the URL itself)."""
+    parse = _import_redis().connection.parse_url
+    nodes = []
+    for url in urls[1:]:
+        options = parse(url)
+        nodes.append((str(options["host"]), int(options.get("port", 6379))))
+    return nodes
 
 
 # -- the ledger ----------------------------------------------------------------------------------------------
@@ -230,8 +318,9 @@ class RedisLedger:
     """The ``Ledger`` protocol over a local ``InMemoryLedger`` and a Redis shared by the fleet.
 
     ``url`` (``redis://``, ``rediss://`` or ``unix://``; AUTH and TLS as the URL says; with ``cluster=True``, any
-    node of a Redis Cluster) or ``client`` (an existing ``redis.Redis`` or ``redis.cluster.RedisCluster``; its own
-    timeouts and retries then apply, and ``close()`` leaves it open). Reads time out after
+    node of a Redis Cluster, or several seed nodes: comma-separated URLs in one string, or a list of them, that
+    differ only in host and port) or ``client`` (an existing ``redis.Redis`` or ``redis.cluster.RedisCluster``;
+    its own timeouts and retries then apply, and ``close()`` leaves it open). Reads time out after
     ``timeout_seconds``; after a failure Redis is not read for ``backoff_seconds``. Every key expires after
     ``ttl_seconds``; an entry is at most ``max_entry_bytes`` (output items past it are dropped). The ledger works
     only once bound to the fleet's fingerprinter (``instrument()`` does it); until then it is local.
@@ -245,7 +334,7 @@ class RedisLedger:
 
     def __init__(
         self,
-        url: str | None = None,
+        url: str | Sequence[str] | None = None,
         *,
         client: Any = None,
         ttl_seconds: int = DEFAULT_TTL_SECONDS,
@@ -277,14 +366,14 @@ class RedisLedger:
         if type(cluster) is not bool:
             raise ValueError("cluster must be True or False")
         self._owned: tuple[_Client, _Client] | None = None
-        # The URL the clients are made from (None around the app's own client), for a reader of its own (the
-        # asynchronous reads); it may hold a password: never logged nor put in a message.
-        self.url: str | None = None
+        # The URLs the clients are made from (empty around the app's own client), for a reader of its own (the
+        # asynchronous reads); they may hold a password: never logged nor put in a message.
+        self.urls: tuple[str, ...] = ()
         if client is None:
-            valid = self.url = check_url(url, cluster=cluster)
-            _import_redis().connection.parse_url(valid)  # a missing package or a bad URL: an error now, not later
-            reader = _Client(valid, cluster, float(timeout_seconds))
-            writer = _Client(valid, cluster, max(WRITE_TIMEOUT_SECONDS, float(timeout_seconds)))
+            valid = self.urls = check_urls(url, cluster=cluster)
+            _same_options(valid)  # a missing package or a bad URL: an error now, not later
+            reader = _Client(valid, cluster, float(timeout_seconds), self.unreachable)
+            writer = _Client(valid, cluster, max(WRITE_TIMEOUT_SECONDS, float(timeout_seconds)), self.unreachable)
             self._owned = (reader, writer)
             self._reader: Any = reader
             self._writer_client: Any = writer
@@ -321,9 +410,15 @@ class RedisLedger:
             queue_size=queue_size,
         )
         self._closed = False
+        self._told = False  # whether a cluster whose topology could not be read was logged
         _LIVE.add(self)
 
     # -- setup ---------------------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str | None:
+        """The first of ``urls`` (the one seed of most setups), None around the app's own client."""
+        return self.urls[0] if self.urls else None
 
     def bind(self, fingerprinter: Fingerprinter) -> None:
         """Use the fleet's fingerprint key: entries live under its id, sealed with a key derived from it.
@@ -394,6 +489,22 @@ class RedisLedger:
             self._bump("undecodable")
             return None
         return values
+
+    def unreachable(self, error: BaseException) -> None:
+        """A client of a cluster could not be built (no seed node gave the topology): said once per ledger, at
+        warning level, else a worker whose only seed died stays unable to read the cluster, every call marked
+        ``ledger.unavailable``, and nothing says why. Neither the URLs (they may hold a password) nor the error's
+        message (it names nodes) is logged: how many seeds were given, and the error's type."""
+        if not self.cluster or self._told or self._closed:
+            return
+        self._told = True
+        _log.warning(
+            "otel-responses: the Redis Cluster ledger could not read the cluster's topology from its seed nodes (%d "
+            "given; %s): its checks use this process's knowledge until a seed answers. Several seed nodes can be "
+            "given in ledger_url, comma-separated.",
+            len(self.urls),
+            type(error).__name__,
+        )
 
     def count(self, name: str) -> None:
         """Add one to a ``stats()`` count (``undecodable``, say, for a value an asynchronous reader rejected)."""

@@ -66,7 +66,7 @@ class Telemetry:
             meter,
             a.METRIC_CALLS,
             unit="{call}",
-            description="Responses API calls by state mode, store flag and operation.",
+            description="Responses API calls by state mode, store flag, operation and truncation setting.",
         )
         self.time_to_first_chunk = meter.create_histogram(
             a.METRIC_TIME_TO_FIRST_CHUNK,
@@ -143,6 +143,8 @@ class Telemetry:
             attrs[a.LEDGER_UNAVAILABLE] = True
         links = _lineage_attrs(lineage, attrs) if lineage is not None else None
         _put_reasoning(attrs, req.reasoning)
+        _put(attrs, a.TRUNCATION, req.truncation)
+        _put(attrs, a.GEN_AI_REQUEST_MAX_TOKENS, req.max_output_tokens)
         name = f"{req.operation} {model}" if model else req.operation
         return self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs, links=links)
 
@@ -184,9 +186,11 @@ class Telemetry:
         self, req: RequestFacts, model: str | None, context_loss: bool, store: bool, depth: str | None
     ) -> None:
         """``model``: the validated request model; ``store``: the effective flag (the response body's when it said);
-        ``depth``: the turn-depth bucket."""
+        ``depth``: the turn-depth bucket. The request's ``truncation`` only when it set one (a validated token: few
+        values), so a breakdown can show the calls whose context the API may cut itself."""
         mode = req.state_mode
-        key = ("c", req.operation, context_loss, mode, mode is not None and store, model, depth)
+        truncation = req.truncation
+        key = ("c", req.operation, context_loss, mode, mode is not None and store, model, depth, truncation)
         attrs = self._attr_cache.get(key)
         if attrs is None:
 
@@ -197,6 +201,7 @@ class Telemetry:
                     built[a.STORE] = store
                 _put(built, a.GEN_AI_REQUEST_MODEL, model)
                 _put(built, a.TURN_DEPTH, depth)
+                _put(built, a.TRUNCATION, truncation)
                 return built
 
             attrs = self._cached(key, build)

@@ -294,6 +294,28 @@ class LocalCluster:
         process.send_signal(signal.SIGKILL)
         process.wait(10)
 
+    def revive(self, port: int, timeout: float = 10.0) -> None:
+        """Start a killed node again on its port, with its own cluster config: it rejoins the cluster as the node it
+        was (a killed master, by then replaced, as a replica). Returns once it answers; its data resyncs later."""
+        server = binary("redis-server")
+        if server is None:
+            raise RuntimeError("redis-server is needed")
+        self._start_node(server, port)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with self.node(port) as probe:
+                    if probe.ping():
+                        return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the node on port {port} did not come back") from None
+                time.sleep(0.02)
+
+    def url_of(self, port: int) -> str:
+        """The URL of the node on ``port``."""
+        return f"redis://127.0.0.1:{port}/0"
+
     def flush(self) -> None:
         for port in self.master_ports():
             with self.node(port) as node:

@@ -69,7 +69,8 @@ with Emulator() as emulator:
 
 # Two models no one has used yet, once the test says so (a trigger file): one call on NEW_MODEL that raises one error
 # signal (conversation and previous_response_id together: state_mode_conflict, a 400), and a priced four-turn chain
-# on PRICED_MODEL (cost, cached input, turn depths 1 and 2-4). Every series they make is brand new.
+# on PRICED_MODEL (cost, cached input, turn depths 1 and 2-4), sent with truncation="auto" (the server-side
+# truncation panel). Every series they make is brand new.
 NEW_MODEL = "gpt-brand-new"
 PRICED_MODEL = "gpt-brand-new-priced"
 NEW_MODEL_WORKLOAD = """
@@ -95,10 +96,16 @@ with Emulator() as emulator:
         client.responses.create(model=new, input="Hi", conversation="conv_new", previous_response_id="resp_new")
     except openai.BadRequestError:
         pass
-    response = client.responses.create(model=priced, instructions="Be brief.", input="My name is Ada.")
+    response = client.responses.create(
+        model=priced, instructions="Be brief.", input="My name is Ada.", truncation="auto"
+    )
     for question in ("What is my name?", "Say it again.", "Once more."):
         response = client.responses.create(
-            model=priced, instructions="Be brief.", input=question, previous_response_id=response.id
+            model=priced,
+            instructions="Be brief.",
+            input=question,
+            previous_response_id=response.id,
+            truncation="auto",
         )
     open(trigger + ".done", "w").close()
     while True:
@@ -188,6 +195,7 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
         "Encrypted reasoning round trips",
         "Tool-call check failures",
         "Compactions",
+        TRUNCATION_PANEL,
         "Token usage",
         "Cache hit ratio",
         "Latency p50 / p95 / p99 by model",
@@ -414,6 +422,76 @@ def test_promtool_checks_the_rules_and_runs_their_unit_tests() -> None:
         cases = re.findall(rf"alertname: {rule['alert']}\n\s+exp_alerts:(.*)", text)
         assert any(case.strip() == "[]" for case in cases), rule["alert"]
         assert any(case.strip() == "" for case in cases), rule["alert"]
+
+
+TRUNCATION_PANEL = "Calls with server-side truncation, by state mode"
+
+
+def _exported_calls(client: openai.OpenAI) -> list[str]:
+    """A chain of three turns with ``truncation="auto"``, one call with ``disabled`` and one without, through the
+    instrumentation and the real Prometheus exporter: its ``openai_responses_calls_total`` lines, as scraped."""
+    from opentelemetry.exporter.prometheus import PrometheusMetricReader
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from otel_responses import ResponsesInstrumentor
+
+    registry = CollectorRegistry()
+    instrumentor = ResponsesInstrumentor()
+    meters = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])
+    instrumentor.instrument(tracer_provider=TracerProvider(), meter_provider=meters)
+    try:
+        previous = None
+        for turn in ("Hello.", "And then?", "Go on."):
+            kwargs: dict[str, Any] = {"previous_response_id": previous} if previous else {}
+            previous = client.responses.create(model="gpt-5-mini", input=turn, truncation="auto", **kwargs).id
+        client.responses.create(model="gpt-5-mini", input="Off.", truncation="disabled")
+        client.responses.create(model="gpt-5-mini", input="Unset.")
+    finally:
+        instrumentor.uninstrument()
+    text = generate_latest(registry).decode()
+    return [line for line in text.splitlines() if line.startswith("openai_responses_calls_total{")]
+
+
+def test_promtool_evaluates_the_truncation_panel_on_the_exporters_own_samples(
+    client: openai.OpenAI, tmp_path: Path
+) -> None:
+    """The panel's query, as Grafana sends it, over the series the real exporter wrote (each born at its first
+    sample, as a scrape finds it): only calls sent with truncation=auto, by state mode, their first samples
+    counted; none once they stop."""
+    promtool = _binary("promtool")
+    lines = _exported_calls(client)
+    # auto: single_turn (turn 1) at 1, server_chain (turns 2 and 3, both depth 2-4) at 2; disabled; unset.
+    assert len(lines) == 4
+    assert sum('openai_responses_truncation="auto"' in line for line in lines) == 2
+    assert sum('openai_responses_truncation=""' in line for line in lines) == 1  # the exporter fills a label in
+    series = []
+    for line in lines:
+        selector, value = line.rsplit(" ", 1)
+        series.append({"series": selector[:-1] + ',job="app"}', "values": f"_x4 {float(value):g}x10"})
+    [target] = next(p for p in _panels() if p["title"] == TRUNCATION_PANEL)["targets"]
+    expr = substitute(target["expr"])
+
+    def samples(server_chain: float, single_turn: float) -> list[dict[str, Any]]:
+        return [
+            {"labels": '{openai_responses_state_mode="server_chain"}', "value": server_chain},
+            {"labels": '{openai_responses_state_mode="single_turn"}', "value": single_turn},
+        ]
+
+    case = {
+        "interval": "1m",
+        "input_series": series,
+        "promql_expr_test": [
+            {"expr": expr, "eval_time": "3m", "exp_samples": []},
+            {"expr": expr, "eval_time": "4m", "exp_samples": samples(2, 1)},  # born: whole values, per minute
+            {"expr": expr, "eval_time": "9m", "exp_samples": samples(0, 0)},  # no call since
+        ],
+    }
+    tests = tmp_path / "truncation_test.yaml"
+    tests.write_text(yaml.safe_dump({"evaluation_interval": "1m", "tests": [case]}, width=1000))
+    output = _run(promtool, "test", "rules", str(tests), cwd=tmp_path)
+    assert "SUCCESS" in output
 
 
 def test_promtool_checks_the_stack_prometheus_config() -> None:
@@ -676,6 +754,8 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
         ):
             assert shown.get(title), title
         assert all(0 < v < 1 for v in shown["Share saved by cached input"].values()), shown
+        by_mode = {json.loads(key)["openai_responses_state_mode"]: v for key, v in shown[TRUNCATION_PANEL].items()}
+        assert by_mode == {"single_turn": 1.0, "server_chain": 3.0}  # the chain's first turn, then three chained
 
         # Calls without a model (conversations.create and items in the demo, retrieve) exist, and no per-model
         # panel shows them as an empty model.

@@ -9,6 +9,9 @@ replica took over, a cluster down at startup breaks nothing, the settings, and t
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import re
 import time
 from typing import Any
 
@@ -19,15 +22,17 @@ from redis.exceptions import ClusterCrossSlotError
 from otel_responses import ConfigError
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
+from otel_responses.emulator import Emulator
 from otel_responses.fingerprint import Fingerprinter, key_from_text
 from otel_responses.ledger import Entry
 from otel_responses.ledger_codec import entry_key, location_key
-from otel_responses.redis_ledger import LOCAL_ONLY, RedisLedger
+from otel_responses.ledger_prefetch import reader_for
+from otel_responses.redis_ledger import LOCAL_ONLY, RedisLedger, seed_nodes
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
 from .redis_cluster import LocalCluster, cluster_fixture
-from .test_redis_ledger import KEY, _entry, attrs, chat_signals, free_port, new_ledger
+from .test_redis_ledger import CLUSTER_OPTIONS, KEY, _entry, attrs, chat_signals, free_port, new_ledger
 
 redis_cluster = cluster_fixture("module")
 failover_cluster = cluster_fixture("module", name="failover_cluster")
@@ -234,3 +239,152 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
     finally:
         LOCAL_ONLY.reset(token)
     assert reader.stats()["reads"] == 0
+
+
+# -- several seed nodes --------------------------------------------------------------------------------------
+
+
+def test_seed_node_settings() -> None:
+    """``ledger_url`` names one node or several seeds, comma-separated (the keyword: a list too); each is checked
+    as one URL is, several only with ``ledger_cluster``, and a message names a URL by its place, never its text."""
+    first, second = f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0"
+    made = [
+        settings_from({"hash_key": KEY, "ledger_url": f"{first}, {second}", "ledger_cluster": True}).ledger,
+        settings_from({"hash_key": KEY, "ledger_url": [first, second], "ledger_cluster": True}).ledger,
+        settings_from(
+            {"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": f"{first},{second}", f"{ENV_PREFIX}LEDGER_CLUSTER": "true"}
+        ).ledger,
+    ]
+    for ledger in made:
+        assert isinstance(ledger, RedisLedger)
+        assert (ledger.cluster, ledger.urls, ledger.url) == (True, (first, second), first)
+        reader = reader_for(ledger)
+        assert reader is not None
+        assert reader.urls == (first, second)  # the async reads get every seed too
+        ledger.close(timeout=1)
+    assert seed_nodes((first, second)) == [("127.0.0.1", int(second.split(":")[2].split("/")[0]))]
+    # A comma inside a URL (a password) is not a separator: one URL, as before.
+    comma = f"redis://:pass,word@127.0.0.1:{free_port()}/0"
+    single = settings_from({"hash_key": KEY, "ledger_url": comma}).ledger
+    assert isinstance(single, RedisLedger)
+    assert single.urls == (comma,)
+    single.close(timeout=1)
+
+    secret = f"redis://:hunter2-seed@127.0.0.1:{free_port()}/0"
+    several = f"{first},{secret}"
+    for config, env in (
+        ({"ledger_url": several}, {}),
+        ({"ledger_url": [first, secret]}, {}),
+        ({}, {f"{ENV_PREFIX}LEDGER_URL": several}),
+    ):
+        with pytest.raises(ConfigError) as error:
+            settings_from({"hash_key": KEY, **config}, env)
+        assert str(error.value) == (
+            "ledger_url: several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting "
+            "(ledger_cluster=True, OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or "
+            "RedisLedger(cluster=True))"
+        )
+    for bad, message in (
+        (f"{several},unix:///tmp/redis.sock", "seed URL 3 of 3: a Redis Cluster ledger URL must start with redis://"),
+        (f"{secret},redis://127.0.0.1:7000/2", "seed URL 2 of 2: a Redis Cluster has only database 0"),
+        (
+            f"{first},{secret}",
+            "seed URL 2 of 2 differs from the first in more than host and port: the seeds of a Redis Cluster share "
+            "one user, password, TLS setting and options",
+        ),
+        (f"{secret},rediss://:hunter2-seed@127.0.0.1:7001/0", "seed URL 2 of 2 differs from the first"),
+        (f"{secret},redis://:hunter2-seed@127.0.0.1:7001/0?socket_timeout=x", "seed URL 2 of 2 is not a Redis URL"),
+        (f"{secret},redis://:hunter2-seed@:7001/0", "seed URL 2 of 2 names no host"),
+    ):
+        with pytest.raises(ConfigError, match=f"^ledger_url: {re.escape(message)}") as error:
+            settings_from({"hash_key": KEY, "ledger_url": bad, "ledger_cluster": True})
+        assert "hunter2" not in str(error.value)
+        assert "127.0.0.1" not in str(error.value)
+    with pytest.raises(ValueError, match=r"^several Redis URLs are the seed nodes"):
+        RedisLedger([first, second])
+
+
+def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
+    redis_cluster: LocalCluster,
+    client: openai.OpenAI,
+    emulator: Emulator,
+    ledgers: list[RedisLedger],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A node dies; a worker started afterwards with that node's URL alone never reaches the cluster (every call
+    marked unavailable, its checks silent) and says so, once. With the dead node as the first of several seeds, a
+    new worker's checks, sync and async, find another worker's entries: its signals are raised."""
+    cluster = redis_cluster
+    cluster.flush()
+    writer = new_ledger(ledgers, cluster.url, **CLUSTER_OPTIONS)
+    with capture(ledger=writer, hash_key=KEY):
+        parents = [client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id for _ in "abc"]
+    assert writer.flush(5)
+    masters = cluster.master_ports()
+    gone = next(port for port in cluster.running() if port not in masters)  # a replica: no failover to wait for
+    cluster.kill(gone)
+    seeds = [cluster.url_of(gone), *(cluster.url_of(port) for port in cluster.running())]
+    assert len(seeds) == 6
+    timeout = {"ledger_timeout": CLUSTER_OPTIONS["timeout_seconds"], "ledger_cluster": True}
+    try:
+        lone = settings_from({"hash_key": KEY, "ledger_url": seeds[0], **timeout}).ledger
+        assert isinstance(lone, RedisLedger)
+        ledgers.append(lone)
+        with caplog.at_level(logging.WARNING, "otel_responses.redis_ledger"), capture(ledger=lone, hash_key=KEY) as cap:
+            client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parents[0])
+        assert chat_signals(cap) == [()]  # the parent is another worker's: unseen
+        (span,) = cap.chat_spans()
+        assert attrs(span)[LEDGER_UNAVAILABLE] is True
+        # Said once (by this ledger: others still connecting may say it too), naming no URL.
+        warned = [r.getMessage() for r in caplog.records if r.name == "otel_responses.redis_ledger"]
+        told = (
+            "otel-responses: the Redis Cluster ledger could not read the cluster's topology from its seed nodes (1 "
+            "given; RedisClusterException): its checks use this process's knowledge until a seed answers. Several "
+            "seed nodes can be given in ledger_url, comma-separated."
+        )
+        assert warned.count(told) == 1, warned
+        assert not [message for message in warned if "127.0.0.1" in message]
+
+        worker = settings_from({"hash_key": KEY, "ledger_url": ",".join(seeds), **timeout}).ledger
+        assert isinstance(worker, RedisLedger)
+        ledgers.append(worker)
+        with capture(ledger=worker, hash_key=KEY) as cap:
+            client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parents[1])
+        assert chat_signals(cap) == [("instructions_dropped",)]
+        (span,) = cap.chat_spans()
+        assert LEDGER_UNAVAILABLE not in attrs(span)
+        assert worker.stats()["read_failures"] == 0
+
+        env = {
+            f"{ENV_PREFIX}LEDGER_URL": ",".join(seeds),
+            f"{ENV_PREFIX}LEDGER_CLUSTER": "true",
+            f"{ENV_PREFIX}LEDGER_TIMEOUT": str(CLUSTER_OPTIONS["timeout_seconds"]),
+            f"{ENV_PREFIX}HASH_KEY": KEY,
+        }
+        awaited = settings_from({}, env).ledger
+        assert isinstance(awaited, RedisLedger)
+        ledgers.append(awaited)
+
+        def no_sync_read() -> Any:
+            raise AssertionError("a synchronous Redis read on the event loop")
+
+        awaited._reader = no_sync_read  # a sync read would fail the call's checks: only the async reader may ask
+
+        async def chained() -> None:
+            async with openai.AsyncOpenAI(base_url=emulator.base_url, api_key="emulator-key", max_retries=0) as aio:
+                await aio.responses.create(
+                    model=MODEL, input="What are the constraints?", previous_response_id=parents[2]
+                )
+
+        with capture(ledger=awaited, hash_key=KEY) as cap:
+            asyncio.run(chained())
+        assert chat_signals(cap) == [("instructions_dropped",)]
+        (span,) = cap.chat_spans()
+        assert LEDGER_UNAVAILABLE not in attrs(span)
+        reader = reader_for(awaited)
+        assert reader is not None
+        assert reader.urls == tuple(seeds)
+        assert awaited.stats()["read_failures"] == 0
+        assert awaited.stats()["reads"] >= 1
+    finally:
+        cluster.revive(gone)

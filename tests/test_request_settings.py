@@ -178,6 +178,105 @@ def test_reasoning_settings_table(kwargs: dict[str, Any], expected: ReasoningSet
     assert reasoning_settings(kwargs) == expected
 
 
+# -- truncation and max_output_tokens ---------------------------------------------------------------------------
+
+TRUNCATION = "openai_responses.truncation"
+MAX_TOKENS = "gen_ai.request.max_tokens"
+
+
+def limits(span: Any) -> dict[str, Any]:
+    return {k: v for k, v in attrs(span).items() if k in (TRUNCATION, MAX_TOKENS)}
+
+
+def test_truncation_and_max_output_tokens_are_on_the_span(emulator: Emulator, captured: Captured) -> None:
+    """`truncation="auto"` lets the API drop the oldest items itself when the context overflows: recorded as sent,
+    beside `max_output_tokens`, on plain, streamed and async calls, from the span's start (samplers see them)."""
+    client = emulator.client()
+    first = client.responses.create(model=MODEL, input="Hello.", truncation="auto", max_output_tokens=64)
+    list(
+        client.responses.create(
+            model=MODEL, input="Again.", previous_response_id=first.id, truncation="disabled", stream=True
+        )
+    )
+    client.responses.create(model=MODEL, input="Plain.")
+    client.responses.create(model=MODEL, input="Extra.", truncation="disabled", extra_body={"truncation": "auto"})
+
+    async def awaited() -> None:
+        async with openai.AsyncOpenAI(base_url=emulator.base_url, api_key="emulator-key", max_retries=0) as aio:
+            await aio.responses.create(model=MODEL, input="Async.", truncation="auto", max_output_tokens=16)
+
+    asyncio.run(awaited())
+    assert [limits(span) for span in captured.chat_spans()] == [
+        {TRUNCATION: "auto", MAX_TOKENS: 64},
+        {TRUNCATION: "disabled"},
+        {},
+        {TRUNCATION: "auto"},  # what the SDK sent: extra_body wins
+        {TRUNCATION: "auto", MAX_TOKENS: 16},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, (None, None)),
+        ({"truncation": None, "max_output_tokens": None}, (None, None)),
+        ({"truncation": getattr(openai, "omit", openai.NOT_GIVEN)}, (None, None)),
+        ({"truncation": "auto", "max_output_tokens": 1024}, ("auto", 1024)),
+        ({"truncation": "disabled", "max_output_tokens": 0}, ("disabled", 0)),
+        ({"truncation": "Drop the oldest, please", "max_output_tokens": "64"}, (None, None)),
+        ({"truncation": "a" * 1_000_000, "max_output_tokens": True}, (None, None)),
+        ({"truncation": 1, "max_output_tokens": 64.0}, (None, None)),
+        ({"max_output_tokens": -1}, (None, None)),
+        ({"max_output_tokens": 2**63}, (None, None)),
+        ({"max_output_tokens": 2**63 - 1}, (None, 2**63 - 1)),
+        ({"truncation": "auto", "extra_body": {"truncation": None, "max_output_tokens": 8}}, (None, 8)),
+    ],
+    ids=[
+        "absent",
+        "none",
+        "omit",
+        "auto",
+        "disabled_zero",
+        "text_and_string",
+        "huge_and_bool",
+        "number_and_float",
+        "negative",
+        "past_int64",
+        "int64",
+        "extra_body",
+    ],
+)
+def test_truncation_and_max_output_tokens_table(kwargs: dict[str, Any], expected: tuple[Any, Any]) -> None:
+    req = request_facts("chat", {"model": MODEL, "input": "Hi.", **kwargs}, settings_from({}, {}))
+    assert (req.truncation, req.max_output_tokens) == expected
+
+
+def test_the_calls_metric_carries_truncation_only_when_the_request_set_it(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """One attribute more on `openai_responses.calls`, of a few values, only when sent: calls without it keep their
+    series as they were. `max_output_tokens` (any number) stays off metrics."""
+    first = client.responses.create(model=MODEL, input="Hello.", truncation="auto", max_output_tokens=64)
+    client.responses.create(model=MODEL, input="More.", previous_response_id=first.id, truncation="auto")
+    client.responses.create(model=MODEL, input="Off.", truncation="disabled")
+    client.responses.create(model=MODEL, input="Plain.", max_output_tokens=32)
+    points = {
+        (dict(p.attributes).get(TRUNCATION), dict(p.attributes)["openai_responses.state.mode"]): p.value
+        for p in captured.metric_points("openai_responses.calls")
+    }
+    assert points == {
+        ("auto", "single_turn"): 1,
+        ("auto", "server_chain"): 1,
+        ("disabled", "single_turn"): 1,
+        (None, "single_turn"): 1,
+    }
+    for name in ("openai_responses.calls", "openai_responses.signals", "gen_ai.client.operation.duration"):
+        for point in captured.metric_points(name):
+            assert MAX_TOKENS not in point.attributes, name
+    for point in captured.metric_points("openai_responses.signals"):
+        assert TRUNCATION not in point.attributes
+
+
 # -- chunk timing ------------------------------------------------------------------------------------------------
 
 
