@@ -8,6 +8,7 @@ unavailable, and checks resume when Redis is back. Entries expire; nothing in Re
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -25,7 +26,7 @@ import openai
 import pytest
 import redis
 
-from otel_responses import ConfigError, ResponsesInstrumentor
+from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
@@ -34,6 +35,7 @@ from otel_responses.items import ItemMeta, payload_shape
 from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
 from otel_responses.ledger_codec import Codec, conversation_key, entry_fields, entry_key, location_key
 from otel_responses.redis_ledger import RedisLedger, decode_entry, encode_entry
+from otel_responses.signals import SHARED_FACT
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import (
@@ -42,10 +44,12 @@ from .ledger_scenarios import (
     MODEL,
     REASONING_MODEL,
     REPLAYS,
+    TOOL_NAME,
     TOOLS,
     first_turns,
     replay,
     tool_request,
+    user,
 )
 from .redis_cluster import LocalCluster, cluster_fixture
 from .test_leaks import _WINDOW, EMULATOR_SAFE_UNITS, PARAMS, Secrets, client_kwargs, closing, emulator_session
@@ -297,6 +301,73 @@ def test_replay_across_processes_is_analysed_as_in_one(
         across = replay_turns(client, process_a, cap)
     assert across == alone
     assert not [span for span in cap.spans() if LEDGER_UNAVAILABLE in attrs(span)]
+
+
+# -- strict mode on a shared parent ---------------------------------------------------------------------------
+
+
+def _chained_tool_requests(pending: str) -> dict[str, list[dict[str, Any]]]:
+    """Turns chained to a parent with the call ``pending``: what each one's input proves by itself."""
+    own_call = {"type": "function_call", "call_id": "call_own", "name": TOOL_NAME, "arguments": "{}"}
+    own_output = {"type": "function_call_output", "call_id": "call_own", "output": "x"}
+    answer = {"type": "function_call_output", "call_id": pending, "output": "shipped"}
+    return {
+        "tool_output_before_call": [answer, own_output, own_call],  # the input's own order
+        "missing_tool_output": [answer, own_call],  # the input's own call, left unanswered
+        "missing_tool_output on the parent": [user("next")],  # rests on the shared parent: recorded, never refused
+    }
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_strict_mode_refuses_what_a_chained_request_proves_whatever_its_shared_parent(
+    store: Store, emulator: Emulator, client: openai.OpenAI, ledgers: list[RedisLedger], asynchronous: bool
+) -> None:
+    """Worker A makes the parent, worker B chains to it (the parent read from the shared store). Strict mode in B
+    refuses, before sending, what B's own input proves; what rests on the shared parent alone is sent and recorded."""
+    a = new_ledger(ledgers, store.url, **store.options)
+    with capture(ledger=a, hash_key=KEY):
+        parent = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    assert a.flush(5)
+    pending = next(item.call_id for item in parent.output if item.type == "function_call")
+    b = new_ledger(ledgers, store.url, **store.options)
+    refused: dict[str, str | None] = {}
+    with capture(ledger=b, hash_key=KEY, strict=True) as cap:
+        for case, items in _chained_tool_requests(pending).items():
+            sent = len(emulator.requests)
+            kwargs: dict[str, Any] = {"model": MODEL, "input": items, "previous_response_id": parent.id, "tools": TOOLS}
+            try:
+                if asynchronous:
+                    asyncio.run(_create_async(emulator, kwargs))
+                else:
+                    client.responses.create(**kwargs)
+                refused[case] = None
+            except ContextLossError as error:
+                refused[case] = error.signal
+                assert len(emulator.requests) == sent, case  # refused before sending
+            except openai.BadRequestError:
+                refused[case] = None  # sent: the API refused it itself
+    assert refused == {
+        "tool_output_before_call": "tool_output_before_call",
+        "missing_tool_output": "missing_tool_output",
+        "missing_tool_output on the parent": None,
+    }
+    spans = cap.chat_spans()
+    assert [tuple(attrs(span)["openai_responses.signals"]) for span in spans] == [
+        ("tool_output_before_call",),
+        ("missing_tool_output",),
+        ("missing_tool_output",),
+    ]
+    shared = [
+        [event.attributes.get(SHARED_FACT) for event in span.events if event.name == "openai_responses.signal"]
+        for span in spans
+    ]
+    assert shared == [[None], [None], [True]]
+    assert b.stats()["reads"] >= 1  # the parent came from the shared store
+
+
+async def _create_async(emulator: Emulator, kwargs: dict[str, Any]) -> None:
+    async with emulator.async_client() as client:
+        await client.responses.create(**kwargs)
 
 
 def test_a_process_with_another_key_sees_nothing(

@@ -23,6 +23,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--drop-context", action="store_true", help="broken endpoint: the model sees only the current input"
     )
+    parser.add_argument(
+        "--repeat-reasoning-ids",
+        action="store_true",
+        help="a compatible server's habit: two reasoning items under one id per reasoning turn",
+    )
     parser.add_argument("--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable")
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     return parser
@@ -32,7 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first."""
     args = _parser().parse_args(argv)
     required_key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    config = EmulatorConfig(seed=args.seed, drop_context=args.drop_context, api_key=required_key)
+    config = EmulatorConfig(
+        seed=args.seed,
+        drop_context=args.drop_context,
+        api_key=required_key,
+        repeat_reasoning_ids=args.repeat_reasoning_ids,
+    )
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:

@@ -45,6 +45,8 @@ class EmulatorConfig:
         unfinished (`in_progress`); the retrieve after them sees it finished.
     api_key: when set, any other bearer key is refused with the API's 401 (`invalid_api_key`),
         to test how a client reports a refused key.
+    repeat_reasoning_ids: a habit of some Responses-compatible servers: each reasoning turn returns two reasoning
+        items under one id, with payloads of their own (a client replaying both byte for byte loses nothing).
     """
 
     seed: str = "otel-responses"
@@ -55,6 +57,7 @@ class EmulatorConfig:
     secret: bytes | None = None
     background_polls: int = 2
     api_key: str | None = None
+    repeat_reasoning_ids: bool = False
 
     def is_reasoning_model(self, model: str) -> bool:
         """Whether `model` reasons (prefix match, as model snapshots add suffixes)."""

@@ -111,6 +111,16 @@ def _list_page(items: list[Item]) -> dict[str, Any]:
     }
 
 
+def _with_reasoning_ids_repeated(output: list[Entry]) -> list[Entry]:
+    """Each reasoning item followed by a second one under its id, with notes (so a payload) of its own."""
+    repeated: list[Entry] = []
+    for entry in output:
+        repeated.append(entry)
+        if entry.item.get("type") == "reasoning":
+            repeated.append(Entry(dict(entry.item), f"{entry.notes or ''} Then checked it again."))
+    return repeated
+
+
 class Service:
     """Holds the store, id factory and sealer; each public method is one endpoint."""
 
@@ -208,6 +218,8 @@ class Service:
             request, context = prepared.request, prepared.context
             response_id = self.ids.new("resp")
             turn = model.respond(context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new)
+            if self.config.repeat_reasoning_ids:
+                turn.output = _with_reasoning_ids_repeated(turn.output)
             threshold = _compact_threshold(body.get("context_management"))
             if threshold is not None and turn.usage["input_tokens"] > threshold:
                 turn.output.insert(0, self._compaction_entry(context.entries))

@@ -17,7 +17,16 @@ import pytest
 pytest.importorskip("agents")
 pytest.importorskip("agents.models.openai_responses")
 
-from agents import Agent, ModelSettings, RunConfig, Runner, SQLiteSession, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    ModelSettings,
+    OpenAIConversationsSession,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesWSModel
 from pydantic import BaseModel
 
@@ -45,7 +54,14 @@ from .support import (
 # The SDK's own tracing exports to the OpenAI platform by default: off, nothing leaves this machine.
 set_tracing_disabled(True)
 
-MODES = ("replay", "session", "previous_response_id", "auto_previous_response_id", "conversation_id")
+MODES = (
+    "replay",
+    "session",
+    "conversations_session",
+    "previous_response_id",
+    "auto_previous_response_id",
+    "conversation_id",
+)
 
 
 class Answer(BaseModel):
@@ -86,7 +102,11 @@ async def conversation(
     history: list[Any] = []
     previous: str | None = None
     conversation_id = (await client.conversations.create()).id if mode == "conversation_id" else None
-    session = SQLiteSession("conversation") if mode == "session" else None  # in memory
+    session: Any = None
+    if mode == "session":
+        session = SQLiteSession("conversation")  # in memory
+    elif mode == "conversations_session":  # the history kept as items of a conversation the SDK writes each turn
+        session = OpenAIConversationsSession(openai_client=client)
     result: Any = None
     try:
         for prompt in PROMPTS:
@@ -100,13 +120,13 @@ async def conversation(
                 kwargs.update(previous_response_id=previous, auto_previous_response_id=True)
             elif mode == "conversation_id":
                 kwargs["conversation_id"] = conversation_id
-            elif mode == "session":  # the SDK keeps the history in its session store and re-sends it
+            elif session is not None:  # the SDK keeps the history in its session store and re-sends it
                 kwargs["session"] = session
             result = await _run(agent, given, stream=stream, **kwargs)
             history, previous = result.to_input_list(), result.last_response_id
     finally:
         await client.close()
-        if session is not None:
+        if isinstance(session, SQLiteSession):
             session.close()
     return result.final_output
 
