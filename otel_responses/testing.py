@@ -13,7 +13,7 @@ Fixtures: ``responses_emulator`` (session), ``responses_client``, ``responses_as
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pytest
 
 from . import attributes as _attr
-from .signals import CATALOGUE, LOSS_SEVERITIES
+from .signals import CATALOGUE, LOSS_SEVERITIES, Signal
 
 if TYPE_CHECKING:
     import openai
@@ -296,25 +296,29 @@ def _count(n: int) -> str:
 def _report(headline: str, found: list[tuple[int, ReadableSpan, str]], spans: list[ReadableSpan]) -> str:
     lines = [headline + ":"]
     for index, span, name in found:
-        kind = CATALOGUE[name]
+        signal = Signal(name, dict(_event(span, name)))  # its meaning and fix may depend on its metadata
         attributes = span.attributes or {}
         response = attributes.get(_attr.GEN_AI_RESPONSE_ID)
         where = f"span {span.name!r} (#{index + 1} of {len(spans)}{f', response {response}' if response else ''})"
-        lines.append(f"- {name} ({kind.severity}) on {where}: {kind.meaning}{_detail(span, name)}")
-        lines.append(f"  Fix: {kind.fix}.")
+        lines.append(f"- {name} ({signal.severity}) on {where}: {signal.meaning}{_detail(span, name)}")
+        lines.append(f"  Fix: {signal.fix}.")
     return "\n".join(lines)
+
+
+def _event(span: ReadableSpan, name: str) -> Mapping[str, Any]:
+    """The attributes of the span's event for signal ``name`` (empty when it has none)."""
+    for event in span.events:
+        attributes = event.attributes or {}
+        if event.name == _attr.SIGNAL_EVENT and attributes.get(_attr.SIGNAL_NAME) == name:
+            return attributes
+    return {}
 
 
 def _detail(span: ReadableSpan, name: str) -> str:
     """The signal event's metadata (counts, item types, ids; never payload)."""
     own = {_attr.SIGNAL_NAME, _attr.SIGNAL_SEVERITY}
-    for event in span.events:
-        attributes = event.attributes or {}
-        if event.name == _attr.SIGNAL_EVENT and attributes.get(_attr.SIGNAL_NAME) == name:
-            detail = {k.removeprefix("openai_responses."): v for k, v in attributes.items() if k not in own}
-            if detail:
-                return " [" + ", ".join(f"{k}={_value(v)}" for k, v in detail.items()) + "]"
-    return ""
+    detail = {k.removeprefix("openai_responses."): v for k, v in _event(span, name).items() if k not in own}
+    return " [" + ", ".join(f"{k}={_value(v)}" for k, v in detail.items()) + "]" if detail else ""
 
 
 def _value(value: object) -> str:
