@@ -295,23 +295,20 @@ class _Matcher:
         ids the client rewrote. Marked replayed only."""
         items, matched = self.items, self.matched
         for step in (1, -1):
-            order = range(len(items)) if step == 1 else range(len(items) - 1, -1, -1)
-            for position in order:
-                if position in matched or not _by_position(items[position]):
-                    continue
-                neighbour = matched.get(position - step)
-                if neighbour is None:
-                    continue
-                replayed, index = neighbour
-                index += step
+            # From each recognised item, onwards (or backwards) while the next item stands where the next output does.
+            for start in sorted(matched, reverse=step == -1):
+                replayed, index = matched[start]
                 outputs = replayed.entry.outputs
-                if (
-                    0 <= index < len(outputs)
-                    and index not in replayed.seen
-                    and outputs[index].type == items[position].type
-                ):
+                position = start + step
+                while 0 <= position < len(items) and position not in matched and _by_position(items[position]):
+                    index += step
+                    if not 0 <= index < len(outputs) or index in replayed.seen:
+                        break
+                    if outputs[index].type != items[position].type:
+                        break
                     replayed.seen.add(index)
                     matched[position] = (replayed, index)
+                    position += step
 
 
 def _by_position(meta: ItemMeta) -> bool:
@@ -344,9 +341,9 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
             later.append((lookup, places))
     for lookup, places in texts:
         matcher.text(lookup, places)
-    for lookup, places in later:
-        matcher.fallback(lookup, places)
-    if later or texts:
+    if matcher.replayed:  # fallbacks only clear items of linked responses: with none, nothing to do (no hashing)
+        for lookup, places in later:
+            matcher.fallback(lookup, places)
         matcher.by_position()
     analysis.replayed = list(matcher.replayed.values())
     _own_copies(req, analysis.replayed)
