@@ -30,6 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
 
+from stats import percentile
+
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker.py"
 CACHE = Path(os.environ.get("OTEL_RESPONSES_BENCH_CACHE", Path.home() / ".cache" / "otel-responses-bench"))
@@ -166,14 +168,6 @@ def timing(processes: list[Process], workloads: list[str], seconds: float, round
         for process in live:
             median = statistics.median(process.total[workload]) / 1e3
             log(f"  {workload:13} {process.subject:22} median {median:12.1f} us")
-
-
-def percentile(values: list[int], fraction: float) -> float:
-    ordered = sorted(values)
-    index = fraction * (len(ordered) - 1)
-    low = int(index)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (index - low)
 
 
 def stats(processes: list[Process], workload: str) -> dict[str, Any]:

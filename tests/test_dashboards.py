@@ -160,7 +160,7 @@ def substitute(expr: str, model: str = ".*") -> str:
     return expr
 
 
-# A counter's events in a window, a series' first sample included (build.fresh); the test replaces it with the
+# A counter's events in a window, a series' first sample included (promql.fresh); the test replaces it with the
 # counter itself, which is what it counted when the series was born inside the window.
 FRESH = re.compile(
     r"\(\((?P<s>[a-z_]+\{[^{}]*\}) unless last_over_time\((?P=s)\[2m\] offset (?P<w>[$\w]+)\)\)"
@@ -344,7 +344,7 @@ def test_every_traceql_query_is_well_formed() -> None:
 
 
 def test_every_counting_query_counts_the_first_sample_of_a_new_series() -> None:
-    """Every counter in every panel is read through build.fresh(): no bare rate()/increase() left to miss an event."""
+    """Every counter in every panel is read through promql.fresh(): no bare rate()/increase() left to miss an event."""
     for title, target in _targets():
         expr = target["expr"]
         rest = FRESH.sub("X", expr)
@@ -618,7 +618,7 @@ def _firing(alerts: list[dict[str, Any]], name: str = "OpenAIResponsesErrorSigna
 
 def _expected(base: str, target: dict[str, Any], expr: str, at: float) -> dict[str, float]:
     """What the target must show when every series it reads was born inside its window: each counter at its whole
-    value (build.fresh's first term). A bare rate()/increase() would show nothing for such series."""
+    value (promql.fresh's first term). A bare rate()/increase() would show nothing for such series."""
     return _as_grafana(base, target, FRESH.sub(lambda m: f"({m['s']})", expr), at)
 
 

@@ -1,0 +1,105 @@
+"""The "OpenAI Responses — context health" dashboard: its settings, variables and links, then its rows in order."""
+
+from __future__ import annotations
+
+import json
+
+from grafana_foundation_sdk.builders.dashboard import (
+    Dashboard,
+    DashboardLink,
+    DatasourceVariable,
+    QueryVariable,
+    Row,
+    TextBoxVariable,
+)
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.dashboard import (
+    DashboardCursorSync,
+    DashboardLinkType,
+    VariableOption,
+    VariableRefresh,
+    VariableSort,
+)
+
+from dashboards.names import CALLS, MODEL, RUNBOOK_BASE, SERVICE
+from dashboards.panels import LINEAGE, PROMETHEUS, UID
+from dashboards.rows import ROWS
+
+#: The Grafana the dashboard is built for: the grafana-foundation-sdk build pinned in pyproject.toml.
+GRAFANA_VERSION = "11.6"
+ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
+
+
+def context_health() -> Dashboard:
+    """The "OpenAI Responses — context health" dashboard."""
+    board = (
+        Dashboard("OpenAI Responses — context health")
+        .uid(UID)
+        .description(
+            "Where multi-turn context gets lost in calls to the OpenAI Responses API, from the otel-responses "
+            "instrumentation: signals, state handling, encrypted reasoning, tool calls, tokens, latency, errors."
+        )
+        .tags(["openai", "opentelemetry", "genai", "otel-responses"])
+        .timezone("browser")
+        .time("now-1h", "now")
+        .refresh("30s")
+        .tooltip(DashboardCursorSync.CROSSHAIR)
+        .editable()
+        .link(
+            DashboardLink("Signals: what each one means and how to fix it")
+            .type(DashboardLinkType.LINK)
+            .url(f"{RUNBOOK_BASE}#signals")
+            .icon("doc")
+            .target_blank(True)
+        )
+        .with_variable(
+            DatasourceVariable("datasource").label("Prometheus").type("prometheus").description("Where the metrics are")
+        )
+        .with_variable(DatasourceVariable("tempo").label("Tempo").type("tempo").description("Where the traces are"))
+        .with_variable(
+            QueryVariable("service")
+            .label("Service")
+            .description("The Prometheus job label: the scrape job, or the resource's service.name via a Collector")
+            .datasource(PROMETHEUS)
+            .query(f"label_values({CALLS}, {SERVICE})")
+            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(VariableSort.ALPHABETICAL_ASC)
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .current(ALL)
+        )
+        .with_variable(
+            QueryVariable("model")
+            .label("Model")
+            .description("gen_ai.request.model: the model the app asked for")
+            .datasource(PROMETHEUS)
+            .query(f'label_values({CALLS}{{{SERVICE}=~"$service"}}, {MODEL})')
+            .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .sort(VariableSort.ALPHABETICAL_ASC)
+            .multi(True)
+            .include_all(True)
+            .all_value(".*")
+            .current(ALL)
+        )
+        .with_variable(
+            TextBoxVariable(LINEAGE)
+            .label("Lineage id")
+            .description(
+                "A conversation to follow in the drill-down row: openai_responses.lineage.id, the conversation id "
+                "(conv_...) in conversation mode, else the id of the first response of the chain or replay "
+                "(resp_...). Click one in the Tempo table of spans that lost context, or paste it."
+            )
+            .default_value("")
+        )
+    )
+    for row in ROWS:
+        section = row()
+        board.with_row(Row(section.title))
+        for panel in section.panels:
+            board.with_panel(panel)
+    return board
+
+
+def render_dashboard() -> str:
+    return json.dumps(context_health().build(), cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,46 @@
+"""Metric and label names as the OpenTelemetry Prometheus exporter writes them, for the panels and the rules alike.
+
+Derived from ``otel_responses.attributes`` (dots become underscores, counters get ``_total``, seconds histograms
+``_seconds``), so a renamed attribute cannot leave a query reading a metric that no longer exists.
+"""
+
+from __future__ import annotations
+
+from otel_responses import attributes as attr
+
+#: Where every runbook link points: the README, whose ``### <signal>`` sections are the runbooks.
+RUNBOOK_BASE = "https://github.com/otel-responses/otel-responses/blob/main/README.md"
+
+
+def label(attribute: str) -> str:
+    """A span/metric attribute as a Prometheus label: dots become underscores."""
+    return attribute.replace(".", "_")
+
+
+# Metric names as the OpenTelemetry Prometheus exporter writes them.
+CALLS = label(attr.METRIC_CALLS) + "_total"
+SIGNALS = label(attr.METRIC_SIGNALS) + "_total"
+TOKENS = label(attr.METRIC_TOKENS) + "_total"
+TOKEN_USAGE_SUM = label(attr.METRIC_TOKEN_USAGE) + "_sum"
+ENCRYPTED_ITEMS = label(attr.METRIC_ENCRYPTED_ITEMS) + "_total"
+DURATION = label(attr.METRIC_OPERATION_DURATION) + "_seconds"
+COST = label(attr.METRIC_COST) + "_total"
+COST_SAVED = label(attr.METRIC_COST_SAVED) + "_total"
+
+# Labels.
+MODEL = label(attr.GEN_AI_REQUEST_MODEL)
+SIGNAL_NAME = label(attr.SIGNAL_NAME)
+SEVERITY = label(attr.SIGNAL_SEVERITY)
+STATE_MODE = label(attr.STATE_MODE)
+STORE = label(attr.STORE)
+CONTEXT_LOSS = label(attr.CONTEXT_LOSS)
+TOKEN_KIND = label(attr.TOKEN_KIND)
+TOKEN_TYPE = label(attr.GEN_AI_TOKEN_TYPE)
+DIRECTION = label(attr.DIRECTION)
+ERROR_TYPE = label(attr.ERROR_TYPE)
+TURN_DEPTH = label(attr.TURN_DEPTH)
+TRUNCATION = label(attr.TRUNCATION)
+CURRENCY = label(attr.COST_CURRENCY)
+#: The service: ``job`` as Prometheus sets it when scraping, or as the Collector's prometheus exporter derives
+#: it from the resource's ``service.name`` (``service.namespace/service.name`` when a namespace is set).
+SERVICE = "job"
