@@ -1,0 +1,34 @@
+"""A self-contained HTML page of each conversation's turns, built from this package's spans alone.
+
+``render()`` makes the page from span records: read from OTLP/JSON files (``otlp_json.read``, the command
+``otel-responses report``) or from the SDK's finished spans (``records.from_sdk``, the pytest kit and the demo).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .model import conversations
+from .page import DOCS_URL, Options, render
+from .records import SpanRecord, from_sdk
+
+__all__ = ["DOCS_URL", "Options", "SpanRecord", "from_sdk", "labels", "render", "write_sdk_spans"]
+
+
+def write_sdk_spans(spans: Iterable[Any], path: str | Path, options: Options | None = None) -> Path:
+    """Write the report of the SDK's finished spans (``ReadableSpan``) to ``path``; returns the path written."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render(from_sdk(spans), options), encoding="utf-8")
+    return target
+
+
+def labels(named: Iterable[tuple[str, Iterable[Any]]]) -> dict[str, str]:
+    """Captions for the conversations of named groups of SDK spans (the demo: one group per scenario)."""
+    found: dict[str, str] = {}
+    for name, spans in named:
+        for conversation in conversations(from_sdk(spans)):
+            found.setdefault(conversation.key, name)
+    return found

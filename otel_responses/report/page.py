@@ -1,0 +1,540 @@
+"""The report page: conversations as HTML, every string escaped, one inline style and one inline script.
+
+Everything shown comes from span attributes and events (ids, types, counts, hashes), never from a payload: a span
+holds none. Strings are still hostile input: a model name, an id or a service name is escaped wherever it goes,
+cut to ``MAX_SHOWN`` characters, and shown with invisible or direction-changing characters spelled out.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Final
+from urllib.parse import quote, urlsplit
+
+from .. import attributes as a
+from ..signals import CATALOGUE, ERROR, INFO, WARNING
+from ..version import __version__
+from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
+from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
+from .records import SpanRecord, Value
+
+# Where each signal's section of the documentation is: the signal's name is the anchor. The one place to change it.
+DOCS_URL: Final = "https://otel-responses.github.io/otel-responses/signals/"
+MAX_SHOWN: Final = 300  # characters of one string on the page; this package's spans cap theirs at 256
+MAX_PROBLEMS: Final = 50
+TRACE_ID: Final = "{trace_id}"
+DASH: Final = "&#8211;"  # HTML entities: the source stays ASCII
+TIMES: Final = "&#215;"
+NOTHING: Final = f'<span class="muted">{DASH}</span>'
+NONE_HTML: Final = '<span class="muted">none</span>'
+SPAN_ID: Final = "{span_id}"
+_COLUMNS: Final = ("turn", "time", "call", "state", "instr", "items", "tools", "reason", "tokens")
+_HEADINGS: Final = (
+    "turn",
+    "time · duration",
+    "operation · model",
+    "state · store",
+    "instructions",
+    "items in → out",
+    "tool calls",
+    "reasoning · compaction",
+    "tokens",
+)
+_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+_HELP: Final = (
+    ("turn", "1 for a first call, the continued turn's + 1; a striped row is a turn missing from the input"),
+    ("state · store", "how the call carried its context; the effective store flag (and what was asked, if other)"),
+    ("instructions", "a short hash of the instructions sent (never their text), marked where it changes or is gone"),
+    ("items in → out", "item types sent and returned, in order; a run of one type is one chip with its count"),
+    ("tool calls", "ok, none, pending (calls awaiting outputs), or the first failing tool-call signal"),
+    ("reasoning", "encrypted reasoning asked for, sent back (in) and returned (out); compaction when it happened"),
+    ("signals", "each named context loss with its severity, metadata (counts, types, ids) and the fix"),
+)
+
+
+class BadTemplate(ValueError):
+    """A trace link template that is not an http(s) URL with ``{trace_id}``."""
+
+
+def check_trace_url(template: str) -> str:
+    """A link template for a tracing backend: http(s), with ``{trace_id}`` (``{span_id}`` optional)."""
+    parts = urlsplit(template.replace(TRACE_ID, "0").replace(SPAN_ID, "0"))
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadTemplate(f"not an http(s) URL: {template!r}")
+    if TRACE_ID not in template:
+        raise BadTemplate(f"no {TRACE_ID} in {template!r}")
+    return template
+
+
+def check_docs_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadTemplate(f"not an http(s) URL: {url!r}")
+    return url
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the page says besides the spans: where they came from and where its links go."""
+
+    title: str = "otel-responses report"
+    trace_url: str | None = None  # e.g. http://127.0.0.1:16686/trace/{trace_id}?uiFind={span_id} (Jaeger)
+    docs_url: str = DOCS_URL
+    sources: Sequence[str] = ()
+    problems: Sequence[str] = ()
+    other_spans: int = 0  # spans of other instrumentations in the input, left out
+    labels: Mapping[str, str] = field(default_factory=dict)  # conversation key -> a caption (the demo's scenarios)
+    written: datetime | None = None  # default: now
+
+
+def render(spans: Iterable[SpanRecord], options: Options | None = None) -> str:
+    """The whole page for ``spans`` (this package's; see ``records``)."""
+    options = options or Options()
+    return render_conversations(conversations(spans, options.labels), options)
+
+
+def render_conversations(found: list[Conversation], options: Options | None = None) -> str:
+    """The whole page for conversations already built (``model.conversations``)."""
+    options = options or Options()
+    if options.trace_url is not None:
+        check_trace_url(options.trace_url)
+    check_docs_url(options.docs_url)
+    return _Page(options).document(found)
+
+
+def _t(value: object, limit: int = MAX_SHOWN) -> str:
+    """Text for HTML (content or a quoted attribute): cut, invisible characters spelled out, escaped."""
+    text = value if isinstance(value, str) else _plain(value)
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    text = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return html.escape(text, quote=True)
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ", ".join(_plain(v) for v in value)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _token(value: str) -> str:
+    """A filter token (the script splits on spaces and decodes each)."""
+    return quote(value, safe="")
+
+
+def _number(value: int | None) -> str:
+    return DASH if value is None else f"{value:,}"
+
+
+def _time(nanos: int) -> str:
+    return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _date(nanos: int) -> str:
+    return datetime.fromtimestamp(nanos / 1e9, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _duration(nanos: int) -> str:
+    ms = nanos / 1e6
+    if ms < 1000:
+        return f"{ms:.0f} ms" if ms >= 10 else f"{ms:.1f} ms"
+    return f"{ms / 1000:.2f} s"
+
+
+def _type_class(item_type: str) -> str:
+    if item_type == "message":
+        return "t-message"
+    if item_type == "reasoning":
+        return "t-reasoning"
+    if item_type.startswith("compaction"):
+        return "t-compaction"
+    if item_type.startswith("...("):
+        return "t-more"
+    if item_type.endswith("_output"):
+        return "t-output"
+    if item_type.endswith(("_call", "_request")):
+        return "t-call"
+    return "t-other"
+
+
+def _chips(types: Sequence[str]) -> str:
+    """Item types as chips, a run of one type as one chip with its count."""
+    out: list[str] = []
+    i = 0
+    while i < len(types):
+        j = i
+        while j < len(types) and types[j] == types[i]:
+            j += 1
+        run = f" {TIMES}{j - i}" if j - i > 1 else ""
+        out.append(f'<span class="chip {_type_class(types[i])}">{_t(types[i], 80)}{run}</span>')
+        i = j
+    return "".join(out) or NOTHING
+
+
+def _hash_class(value: str) -> str:
+    try:
+        return f"h{int(value[:6], 16) % 12}"
+    except ValueError:
+        return "h0"
+
+
+def _worst(conversation: Conversation) -> str | None:
+    return next((s for s in SEVERITIES if conversation.count(s)), None)
+
+
+class _Page:
+    def __init__(self, options: Options) -> None:
+        self.options = options
+
+    def document(self, found: list[Conversation]) -> str:
+        o = self.options
+        written = o.written or datetime.now(timezone.utc)
+        calls = sum(len(c.calls) for c in found)
+        parts = [
+            "<!DOCTYPE html>\n",
+            '<html lang="en" data-ready="0">\n<head>\n<meta charset="utf-8">\n',
+            f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n',
+            '<meta name="referrer" content="no-referrer">\n',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
+            f"<title>{_t(o.title)}: {len(found)} conversation{'s' if len(found) != 1 else ''}</title>\n",
+            f"<style>{CSS}</style>\n</head>\n<body>\n<header>\n",
+            f"<h1>{_t(o.title)}</h1>\n",
+            f'<p class="meta">{len(found)} conversation{"s" if len(found) != 1 else ""}, {calls} call'
+            f"{'s' if calls != 1 else ''}",
+        ]
+        if o.sources:
+            parts.append(" from " + ", ".join(f'<span class="mono">{_t(s)}</span>' for s in o.sources))
+        if o.other_spans:
+            plural = "s" if o.other_spans != 1 else ""
+            parts.append(f"; {o.other_spans} span{plural} of other instrumentations left out")
+        parts.append(
+            f". Written {_t(written.strftime('%Y-%m-%d %H:%M:%S UTC'))} by otel-responses {_t(__version__)}, "
+            "from span attributes only: no message text, no payload.</p>\n"
+        )
+        parts.append(self.problems())
+        parts.append(self.help())
+        parts.append(self.filters(found))
+        parts.append("</header>\n<main>\n")
+        parts.append(self.summary(found))
+        for number, conversation in enumerate(found, 1):
+            parts.append(self.conversation(number, conversation))
+        parts.append(
+            "</main>\n<footer>Generated by otel-responses from OpenTelemetry spans. Signal names link to their "
+            f'documentation at <a href="{_t(o.docs_url)}" rel="noreferrer">{_t(o.docs_url)}</a>.</footer>\n'
+        )
+        parts.append(f"<script>{SCRIPT}</script>\n</body>\n</html>\n")
+        return "".join(parts)
+
+    def problems(self) -> str:
+        problems = self.options.problems
+        if not problems:
+            return ""
+        items = "".join(f"<li>{_t(p, 600)}</li>" for p in problems[:MAX_PROBLEMS])
+        more = f"<li>and {len(problems) - MAX_PROBLEMS} more</li>" if len(problems) > MAX_PROBLEMS else ""
+        return (
+            f'<section id="problems"><h2>{len(problems)} problem{"s" if len(problems) != 1 else ""} reading the '
+            f'input</h2><p class="meta">What could be read is shown below.</p><ul class="problems">{items}{more}'
+            "</ul></section>\n"
+        )
+
+    def help(self) -> str:
+        rows = "".join(f"<dt>{_t(k)}</dt><dd>{_t(v)}</dd>" for k, v in _HELP)
+        return f'<details class="help"><summary>How to read this page</summary><dl>{rows}</dl></details>\n'
+
+    def filters(self, found: list[Conversation]) -> str:
+        choices: dict[str, list[str]] = {
+            "service": sorted({s for c in found for s in c.services}),
+            "model": sorted({m for c in found for m in c.models}),
+            "signal": sorted({s.name for c in found for s in c.signals}),
+            "severity": [s for s in SEVERITIES if any(c.count(s) for c in found)],
+        }
+        selects = []
+        for key, values in choices.items():
+            options = "".join(f'<option value="{_t(v)}">{_t(v, 80)}</option>' for v in values)
+            selects.append(f'<label>{key}<select name="{key}"><option value="">any</option>{options}</select></label>')
+        return (
+            f'<form id="filters" hidden>{"".join(selects)}<a href="#" id="clear">clear filters</a>'
+            '<span id="shown"></span></form>\n'
+        )
+
+    def summary(self, found: list[Conversation]) -> str:
+        head = "".join(
+            f"<th>{h}</th>"
+            for h in (
+                "conversation",
+                "service",
+                "model",
+                "turns",
+                "calls",
+                "gaps",
+                "errors",
+                "warnings",
+                "infos",
+                "signals",
+                "first loss",
+            )
+        )
+        rows = []
+        for number, c in enumerate(found, 1):
+            counts = "".join(
+                f'<td class="n{" z" if not c.count(s) else ""}">{c.count(s)}</td>' for s in (ERROR, WARNING, INFO)
+            )
+            names: dict[tuple[str, str], int] = {}
+            for s in c.signals:
+                names[(s.name, s.severity)] = names.get((s.name, s.severity), 0) + 1
+            ordered = sorted(names.items(), key=lambda kv: (_severity_rank(kv[0][1]), kv[0][0]))
+            chips = "".join(
+                f'<span class="chip b-{_sev(sev)}">{_t(name, 80)}{f" {TIMES}{n}" if n > 1 else ""}</span>'
+                for (name, sev), n in ordered
+            )
+            first = c.first_loss
+            loss = f"turn {first.turn}" if first is not None and first.turn is not None else ("yes" if first else DASH)
+            rows.append(
+                f'<tr data-conv="c{number}"><td><a class="jump" href="#c{number}">{self.heading(c)}</a></td>'
+                f"<td>{_t(', '.join(c.services))}</td><td>{_t(', '.join(c.models)) or DASH}</td>"
+                f'<td class="n">{c.turns}</td><td class="n">{len(c.calls)}</td>'
+                f'<td class="n{" z" if not c.gaps else ""}">{len(c.gaps)}</td>{counts}'
+                f"<td>{chips or NONE_HTML}</td><td>{loss}</td></tr>\n"
+            )
+        return (
+            '<section id="summary"><h2>Summary: the conversations that lost most context first</h2>'
+            f"<table><thead><tr>{head}</tr></thead><tbody>\n{''.join(rows)}</tbody></table></section>\n"
+        )
+
+    def heading(self, c: Conversation) -> str:
+        key = f'<span class="mono">{_t(c.key)}</span>'
+        if c.kind == LINEAGE:
+            key = f'<span class="muted">lineage</span> {key}'
+        elif c.kind == CONTINUES:
+            key = f"continues {key} (not in the input)"
+        elif c.kind == TRACE:
+            key = f"calls of trace {key}"
+        return f"{_t(c.label)} · {key}" if c.label else key
+
+    def conversation(self, number: int, c: Conversation) -> str:
+        worst = _worst(c)
+        tokens = {
+            "service": c.services,
+            "model": c.models,
+            "signal": list(dict.fromkeys(s.name for s in c.signals)),
+            "severity": [s for s in SEVERITIES if c.count(s)],
+        }
+        data = "".join(f' data-f-{k}="{_t(" ".join(_token(v) for v in vs), 100_000)}"' for k, vs in tokens.items())
+        meta = [
+            f"service {_t(', '.join(c.services))} · ",
+            f"model {_t(', '.join(c.models))} · " if c.models else "",
+            f"{c.turns} turn{'s' if c.turns != 1 else ''}, {len(c.calls)} call{'s' if len(c.calls) != 1 else ''}",
+            f", {len(c.gaps)} gap{'s' if len(c.gaps) != 1 else ''}" if c.gaps else "",
+            f" · from {_t(_date(c.start_ns))}, over {_t(_duration(c.end_ns - c.start_ns))}",
+        ]
+        cols = "".join(f'<col class="{col}">' for col in _COLUMNS)
+        head = "".join(f"<th>{h}</th>" for h in _HEADINGS)
+        body = "".join(self.entry(e) for e in c.entries)
+        lineage = _t(c.key)
+        return (
+            f'<section class="conv{f" sev-{worst}" if worst else ""}" id="c{number}" data-kind="{_t(c.kind)}" '
+            f'data-key="{lineage}"{data}>\n<h2>{self.heading(c)}</h2>\n'
+            f'<p class="meta">{"".join(meta)}</p>\n'
+            f'<table class="timeline"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>\n{body}</table>\n'
+            "</section>\n"
+        )
+
+    def entry(self, entry: Call | Gap) -> str:
+        if isinstance(entry, Gap):
+            turns = f"turn {entry.first}" if entry.first == entry.last else f"turns {entry.first}{DASH}{entry.last}"
+            return (
+                f'<tbody class="gap" data-first="{entry.first}" data-last="{entry.last}"><tr><td colspan="'
+                f'{len(_COLUMNS)}">{turns} not in the input: sampled out or not exported</td></tr></tbody>\n'
+            )
+        return self.call(entry)
+
+    def call(self, call: Call) -> str:
+        s = call.span
+        turn = "" if call.turn is None else str(call.turn)
+        notes = []
+        if call.turn_inferred:
+            notes.append("inferred")
+        if call.branch:
+            notes.append("branch")
+        turn_cell = (turn or DASH) + "".join(f"<small>{n}</small>" for n in notes)
+        classes = "call loss" if call.loses_context else "call"
+        main = "".join(
+            (
+                f'<td class="turn">{turn_cell}</td>',
+                f'<td><span class="mono">{_time(s.start_ns)}</span><br><span class="muted">'
+                f"{_duration(s.end_ns - s.start_ns)}</span></td>",
+                f"<td>{self.operation(s)}</td>",
+                f"<td>{self.state(s)}</td>",
+                f"<td>{self.instructions(call)}</td>",
+                f"<td>{self.items(s)}</td>",
+                f"<td>{self.tools(s)}</td>",
+                f"<td>{self.reasoning(s)}</td>",
+                f"<td>{self.tokens(s)}</td>",
+            )
+        )
+        signals = ""
+        if call.signals:
+            signals = (
+                f'<tr class="sigs"><td colspan="{len(_COLUMNS)}"><ul class="signals">'
+                + "".join(self.signal(x.name, x.severity, x.detail) for x in call.signals)
+                + "</ul></td></tr>"
+            )
+        return (
+            f'<tbody class="{classes}" data-turn="{turn}" data-span="{_t(s.span_id)}">'
+            f'<tr class="main">{main}</tr><tr class="ids"><td colspan="{len(_COLUMNS)}">{self.ids(call)}</td></tr>'
+            f"{signals}</tbody>\n"
+        )
+
+    def operation(self, s: SpanRecord) -> str:
+        operation = s.text(a.GEN_AI_OPERATION_NAME) or s.name
+        model = s.text(a.GEN_AI_REQUEST_MODEL)
+        served = s.text(a.GEN_AI_RESPONSE_MODEL)
+        out = f"<b>{_t(operation)}</b>"
+        if model:
+            out += f'<br><span class="mono">{_t(model)}</span>'
+        if served and served != model:
+            out += f'<br><span class="muted">served by</span> <span class="mono">{_t(served)}</span>'
+        error = s.text(a.ERROR_TYPE)
+        if error or s.error:
+            status = s.number(a.HTTP_RESPONSE_STATUS_CODE)
+            code = s.text(a.ERROR_CODE)
+            detail = " ".join(x for x in (str(status) if status else "", code or "") if x)
+            out += f'<br><span class="error-type">{_t(error or "error")}</span>'
+            if detail:
+                out += f' <span class="mono">{_t(detail)}</span>'
+        return out
+
+    def state(self, s: SpanRecord) -> str:
+        mode = s.text(a.STATE_MODE)
+        parts = [f'<span class="chip mono">{_t(mode)}</span>' if mode else NOTHING]
+        store = s.flag(a.STORE)
+        if store is not None:
+            parts.append(f'<span class="chip {"b-ok" if store else "b-off"}">store {"on" if store else "off"}</span>')
+        requested = s.flag(a.STORE_REQUESTED)
+        if requested is not None and requested != store:
+            parts.append(f'<span class="muted">asked {"on" if requested else "off"}</span>')
+        if s.flag(a.ZDR):
+            parts.append('<span class="chip b-off">ZDR</span>')
+        return "<br>".join(parts)
+
+    def instructions(self, call: Call) -> str:
+        value = call.span.text(a.INSTRUCTIONS_HASH)
+        if value is None:
+            if call.instructions == DROPPED:
+                return (
+                    '<span class="mark mark-dropped">none sent</span><br><span class="muted">earlier turns had them'
+                    "</span>"
+                )
+            return NOTHING
+        out = f'<span class="chip mono {_hash_class(value)}" title="instructions hash">{_t(value, 64)}</span>'
+        if call.instructions == CHANGED:
+            out += '<br><span class="mark mark-changed">changed</span>'
+        version = call.span.text(a.INSTRUCTIONS_VERSION)
+        if version:
+            out += f'<br><span class="muted">version</span> {_t(version)}'
+        return out
+
+    def items(self, s: SpanRecord) -> str:
+        out = []
+        for label, types_key, count_key in (
+            ("in", a.INPUT_ITEM_TYPES, a.INPUT_ITEM_COUNT),
+            ("out", a.OUTPUT_ITEM_TYPES, a.OUTPUT_ITEM_COUNT),
+        ):
+            types = s.texts(types_key)
+            count = s.number(count_key)
+            if not types and count is None:
+                continue
+            total = f' <span class="muted">({count})</span>' if count is not None and count > 1 else ""
+            out.append(f'<span class="io"><b>{label}</b>{_chips(types)}{total}</span>')
+        return "".join(out) or NOTHING
+
+    def tools(self, s: SpanRecord) -> str:
+        check = s.text(a.TOOL_CALLS_CHECK)
+        if check is None:
+            return NOTHING
+        kind = CATALOGUE.get(check)
+        style = {"ok": "b-ok", "none": "", "pending": "b-info"}.get(check, f"b-{_sev(kind.severity)}" if kind else "")
+        return f'<span class="chip {style}">{_t(check, 80)}</span>'
+
+    def reasoning(self, s: SpanRecord) -> str:
+        parts = []
+        if s.flag(a.REASONING_ENCRYPTED_REQUESTED):
+            parts.append('<span class="chip b-info">encrypted asked</span>')
+        sent = s.number(a.REASONING_ENCRYPTED_INPUT_COUNT)
+        returned = s.number(a.REASONING_ENCRYPTED_OUTPUT_COUNT)
+        if sent or returned:
+            parts.append(f"in {_number(sent or 0)} · out {_number(returned or 0)}")
+        effort = s.text(a.GEN_AI_REQUEST_REASONING_LEVEL)
+        if effort:
+            parts.append(f'<span class="muted">effort</span> {_t(effort)}')
+        if s.flag(a.COMPACTION):
+            parts.append('<span class="chip t-compaction">compaction</span>')
+        return "<br>".join(parts) or NOTHING
+
+    def tokens(self, s: SpanRecord) -> str:
+        given = s.number(a.GEN_AI_USAGE_INPUT_TOKENS)
+        made = s.number(a.GEN_AI_USAGE_OUTPUT_TOKENS)
+        if given is None and made is None:
+            return NOTHING
+        cached = s.number(a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)
+        reasoning = s.number(a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
+        line_in = f"in {_number(given)}" + (f' <span class="muted">cached {_number(cached)}</span>' if cached else "")
+        line_out = f"out {_number(made)}" + (
+            f' <span class="muted">reasoning {_number(reasoning)}</span>' if reasoning else ""
+        )
+        return f"{line_in}<br>{line_out}"
+
+    def ids(self, call: Call) -> str:
+        s = call.span
+        parts = []
+        for label, key in (
+            ("response", a.GEN_AI_RESPONSE_ID),
+            ("previous", a.GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID),
+            ("conversation", a.GEN_AI_CONVERSATION_ID),
+            ("request", a.REQUEST_ID),
+        ):
+            value = s.text(key)
+            if value:
+                parts.append(f'<span>{label} <span class="mono">{_t(value)}</span></span>')
+        parts.append(f"<span>service {_t(s.service)}</span>")
+        trace = f'trace <span class="mono">{_t(s.trace_id)}</span> span <span class="mono">{_t(s.span_id)}</span>'
+        template = self.options.trace_url
+        if template is not None:
+            href = template.replace(TRACE_ID, s.trace_id).replace(SPAN_ID, s.span_id)
+            trace = f'<a href="{_t(href, 4096)}" rel="noreferrer">{trace}</a>'
+        parts.append(f"<span>{trace}</span>")
+        if call.link_missing:
+            parts.append('<span class="mark mark-dropped">continues a span not in the input</span>')
+        return "".join(parts)
+
+    def signal(self, name: str, severity: str, detail: tuple[tuple[str, Value], ...]) -> str:
+        kind = CATALOGUE.get(name)
+        sev = _sev(severity)
+        meaning = f" {_t(kind.meaning)}" if kind else ""
+        link = f"{self.options.docs_url}#{quote(name, safe='')}"
+        shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
+        return (
+            f'<li class="signal sev-{sev}" data-signal="{_t(name)}" data-severity="{_t(severity)}">'
+            f'<span class="chip b-{sev}">{_t(severity, 20)}</span>'
+            f'<a class="name" href="{_t(link, 4096)}" rel="noreferrer">{_t(name, 80)}</a>{meaning}'
+            + (f'<span class="detail mono">{shown}</span>' if shown else "")
+            + (f'<span class="fix">Fix: {_t(kind.fix)}</span>' if kind else "")
+            + "</li>"
+        )
+
+
+def _sev(severity: str) -> str:
+    """A severity as a class name: only the catalogue's (anything else a file says is ``unknown``)."""
+    return severity if severity in SEVERITIES else "unknown"
+
+
+def _severity_rank(severity: str) -> int:
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
