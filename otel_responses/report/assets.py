@@ -23,9 +23,9 @@ footer{color:var(--muted);font-size:12px}
 h1{font-size:19px;margin:2px 0 4px}
 h2{font-size:15px;margin:0 0 4px}
 a{color:#0b57d0}
+small{color:var(--muted);font-size:11px}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12px}
 .meta{color:var(--muted);margin:2px 0}
-.mono,code{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;font-size:12px}
-.muted{color:var(--muted)}
 details.help{margin:6px 0;color:#3c4043}
 details.help dl{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:6px 0}
 details.help dt{font-weight:600}
@@ -34,74 +34,86 @@ details.help dd{margin:0}
 #filters label{font-weight:600;color:#3c4043}
 #filters select{font:inherit;margin-left:4px;max-width:22em}
 #shown{color:var(--muted)}
+#problems li{color:var(--err)}
+section{margin:12px 0}
 table{border-collapse:collapse;width:100%;background:#fff}
 th,td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top}
 th{font-weight:600;color:var(--muted);font-size:12px;background:#f1f3f4}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
-section{margin:12px 0}
-#summary table{border:1px solid var(--line)}
-#summary td.z{color:#b0b4b8}
+td.z{color:#b0b4b8}
+#summary table{border:1px solid var(--line);border-top:none;table-layout:fixed}
+#summary .chunk:first-of-type table{border-top:1px solid var(--line)}
+#summary .chunk{content-visibility:auto;contain-intrinsic-size:auto 2400px}
+#summary :is(th,td):nth-child(1){width:30%}
+#summary :is(th,td):nth-child(2){width:11%}
+#summary :is(th,td):nth-child(3){width:9%}
+#summary :is(th,td):is(:nth-child(4),:nth-child(5),:nth-child(6)){width:4.5%}
+#summary :is(th,td):is(:nth-child(7),:nth-child(8),:nth-child(9)){width:5%}
+#summary :is(th,td):nth-child(11){width:6%}
+#summary td{overflow-wrap:anywhere}
+/* One conversation; offscreen ones are neither laid out nor painted until scrolled to. */
 .conv{padding:10px 12px;background:#fff;border:1px solid var(--line);border-left:5px solid var(--ok);border-radius:6px;
 content-visibility:auto;contain-intrinsic-size:auto 420px}
-.conv.sev-error{border-left-color:var(--err)}
-.conv.sev-warning{border-left-color:#d39b00}
-.conv.sev-info{border-left-color:var(--info)}
-.timeline{margin-top:6px;table-layout:fixed}
-.timeline col.turn{width:56px}
-.timeline col.time{width:104px}
-.timeline col.call{width:15%}
-.timeline col.state{width:12%}
-.timeline col.instr{width:13%}
-.timeline col.items{width:22%}
-.timeline col.tools{width:9%}
-.timeline col.reason{width:11%}
-.timeline col.tokens{width:12%}
-.timeline td{overflow-wrap:anywhere}
-.timeline .chip{white-space:normal;max-width:100%}
-tbody.call>tr.main>td{border-bottom:none;padding-top:6px}
-tbody.call.loss>tr>td{background:#fff7f6}
-tbody.call.loss>tr.main>td.turn{box-shadow:inset 3px 0 0 var(--err)}
-tr.ids>td{color:var(--muted);font-size:11px;border-bottom:none;padding-top:0;padding-bottom:2px}
-tr.ids span{margin-right:12px}
-tr.sigs>td{padding-top:0}
-td.turn{font-weight:700;font-size:14px}
-td.turn small{display:block;font-weight:400;font-size:11px;color:var(--muted)}
-tbody.gap td{color:var(--warn);font-style:italic;
+.conv.se{border-left-color:var(--err)}
+.conv.sw{border-left-color:#d39b00}
+.conv.si{border-left-color:var(--info)}
+/* The timeline: one tbody per call (main row, ids row, signals row), a striped tbody per gap. */
+.tl{margin-top:6px;table-layout:fixed}
+.tl th:nth-child(1){width:50px}
+.tl th:nth-child(2){width:104px}
+.tl th:nth-child(3){width:14%}
+.tl th:nth-child(4){width:11%}
+.tl th:nth-child(5){width:12%}
+.tl th:nth-child(6){width:21%}
+.tl th:nth-child(7){width:10%}
+.tl th:nth-child(8){width:11%}
+.tl td{overflow-wrap:anywhere}
+.tl tr.main>td{border-bottom:none;padding-top:6px}
+.tl tbody.loss>tr>td{background:#fff7f6}
+.tl tbody.loss>tr.main>td.turn{box-shadow:inset 3px 0 0 var(--err)}
+.tl tr.ids>td{color:var(--muted);font:11px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace;
+border-bottom:none;padding-top:0;padding-bottom:2px}
+.tl td.t,.c.m{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,"Liberation Mono",monospace}
+.tl td.t{font-size:11px}
+.tl td.t small{display:block}
+.tl tr.sigs>td{padding-top:0}
+.tl td.turn{font-weight:700;font-size:14px}
+.tl td.turn small{display:block;font-weight:400}
+.tl tbody.gap td{color:var(--warn);font-style:italic;
 background:repeating-linear-gradient(135deg,#fffaf0 0 8px,#fff3dc 8px 16px)}
-.chip{display:inline-block;padding:0 6px;margin:1px 3px 1px 0;border-radius:9px;background:var(--chip);font-size:11px;
-line-height:17px;white-space:nowrap}
-.chip.mono{font-size:11px}
-.b-error{background:#fce8e6;color:var(--err);font-weight:600}
-.b-warning{background:#fef3d6;color:var(--warn);font-weight:600}
-.b-info{background:#e8f0fe;color:var(--info)}
-.b-unknown{background:#eee;color:#444}
-.b-ok{background:#e6f4ea;color:var(--ok)}
-.b-off{background:#fce8e6;color:var(--err)}
-.t-message{background:#e8f0fe;color:#174ea6}
-.t-reasoning{background:#f3e8fd;color:#681da8}
-.t-call{background:#fef7e0;color:#8a4b00}
-.t-output{background:#e6f4ea;color:#0d652d}
-.t-compaction{background:#e0f7fa;color:#006064}
-.t-other{background:#eceff1;color:#37474f}
-.t-more{background:#fff;border:1px dashed #bbb;color:#666}
-.io{display:block}
-.io b{display:inline-block;width:26px;color:var(--muted);font-weight:400;font-size:11px}
-.mark{font-size:11px;font-weight:600}
-.mark-changed{color:#8a4b00}
-.mark-dropped{color:var(--err)}
-.h0{background:#e3f2fd}.h1{background:#fce4ec}.h2{background:#e8f5e9}.h3{background:#fff3e0}.h4{background:#ede7f6}
-.h5{background:#e0f2f1}.h6{background:#f9fbe7}.h7{background:#fbe9e7}.h8{background:#e1f5fe}.h9{background:#f3e5f5}
-.h10{background:#f1f8e9}.h11{background:#fffde7}
-ul.signals{list-style:none;margin:0;padding:0}
-li.signal{margin:3px 0;padding:4px 8px;border-left:4px solid #999;background:#fafafa;border-radius:0 4px 4px 0}
-li.signal.sev-error{border-left-color:var(--err);background:#fdf1f0}
-li.signal.sev-warning{border-left-color:#d39b00;background:#fffaf0}
-li.signal.sev-info{border-left-color:var(--info);background:#f4f8ff}
-li.signal .name{font-weight:700;margin-right:6px}
-li.signal .fix{display:block;color:#3c4043}
-li.signal .detail{display:block;color:var(--muted)}
-.error-type{color:var(--err);font-weight:600}
-.problems li{color:var(--err)}
+.err{color:var(--err);font-weight:600}
+/* Chips: .c, coloured by severity (se sw si su), state (ok off), item type (tm tr tc to tk tx tn), hash (h0-h11). */
+.c{display:inline-block;padding:0 6px;margin:1px 3px 1px 0;border-radius:9px;background:var(--chip);font-size:11px;
+line-height:17px;max-width:100%}
+.c code{font-size:11px}
+.c.se{background:#fce8e6;color:var(--err);font-weight:600}
+.c.sw{background:#fef3d6;color:var(--warn);font-weight:600}
+.c.si{background:#e8f0fe;color:var(--info)}
+.c.su{background:#eee;color:#444}
+.c.ok{background:#e6f4ea;color:var(--ok)}
+.c.off{background:#fce8e6;color:var(--err)}
+.c.tm{background:#e8f0fe;color:#174ea6}
+.c.tr{background:#f3e8fd;color:#681da8}
+.c.tc{background:#fef7e0;color:#8a4b00}
+.c.to{background:#e6f4ea;color:#0d652d}
+.c.tk{background:#e0f7fa;color:#006064}
+.c.tx{background:#eceff1;color:#37474f}
+.c.tn{background:#fff;border:1px dashed #bbb;color:#666}
+.mk{font-size:11px;font-weight:600}
+.mk.ch{color:#8a4b00}
+.mk.dr{color:var(--err)}
+.c.h0{background:#e3f2fd}.c.h1{background:#fce4ec}.c.h2{background:#e8f5e9}.c.h3{background:#fff3e0}
+.c.h4{background:#ede7f6}.c.h5{background:#e0f2f1}.c.h6{background:#f9fbe7}.c.h7{background:#fbe9e7}
+.c.h8{background:#e1f5fe}.c.h9{background:#f3e5f5}.c.h10{background:#f1f8e9}.c.h11{background:#fffde7}
+/* Signals of a call. */
+.sigs ul{list-style:none;margin:0;padding:0}
+.sigs li{margin:3px 0;padding:4px 8px;border-left:4px solid #999;background:#fafafa;border-radius:0 4px 4px 0;
+font-weight:400;color:#202124}
+.sigs li.se{border-left-color:var(--err);background:#fdf1f0}
+.sigs li.sw{border-left-color:#d39b00;background:#fffaf0}
+.sigs li.si{border-left-color:var(--info);background:#f4f8ff}
+.sigs li>code{display:block;color:var(--muted)}
+.sigs li>small{display:block;color:#3c4043;font-size:12px}
 [hidden]{display:none!important}
 """
 

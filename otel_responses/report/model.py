@@ -73,14 +73,14 @@ class Conversation:
     key: str
     entries: list[Call | Gap]
     label: str | None = None
+    calls: list[Call] = field(init=False)
+    gaps: list[Gap] = field(init=False)
+    signals: list[SignalView] = field(init=False)
 
-    @property
-    def calls(self) -> list[Call]:
-        return [e for e in self.entries if isinstance(e, Call)]
-
-    @property
-    def gaps(self) -> list[Gap]:
-        return [e for e in self.entries if isinstance(e, Gap)]
+    def __post_init__(self) -> None:
+        self.calls = [e for e in self.entries if isinstance(e, Call)]
+        self.gaps = [e for e in self.entries if isinstance(e, Gap)]
+        self.signals = [s for c in self.calls for s in c.signals]
 
     @property
     def start_ns(self) -> int:
@@ -101,10 +101,6 @@ class Conversation:
     @property
     def models(self) -> list[str]:
         return self.values(a.GEN_AI_REQUEST_MODEL)
-
-    @property
-    def signals(self) -> list[SignalView]:
-        return [s for c in self.calls for s in c.signals]
 
     def count(self, severity: str) -> int:
         return sum(1 for s in self.signals if s.severity == severity)

@@ -349,32 +349,47 @@ def _attributes(value: object, where: str) -> dict[str, Value]:
     return out
 
 
+_STRING, _BOOL, _INT, _DOUBLE, _ARRAY = "s", "b", "i", "d", "a"
+_KINDS: Final = {  # lowerCamelCase, and the proto field names protobuf's JSON parsers also accept
+    "stringValue": _STRING,
+    "boolValue": _BOOL,
+    "intValue": _INT,
+    "doubleValue": _DOUBLE,
+    "arrayValue": _ARRAY,
+    "string_value": _STRING,
+    "bool_value": _BOOL,
+    "int_value": _INT,
+    "double_value": _DOUBLE,
+    "array_value": _ARRAY,
+}
+_SPECIAL_DOUBLES: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_INTEGER = re.compile(r"-?\d+")
+
+
 def _any_value(value: object, depth: int) -> Value:
-    """An ``AnyValue``; kinds this package never writes (key-value lists, bytes) become short descriptions."""
+    """An ``AnyValue`` (one field set); kinds this package never writes (key-value lists, bytes) become short
+    descriptions, a value of the wrong type ``None``."""
     if not isinstance(value, dict) or not value or depth > _MAX_DEPTH:
         return None
-    found = _get(value, "stringValue")
-    if isinstance(found, str):
-        return found
-    found = _get(value, "boolValue")
-    if isinstance(found, bool):
-        return found
-    found = _get(value, "intValue")
-    if isinstance(found, int) and not isinstance(found, bool):
-        return found
-    if isinstance(found, str) and re.fullmatch(r"-?\d+", found):
-        return int(found)
-    found = _get(value, "doubleValue")
-    if isinstance(found, (int, float)) and not isinstance(found, bool):
-        return float(found)
-    if isinstance(found, str):
-        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(found)
-    found = _get(value, "arrayValue")
-    if isinstance(found, dict):
-        values = found.get("values") or []
-        return tuple(_any_value(v, depth + 1) for v in values) if isinstance(values, list) else None
-    if _get(value, "kvlistValue") is not None:
-        return "(key-value list)"
-    if _get(value, "bytesValue") is not None:
-        return "(bytes)"
+    for name, found in value.items():
+        kind = _KINDS.get(name)
+        if kind is _STRING:
+            return found if isinstance(found, str) else None
+        if kind is _BOOL:
+            return found if isinstance(found, bool) else None
+        if kind is _INT:
+            if isinstance(found, int) and not isinstance(found, bool):
+                return found
+            return int(found) if isinstance(found, str) and _INTEGER.fullmatch(found) else None
+        if kind is _DOUBLE:
+            if isinstance(found, (int, float)) and not isinstance(found, bool):
+                return float(found)
+            return _SPECIAL_DOUBLES.get(found) if isinstance(found, str) else None
+        if kind is _ARRAY:
+            values = found.get("values") if isinstance(found, dict) else None
+            return tuple(_any_value(v, depth + 1) for v in values) if isinstance(values, list) else ()
+        if name in ("kvlistValue", "kvlist_value"):
+            return "(key-value list)"
+        if name in ("bytesValue", "bytes_value"):
+            return "(bytes)"
     return None

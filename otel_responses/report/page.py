@@ -3,6 +3,9 @@
 Everything shown comes from span attributes and events (ids, types, counts, hashes), never from a payload: a span
 holds none. Strings are still hostile input: a model name, an id or a service name is escaped wherever it goes,
 cut to ``MAX_SHOWN`` characters, and shown with invisible or direction-changing characters spelled out.
+
+The markup is lean on purpose (a page of 10,000 spans is a few megabytes): ``<code>`` for ids, ``<small>`` for
+secondary text, ``<span class="c …">`` for a chip; classes are explained in ``assets.CSS``.
 """
 
 from __future__ import annotations
@@ -26,14 +29,12 @@ from .records import SpanRecord, Value
 DOCS_URL: Final = "https://otel-responses.github.io/otel-responses/signals/"
 MAX_SHOWN: Final = 300  # characters of one string on the page; this package's spans cap theirs at 256
 MAX_PROBLEMS: Final = 50
+SUMMARY_CHUNK: Final = 100
 TRACE_ID: Final = "{trace_id}"
+SPAN_ID: Final = "{span_id}"
 DASH: Final = "&#8211;"  # HTML entities: the source stays ASCII
 TIMES: Final = "&#215;"
-NOTHING: Final = f'<span class="muted">{DASH}</span>'
-NONE_HTML: Final = '<span class="muted">none</span>'
-SPAN_ID: Final = "{span_id}"
-_COLUMNS: Final = ("turn", "time", "call", "state", "instr", "items", "tools", "reason", "tokens")
-_HEADINGS: Final = (
+COLUMNS: Final = (
     "turn",
     "time · duration",
     "operation · model",
@@ -44,6 +45,8 @@ _HEADINGS: Final = (
     "reasoning · compaction",
     "tokens",
 )
+_SEVERITY_CLASS: Final = {ERROR: "se", WARNING: "sw", INFO: "si"}
+_SAFE = re.compile(r"[\w .,:;/@+=#%()\[\]{}~*?!$|^-]*", re.ASCII)  # nothing to escape or spell out
 _INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _HELP: Final = (
     ("turn", "1 for a first call, the continued turn's + 1; a striped row is a turn missing from the input"),
@@ -57,7 +60,7 @@ _HELP: Final = (
 
 
 class BadTemplate(ValueError):
-    """A trace link template that is not an http(s) URL with ``{trace_id}``."""
+    """A link template that is not an http(s) URL (with ``{trace_id}``, for a tracing backend)."""
 
 
 def check_trace_url(template: str) -> str:
@@ -111,6 +114,8 @@ def _t(value: object, limit: int = MAX_SHOWN) -> str:
     text = value if isinstance(value, str) else _plain(value)
     if len(text) > limit:
         text = text[:limit] + "…"
+    elif _SAFE.fullmatch(text):
+        return text
     text = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return html.escape(text, quote=True)
 
@@ -125,9 +130,8 @@ def _plain(value: object) -> str:
     return str(value)
 
 
-def _token(value: str) -> str:
-    """A filter token (the script splits on spaces and decodes each)."""
-    return quote(value, safe="")
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _number(value: int | None) -> str:
@@ -151,18 +155,18 @@ def _duration(nanos: int) -> str:
 
 def _type_class(item_type: str) -> str:
     if item_type == "message":
-        return "t-message"
+        return "tm"
     if item_type == "reasoning":
-        return "t-reasoning"
+        return "tr"
     if item_type.startswith("compaction"):
-        return "t-compaction"
-    if item_type.startswith("...("):
-        return "t-more"
+        return "tk"
+    if item_type.startswith("...("):  # the head and the tail of a long list, the middle counted
+        return "tn"
     if item_type.endswith("_output"):
-        return "t-output"
+        return "to"
     if item_type.endswith(("_call", "_request")):
-        return "t-call"
-    return "t-other"
+        return "tc"
+    return "tx"
 
 
 def _chips(types: Sequence[str]) -> str:
@@ -174,9 +178,9 @@ def _chips(types: Sequence[str]) -> str:
         while j < len(types) and types[j] == types[i]:
             j += 1
         run = f" {TIMES}{j - i}" if j - i > 1 else ""
-        out.append(f'<span class="chip {_type_class(types[i])}">{_t(types[i], 80)}{run}</span>')
+        out.append(f'<span class="c {_type_class(types[i])}">{_t(types[i], 80)}{run}</span>')
         i = j
-    return "".join(out) or NOTHING
+    return "".join(out)
 
 
 def _hash_class(value: str) -> str:
@@ -186,6 +190,15 @@ def _hash_class(value: str) -> str:
         return "h0"
 
 
+def _sev(severity: str) -> str:
+    """A severity's class: only the catalogue's three (anything else a file says is ``su``, unknown)."""
+    return _SEVERITY_CLASS.get(severity, "su")
+
+
+def _severity_rank(severity: str) -> int:
+    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+
+
 def _worst(conversation: Conversation) -> str | None:
     return next((s for s in SEVERITIES if conversation.count(s)), None)
 
@@ -193,6 +206,8 @@ def _worst(conversation: Conversation) -> str | None:
 class _Page:
     def __init__(self, options: Options) -> None:
         self.options = options
+        self.columns = len(COLUMNS)
+        self.head = "".join(f"<th>{h}</th>" for h in COLUMNS)
 
     def document(self, found: list[Conversation]) -> str:
         o = self.options
@@ -204,33 +219,25 @@ class _Page:
             f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">\n',
             '<meta name="referrer" content="no-referrer">\n',
             '<meta name="viewport" content="width=device-width, initial-scale=1">\n',
-            f"<title>{_t(o.title)}: {len(found)} conversation{'s' if len(found) != 1 else ''}</title>\n",
-            f"<style>{CSS}</style>\n</head>\n<body>\n<header>\n",
-            f"<h1>{_t(o.title)}</h1>\n",
-            f'<p class="meta">{len(found)} conversation{"s" if len(found) != 1 else ""}, {calls} call'
-            f"{'s' if calls != 1 else ''}",
+            f"<title>{_t(o.title)}: {_plural(len(found), 'conversation')}</title>\n",
+            f"<style>{CSS}</style>\n</head>\n<body>\n<header>\n<h1>{_t(o.title)}</h1>\n",
+            f'<p class="meta">{_plural(len(found), "conversation")}, {_plural(calls, "call")}',
         ]
         if o.sources:
-            parts.append(" from " + ", ".join(f'<span class="mono">{_t(s)}</span>' for s in o.sources))
+            parts.append(" from " + ", ".join(f"<code>{_t(s)}</code>" for s in o.sources))
         if o.other_spans:
-            plural = "s" if o.other_spans != 1 else ""
-            parts.append(f"; {o.other_spans} span{plural} of other instrumentations left out")
+            parts.append(f"; {_plural(o.other_spans, 'span')} of other instrumentations left out")
         parts.append(
-            f". Written {_t(written.strftime('%Y-%m-%d %H:%M:%S UTC'))} by otel-responses {_t(__version__)}, "
+            f". Written {written.strftime('%Y-%m-%d %H:%M:%S UTC')} by otel-responses {_t(__version__)}, "
             "from span attributes only: no message text, no payload.</p>\n"
         )
-        parts.append(self.problems())
-        parts.append(self.help())
-        parts.append(self.filters(found))
-        parts.append("</header>\n<main>\n")
-        parts.append(self.summary(found))
-        for number, conversation in enumerate(found, 1):
-            parts.append(self.conversation(number, conversation))
+        parts += [self.problems(), self.help(), self.filters(found), "</header>\n<main>\n", self.summary(found)]
+        parts += [self.conversation(number, c) for number, c in enumerate(found, 1)]
         parts.append(
-            "</main>\n<footer>Generated by otel-responses from OpenTelemetry spans. Signal names link to their "
+            "</main>\n<footer>Made by otel-responses from OpenTelemetry spans. Signal names link to their "
             f'documentation at <a href="{_t(o.docs_url)}" rel="noreferrer">{_t(o.docs_url)}</a>.</footer>\n'
+            f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
         )
-        parts.append(f"<script>{SCRIPT}</script>\n</body>\n</html>\n")
         return "".join(parts)
 
     def problems(self) -> str:
@@ -240,9 +247,8 @@ class _Page:
         items = "".join(f"<li>{_t(p, 600)}</li>" for p in problems[:MAX_PROBLEMS])
         more = f"<li>and {len(problems) - MAX_PROBLEMS} more</li>" if len(problems) > MAX_PROBLEMS else ""
         return (
-            f'<section id="problems"><h2>{len(problems)} problem{"s" if len(problems) != 1 else ""} reading the '
-            f'input</h2><p class="meta">What could be read is shown below.</p><ul class="problems">{items}{more}'
-            "</ul></section>\n"
+            f'<section id="problems"><h2>{_plural(len(problems), "problem")} reading the input</h2>'
+            f'<p class="meta">What could be read is shown below.</p><ul>{items}{more}</ul></section>\n'
         )
 
     def help(self) -> str:
@@ -268,31 +274,19 @@ class _Page:
     def summary(self, found: list[Conversation]) -> str:
         head = "".join(
             f"<th>{h}</th>"
-            for h in (
-                "conversation",
-                "service",
-                "model",
-                "turns",
-                "calls",
-                "gaps",
-                "errors",
-                "warnings",
-                "infos",
-                "signals",
-                "first loss",
-            )
+            for h in ("conversation", "service", "model", "turns", "calls", "gaps", "errors", "warnings", "infos")
         )
         rows = []
         for number, c in enumerate(found, 1):
             counts = "".join(
-                f'<td class="n{" z" if not c.count(s) else ""}">{c.count(s)}</td>' for s in (ERROR, WARNING, INFO)
+                f'<td class="n{"" if c.count(s) else " z"}">{c.count(s)}</td>' for s in (ERROR, WARNING, INFO)
             )
             names: dict[tuple[str, str], int] = {}
             for s in c.signals:
                 names[(s.name, s.severity)] = names.get((s.name, s.severity), 0) + 1
             ordered = sorted(names.items(), key=lambda kv: (_severity_rank(kv[0][1]), kv[0][0]))
             chips = "".join(
-                f'<span class="chip b-{_sev(sev)}">{_t(name, 80)}{f" {TIMES}{n}" if n > 1 else ""}</span>'
+                f'<span class="c {_sev(sev)}">{_t(name, 80)}{f" {TIMES}{n}" if n > 1 else ""}</span>'
                 for (name, sev), n in ordered
             )
             first = c.first_loss
@@ -301,18 +295,25 @@ class _Page:
                 f'<tr data-conv="c{number}"><td><a class="jump" href="#c{number}">{self.heading(c)}</a></td>'
                 f"<td>{_t(', '.join(c.services))}</td><td>{_t(', '.join(c.models)) or DASH}</td>"
                 f'<td class="n">{c.turns}</td><td class="n">{len(c.calls)}</td>'
-                f'<td class="n{" z" if not c.gaps else ""}">{len(c.gaps)}</td>{counts}'
-                f"<td>{chips or NONE_HTML}</td><td>{loss}</td></tr>\n"
+                f'<td class="n{"" if c.gaps else " z"}">{len(c.gaps)}</td>{counts}'
+                f"<td>{chips or '<small>none</small>'}</td><td>{loss}</td></tr>\n"
             )
+        # Tables of SUMMARY_CHUNK rows, each laid out only once scrolled to (a table is laid out whole).
+        thead = f"<thead><tr>{head}<th>signals</th><th>first loss</th></tr></thead>"
+        chunks = [
+            f'<div class="chunk"><table>{thead if i == 0 else ""}'
+            f"<tbody>\n{''.join(rows[i : i + SUMMARY_CHUNK])}</tbody></table></div>\n"
+            for i in range(0, max(len(rows), 1), SUMMARY_CHUNK)
+        ]
         return (
-            '<section id="summary"><h2>Summary: the conversations that lost most context first</h2>'
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{''.join(rows)}</tbody></table></section>\n"
+            '<section id="summary"><h2>Summary: the conversations that lost most context first</h2>\n'
+            f"{''.join(chunks)}</section>\n"
         )
 
     def heading(self, c: Conversation) -> str:
-        key = f'<span class="mono">{_t(c.key)}</span>'
+        key = f"<code>{_t(c.key)}</code>"
         if c.kind == LINEAGE:
-            key = f'<span class="muted">lineage</span> {key}'
+            key = f"<small>lineage</small> {key}"
         elif c.kind == CONTINUES:
             key = f"continues {key} (not in the input)"
         elif c.kind == TRACE:
@@ -327,119 +328,97 @@ class _Page:
             "signal": list(dict.fromkeys(s.name for s in c.signals)),
             "severity": [s for s in SEVERITIES if c.count(s)],
         }
-        data = "".join(f' data-f-{k}="{_t(" ".join(_token(v) for v in vs), 100_000)}"' for k, vs in tokens.items())
-        meta = [
-            f"service {_t(', '.join(c.services))} · ",
-            f"model {_t(', '.join(c.models))} · " if c.models else "",
-            f"{c.turns} turn{'s' if c.turns != 1 else ''}, {len(c.calls)} call{'s' if len(c.calls) != 1 else ''}",
-            f", {len(c.gaps)} gap{'s' if len(c.gaps) != 1 else ''}" if c.gaps else "",
-            f" · from {_t(_date(c.start_ns))}, over {_t(_duration(c.end_ns - c.start_ns))}",
-        ]
-        cols = "".join(f'<col class="{col}">' for col in _COLUMNS)
-        head = "".join(f"<th>{h}</th>" for h in _HEADINGS)
-        body = "".join(self.entry(e) for e in c.entries)
-        lineage = _t(c.key)
+        data = "".join(
+            f' data-f-{k}="{_t(" ".join(quote(v, safe="") for v in vs), 100_000)}"' for k, vs in tokens.items()
+        )
+        meta = (
+            f"service {_t(', '.join(c.services))}"
+            + (f" · model {_t(', '.join(c.models))}" if c.models else "")
+            + f" · {_plural(c.turns, 'turn')}, {_plural(len(c.calls), 'call')}"
+            + (f", {_plural(len(c.gaps), 'gap')}" if c.gaps else "")
+            + f" · from {_date(c.start_ns)}, over {_duration(c.end_ns - c.start_ns)}"
+        )
+        seen: dict[str, str] = {}  # signal name -> where its meaning and fix were shown
+        body = "".join(self.entry(e, seen) for e in c.entries)
         return (
-            f'<section class="conv{f" sev-{worst}" if worst else ""}" id="c{number}" data-kind="{_t(c.kind)}" '
-            f'data-key="{lineage}"{data}>\n<h2>{self.heading(c)}</h2>\n'
-            f'<p class="meta">{"".join(meta)}</p>\n'
-            f'<table class="timeline"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>\n{body}</table>\n'
-            "</section>\n"
+            f'<section class="conv{f" {_sev(worst)}" if worst else ""}" id="c{number}" data-kind="{c.kind}" '
+            f'data-key="{_t(c.key)}"{data}>\n<h2>{self.heading(c)}</h2>\n<p class="meta">{meta}</p>\n'
+            f'<table class="tl"><thead><tr>{self.head}</tr></thead>\n{body}</table>\n</section>\n'
         )
 
-    def entry(self, entry: Call | Gap) -> str:
+    def entry(self, entry: Call | Gap, seen: dict[str, str]) -> str:
         if isinstance(entry, Gap):
             turns = f"turn {entry.first}" if entry.first == entry.last else f"turns {entry.first}{DASH}{entry.last}"
             return (
                 f'<tbody class="gap" data-first="{entry.first}" data-last="{entry.last}"><tr><td colspan="'
-                f'{len(_COLUMNS)}">{turns} not in the input: sampled out or not exported</td></tr></tbody>\n'
+                f'{self.columns}">{turns} not in the input: sampled out or not exported</td></tr></tbody>\n'
             )
-        return self.call(entry)
+        return self.call(entry, seen)
 
-    def call(self, call: Call) -> str:
+    def call(self, call: Call, seen: dict[str, str]) -> str:
         s = call.span
         turn = "" if call.turn is None else str(call.turn)
-        notes = []
-        if call.turn_inferred:
-            notes.append("inferred")
-        if call.branch:
-            notes.append("branch")
-        turn_cell = (turn or DASH) + "".join(f"<small>{n}</small>" for n in notes)
-        classes = "call loss" if call.loses_context else "call"
-        main = "".join(
-            (
-                f'<td class="turn">{turn_cell}</td>',
-                f'<td><span class="mono">{_time(s.start_ns)}</span><br><span class="muted">'
-                f"{_duration(s.end_ns - s.start_ns)}</span></td>",
-                f"<td>{self.operation(s)}</td>",
-                f"<td>{self.state(s)}</td>",
-                f"<td>{self.instructions(call)}</td>",
-                f"<td>{self.items(s)}</td>",
-                f"<td>{self.tools(s)}</td>",
-                f"<td>{self.reasoning(s)}</td>",
-                f"<td>{self.tokens(s)}</td>",
-            )
+        notes = ("<small>inferred</small>" if call.turn_inferred else "") + (
+            "<small>branch</small>" if call.branch else ""
+        )
+        cells = (
+            f'<td class="turn">{turn or DASH}{notes}</td>'
+            f'<td class="t">{_time(s.start_ns)} <small>{_duration(s.end_ns - s.start_ns)}</small></td>'
+            f"<td>{self.operation(s)}</td><td>{self.state(s)}</td><td>{self.instructions(call)}</td>"
+            f"<td>{self.items(s)}</td><td>{self.tools(s)}</td><td>{self.reasoning(s)}</td><td>{self.tokens(s)}</td>"
         )
         signals = ""
         if call.signals:
-            signals = (
-                f'<tr class="sigs"><td colspan="{len(_COLUMNS)}"><ul class="signals">'
-                + "".join(self.signal(x.name, x.severity, x.detail) for x in call.signals)
-                + "</ul></td></tr>"
-            )
+            where = f"turn {turn}" if turn else "above"
+            items = "".join(self.signal(x.name, x.severity, x.detail, seen, where) for x in call.signals)
+            signals = f'<tr class="sigs"><td colspan="{self.columns}"><ul>{items}</ul></td></tr>'
+        loss = " loss" if call.loses_context else ""
         return (
-            f'<tbody class="{classes}" data-turn="{turn}" data-span="{_t(s.span_id)}">'
-            f'<tr class="main">{main}</tr><tr class="ids"><td colspan="{len(_COLUMNS)}">{self.ids(call)}</td></tr>'
+            f'<tbody class="call{loss}" data-turn="{turn}" data-span="{s.span_id}">'
+            f'<tr class="main">{cells}</tr><tr class="ids"><td colspan="{self.columns}">{self.ids(call)}</td></tr>'
             f"{signals}</tbody>\n"
         )
 
     def operation(self, s: SpanRecord) -> str:
-        operation = s.text(a.GEN_AI_OPERATION_NAME) or s.name
         model = s.text(a.GEN_AI_REQUEST_MODEL)
         served = s.text(a.GEN_AI_RESPONSE_MODEL)
-        out = f"<b>{_t(operation)}</b>"
+        out = f"<b>{_t(s.text(a.GEN_AI_OPERATION_NAME) or s.name)}</b>"
         if model:
-            out += f'<br><span class="mono">{_t(model)}</span>'
+            out += f" <code>{_t(model)}</code>"
         if served and served != model:
-            out += f'<br><span class="muted">served by</span> <span class="mono">{_t(served)}</span>'
+            out += f" <small>served by</small> <code>{_t(served)}</code>"
         error = s.text(a.ERROR_TYPE)
         if error or s.error:
             status = s.number(a.HTTP_RESPONSE_STATUS_CODE)
-            code = s.text(a.ERROR_CODE)
-            detail = " ".join(x for x in (str(status) if status else "", code or "") if x)
-            out += f'<br><span class="error-type">{_t(error or "error")}</span>'
-            if detail:
-                out += f' <span class="mono">{_t(detail)}</span>'
+            detail = " ".join(x for x in (str(status) if status else "", s.text(a.ERROR_CODE) or "") if x)
+            out += f' <span class="err">{_t(error or "error")}{f" {_t(detail)}" if detail else ""}</span>'
         return out
 
     def state(self, s: SpanRecord) -> str:
         mode = s.text(a.STATE_MODE)
-        parts = [f'<span class="chip mono">{_t(mode)}</span>' if mode else NOTHING]
+        out = f'<span class="c">{_t(mode)}</span>' if mode else DASH
         store = s.flag(a.STORE)
         if store is not None:
-            parts.append(f'<span class="chip {"b-ok" if store else "b-off"}">store {"on" if store else "off"}</span>')
+            out += '<span class="c ok">store on</span>' if store else '<span class="c off">store off</span>'
         requested = s.flag(a.STORE_REQUESTED)
         if requested is not None and requested != store:
-            parts.append(f'<span class="muted">asked {"on" if requested else "off"}</span>')
+            out += f"<small>asked {'on' if requested else 'off'}</small>"
         if s.flag(a.ZDR):
-            parts.append('<span class="chip b-off">ZDR</span>')
-        return "<br>".join(parts)
+            out += '<span class="c off">ZDR</span>'
+        return out
 
     def instructions(self, call: Call) -> str:
         value = call.span.text(a.INSTRUCTIONS_HASH)
         if value is None:
             if call.instructions == DROPPED:
-                return (
-                    '<span class="mark mark-dropped">none sent</span><br><span class="muted">earlier turns had them'
-                    "</span>"
-                )
-            return NOTHING
-        out = f'<span class="chip mono {_hash_class(value)}" title="instructions hash">{_t(value, 64)}</span>'
+                return '<span class="mk dr">none sent</span> <small>earlier turns had them</small>'
+            return DASH
+        out = f'<span class="c m {_hash_class(value)}">{_t(value, 64)}</span>'
         if call.instructions == CHANGED:
-            out += '<br><span class="mark mark-changed">changed</span>'
+            out += ' <span class="mk ch">changed</span>'
         version = call.span.text(a.INSTRUCTIONS_VERSION)
         if version:
-            out += f'<br><span class="muted">version</span> {_t(version)}'
+            out += f" <small>version</small> {_t(version)}"
         return out
 
     def items(self, s: SpanRecord) -> str:
@@ -452,45 +431,44 @@ class _Page:
             count = s.number(count_key)
             if not types and count is None:
                 continue
-            total = f' <span class="muted">({count})</span>' if count is not None and count > 1 else ""
-            out.append(f'<span class="io"><b>{label}</b>{_chips(types)}{total}</span>')
-        return "".join(out) or NOTHING
+            total = f" <small>({count})</small>" if count is not None and count > 1 else ""
+            out.append(f"<div><small>{label}</small> {_chips(types) or DASH}{total}</div>")
+        return "".join(out) or DASH
 
     def tools(self, s: SpanRecord) -> str:
         check = s.text(a.TOOL_CALLS_CHECK)
         if check is None:
-            return NOTHING
+            return DASH
         kind = CATALOGUE.get(check)
-        style = {"ok": "b-ok", "none": "", "pending": "b-info"}.get(check, f"b-{_sev(kind.severity)}" if kind else "")
-        return f'<span class="chip {style}">{_t(check, 80)}</span>'
+        style = {"ok": " ok", "none": "", "pending": " si"}.get(check, f" {_sev(kind.severity)}" if kind else "")
+        return f'<span class="c{style}">{_t(check, 80)}</span>'
 
     def reasoning(self, s: SpanRecord) -> str:
-        parts = []
+        out = []
         if s.flag(a.REASONING_ENCRYPTED_REQUESTED):
-            parts.append('<span class="chip b-info">encrypted asked</span>')
+            out.append('<span class="c si">encrypted asked</span>')
         sent = s.number(a.REASONING_ENCRYPTED_INPUT_COUNT)
         returned = s.number(a.REASONING_ENCRYPTED_OUTPUT_COUNT)
         if sent or returned:
-            parts.append(f"in {_number(sent or 0)} · out {_number(returned or 0)}")
+            out.append(f"in {_number(sent or 0)} · out {_number(returned or 0)}")
         effort = s.text(a.GEN_AI_REQUEST_REASONING_LEVEL)
         if effort:
-            parts.append(f'<span class="muted">effort</span> {_t(effort)}')
+            out.append(f"<small>effort</small> {_t(effort)}")
         if s.flag(a.COMPACTION):
-            parts.append('<span class="chip t-compaction">compaction</span>')
-        return "<br>".join(parts) or NOTHING
+            out.append('<span class="c tk">compaction</span>')
+        return " ".join(out) or DASH
 
     def tokens(self, s: SpanRecord) -> str:
         given = s.number(a.GEN_AI_USAGE_INPUT_TOKENS)
         made = s.number(a.GEN_AI_USAGE_OUTPUT_TOKENS)
         if given is None and made is None:
-            return NOTHING
+            return DASH
         cached = s.number(a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS)
         reasoning = s.number(a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS)
-        line_in = f"in {_number(given)}" + (f' <span class="muted">cached {_number(cached)}</span>' if cached else "")
-        line_out = f"out {_number(made)}" + (
-            f' <span class="muted">reasoning {_number(reasoning)}</span>' if reasoning else ""
+        return (
+            f"in {_number(given)}{f' <small>cached {_number(cached)}</small>' if cached else ''}<br>"
+            f"out {_number(made)}{f' <small>reasoning {_number(reasoning)}</small>' if reasoning else ''}"
         )
-        return f"{line_in}<br>{line_out}"
 
     def ids(self, call: Call) -> str:
         s = call.span
@@ -503,38 +481,37 @@ class _Page:
         ):
             value = s.text(key)
             if value:
-                parts.append(f'<span>{label} <span class="mono">{_t(value)}</span></span>')
-        parts.append(f"<span>service {_t(s.service)}</span>")
-        trace = f'trace <span class="mono">{_t(s.trace_id)}</span> span <span class="mono">{_t(s.span_id)}</span>'
+                parts.append(f"{label} {_t(value)}")
+        parts.append(f"service {_t(s.service)}")
+        trace = f"trace {s.trace_id} span {s.span_id}"  # hex: nothing to escape
         template = self.options.trace_url
         if template is not None:
             href = template.replace(TRACE_ID, s.trace_id).replace(SPAN_ID, s.span_id)
             trace = f'<a href="{_t(href, 4096)}" rel="noreferrer">{trace}</a>'
-        parts.append(f"<span>{trace}</span>")
+        parts.append(trace)
         if call.link_missing:
-            parts.append('<span class="mark mark-dropped">continues a span not in the input</span>')
-        return "".join(parts)
+            parts.append('<span class="mk dr">continues a span not in the input</span>')
+        return " · ".join(parts)
 
-    def signal(self, name: str, severity: str, detail: tuple[tuple[str, Value], ...]) -> str:
+    def signal(
+        self, name: str, severity: str, detail: tuple[tuple[str, Value], ...], seen: dict[str, str], where: str
+    ) -> str:
+        """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix the
+        first time the conversation shows it."""
         kind = CATALOGUE.get(name)
-        sev = _sev(severity)
-        meaning = f" {_t(kind.meaning)}" if kind else ""
         link = f"{self.options.docs_url}#{quote(name, safe='')}"
         shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
-        return (
-            f'<li class="signal sev-{sev}" data-signal="{_t(name)}" data-severity="{_t(severity)}">'
-            f'<span class="chip b-{sev}">{_t(severity, 20)}</span>'
-            f'<a class="name" href="{_t(link, 4096)}" rel="noreferrer">{_t(name, 80)}</a>{meaning}'
-            + (f'<span class="detail mono">{shown}</span>' if shown else "")
-            + (f'<span class="fix">Fix: {_t(kind.fix)}</span>' if kind else "")
-            + "</li>"
+        out = (
+            f'<li class="{_sev(severity)}" data-signal="{_t(name)}" data-severity="{_t(severity)}">'
+            f'<span class="c {_sev(severity)}">{_t(severity, 20)}</span> '
+            f'<a href="{_t(link, 4096)}" rel="noreferrer"><b>{_t(name, 80)}</b></a>'
         )
-
-
-def _sev(severity: str) -> str:
-    """A severity as a class name: only the catalogue's (anything else a file says is ``unknown``)."""
-    return severity if severity in SEVERITIES else "unknown"
-
-
-def _severity_rank(severity: str) -> int:
-    return SEVERITIES.index(severity) if severity in SEVERITIES else len(SEVERITIES)
+        if kind is not None and name not in seen:
+            seen[name] = where
+            out += f" {_t(kind.meaning)}"
+        if shown:
+            out += f" <code>{shown}</code>"
+        if kind is not None:
+            fix = f"Fix: {_t(kind.fix)}" if seen[name] == where else f"(meaning and fix: {seen[name]})"
+            out += f"<small>{fix}</small>"
+        return out + "</li>"
