@@ -338,11 +338,13 @@ class _Page:
             + (f", {_plural(len(c.gaps), 'gap')}" if c.gaps else "")
             + f" · from {_date(c.start_ns)}, over {_duration(c.end_ns - c.start_ns)}"
         )
+        label = f' data-label="{_t(c.label)}"' if c.label else ""
         seen: dict[str, str] = {}  # signal name -> where its meaning and fix were shown
         body = "".join(self.entry(e, seen) for e in c.entries)
         return (
             f'<section class="conv{f" {_sev(worst)}" if worst else ""}" id="c{number}" data-kind="{c.kind}" '
-            f'data-key="{_t(c.key)}"{data}>\n<h2>{self.heading(c)}</h2>\n<p class="meta">{meta}</p>\n'
+            f'data-key="{_t(c.key)}"{label}{data}>\n'
+            f'<h2>{self.heading(c)}</h2>\n<p class="meta">{meta}</p>\n'
             f'<table class="tl"><thead><tr>{self.head}</tr></thead>\n{body}</table>\n</section>\n'
         )
 
@@ -373,8 +375,9 @@ class _Page:
             items = "".join(self.signal(x.name, x.severity, x.detail, seen, where) for x in call.signals)
             signals = f'<tr class="sigs"><td colspan="{self.columns}"><ul>{items}</ul></td></tr>'
         loss = " loss" if call.loses_context else ""
+        inferred = ' data-inferred=""' if call.turn_inferred else ""
         return (
-            f'<tbody class="call{loss}" data-turn="{turn}" data-span="{s.span_id}">'
+            f'<tbody class="call{loss}" data-turn="{turn}"{inferred} data-span="{s.span_id}">'
             f'<tr class="main">{cells}</tr><tr class="ids"><td colspan="{self.columns}">{self.ids(call)}</td></tr>'
             f"{signals}</tbody>\n"
         )
