@@ -217,6 +217,10 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.interval != 5.0 and not args.serve:
         err.write("otel-responses demo: --interval only makes sense with --serve\n")
         return EXIT_USAGE
+    if args.report is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.report))):
+        where = os.path.dirname(os.path.abspath(args.report))
+        err.write(f"otel-responses demo: cannot write the report {where}: no such directory\n")
+        return EXIT_FAILED  # said before the run, not after it
     stop = threading.Event()
     if args.serve:
         _stop_on_signals(stop)

@@ -89,9 +89,6 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | N
     if args.inputs.count(STDIN) > 1:
         err.write("otel-responses report: standard input (-) can be read only once\n")
         return EXIT_USAGE
-    if STDIN in args.inputs and args.out == STDIN:
-        err.write("otel-responses report: with - as INPUT, --out names a file\n")
-        return EXIT_USAGE
     reading = read(args.inputs, stdin if stdin is not None else sys.stdin.buffer)
     problems = reading.problems
     for problem in problems[:MAX_PRINTED]:

@@ -117,7 +117,7 @@ def _read_stream(name: str, raw: IO[bytes], reading: Reading) -> None:
             for number, record in _framed(stream):
                 _parse(name, number, record, True, reading)
             return
-        elif head and head[:1] not in b"{[ \t\r\n":
+        elif any(byte < 9 or 13 < byte < 32 for byte in head):  # control bytes: not text
             reading.problems.append(
                 Problem(name, None, "not OTLP/JSON: it starts with binary data (the Collector's `format: proto`?)")
             )
