@@ -335,6 +335,7 @@ REPORT_OPTION = "--otel-responses-report"
 REPORT_DIR_OPTION = "--otel-responses-report-dir"
 _REPORT_NAME = "otel-responses-report.html"
 _FAILED, _ALL, _OFF = "failed", "all", "off"
+_LISTED = 5  # reports listed at the end of the run
 
 
 @dataclass
@@ -383,10 +384,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _written:
         many = len(_written) != 1
         terminalreporter.write_line(f"otel-responses: {len(_written)} conversation report{'s' if many else ''}:")
-        for path in _written[:20]:
+        for path in _written[:_LISTED]:
             terminalreporter.write_line(f"  {path}")
-        if len(_written) > 20:
-            terminalreporter.write_line(f"  and {len(_written) - 20} more in {_written[-1].parent}")
+        if len(_written) > _LISTED:
+            terminalreporter.write_line(f"  and {len(_written) - _LISTED} more")
 
 
 def _mode(config: pytest.Config) -> str:
