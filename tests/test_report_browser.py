@@ -104,6 +104,7 @@ def test_the_demo_report_shows_every_signal_under_its_conversation_and_turn(demo
     assert not root.find_all("form", id="filters")[0].hidden  # the script showed the filters
     labels = demo.labels()
     shown = conversations(root)
+    assert shown == conversations(parse(demo.page.read_text()))  # all in the HTML: the script only filters
     by_scenario = {labels[key]: calls for key, calls in shown.items()}
     assert sorted(by_scenario) == sorted(o.transcript.scenario.name for o in demo.outcomes)
     for outcome in demo.outcomes:
@@ -176,6 +177,19 @@ def test_a_screenshot_of_the_demo_report_is_not_blank(demo: Demo, tmp_path: Path
     # The page's own colours: its background, an error chip's, a warning chip's (the style sheet applied).
     for rgb in ((0xF6, 0xF7, 0xF9), (0xFC, 0xE8, 0xE6), (0xFE, 0xF3, 0xD6)):
         assert bytes(rgb) in colours, rgb
+
+
+def test_the_browser_enforces_the_policy(demo: Demo, tmp_path: Path) -> None:
+    """A script that got onto the page past the escaping would not run, nor would an image load: only the page's own
+    style and script, allowed by their hashes."""
+    injected = (
+        '<script>document.documentElement.setAttribute("data-pwned", "1")</script><img src="http://127.0.0.1:9/x">'
+    )
+    page = tmp_path / "injected.html"
+    page.write_text(demo.page.read_text().replace("<main>", "<main>" + injected, 1))
+    html = parse(dump_dom(page)).find_all("html")[0]
+    assert html.attrs.get("data-ready") == "1"  # the page's own script ran
+    assert "data-pwned" not in html.attrs  # the other did not
 
 
 # -- hostile strings -----------------------------------------------------------------------------------------------

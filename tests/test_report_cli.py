@@ -4,12 +4,14 @@ package's exporter wrote from real spans."""
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from otel_responses import scenarios
 from otel_responses.export import to_json_line
@@ -192,3 +194,52 @@ def test_the_demo_writes_the_report_of_its_scenarios(tmp_path: Path) -> None:
     result = run("demo", "--report", str(tmp_path / "missing" / "demo.html"))
     assert result.returncode == 1
     assert result.stderr == f"otel-responses demo: cannot write the report {tmp_path / 'missing'}: no such directory\n"
+
+
+# -- the documentation's own examples ------------------------------------------------------------------------------
+
+DOCS = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text()
+BLOCKS = re.findall(r"```(\w+)\n(.*?)```", DOCS, re.S)
+
+
+def test_the_documented_app_writes_the_file_and_the_documented_command_reports_it(
+    emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a user does: the app with the exporter, then `otel-responses report traces.jsonl --out report.html`."""
+    from otel_responses import ResponsesInstrumentor
+
+    (snippet,) = [code for lang, code in BLOCKS if lang == "python"]
+    app = snippet.replace("client = openai.OpenAI()", "client = EMULATOR.client()")
+    assert app != snippet
+    monkeypatch.chdir(tmp_path)
+    try:
+        exec(compile(app, "docs/report.md", "exec"), {"EMULATOR": emulator})
+    finally:
+        ResponsesInstrumentor().uninstrument()
+    command = next(code for lang, code in BLOCKS if lang == "bash" and "otel-responses report" in code).strip()
+    assert command == "otel-responses report traces.jsonl --out report.html"
+    result = run("report", str(tmp_path / "traces.jsonl"), "--out", str(tmp_path / "report.html"))
+    assert result.returncode == 0, result.stderr
+    assert _turns(tmp_path / "report.html") == EXPECTED
+    assert 'data-f-service="my-app"' in (tmp_path / "report.html").read_text()
+
+
+def test_the_documented_collector_configuration() -> None:
+    (config,) = [yaml.safe_load(code) for lang, code in BLOCKS if lang == "yaml"]
+    pipeline = config["service"]["pipelines"]["traces/otel-responses"]
+    assert pipeline == {
+        "receivers": ["otlp"],
+        "processors": ["filter/otel-responses", "batch"],
+        "exporters": ["file/otel-responses"],
+    }
+    assert set(config["receivers"]) == {"otlp"}
+    assert set(config["processors"]) == {"batch", "filter/otel-responses"}
+    exporter = config["exporters"]["file/otel-responses"]
+    assert exporter["format"] == "json"  # one JSON object per line: what the report reads
+    assert exporter["path"].endswith(".jsonl")
+    # The optional filter drops every span but this package's (OTTL's IsMatch finds a match anywhere, like search).
+    (condition,) = config["processors"]["filter/otel-responses"]["traces"]["span"]
+    found = re.fullmatch(r'not IsMatch\(instrumentation_scope\.name, "(.+)"\)', condition)
+    assert found is not None
+    dropped = [not re.search(found.group(1), scope) for scope in ("otel_responses.instrumentor", "my.app")]
+    assert dropped == [False, True]

@@ -44,11 +44,11 @@ td.z{color:#b0b4b8}
 #summary table{border:1px solid var(--line);border-top:none;table-layout:fixed}
 #summary .chunk:first-of-type table{border-top:1px solid var(--line)}
 #summary .chunk{content-visibility:auto;contain-intrinsic-size:auto 2400px}
-#summary :is(th,td):nth-child(1){width:30%}
+#summary :is(th,td):nth-child(1){width:28%}
 #summary :is(th,td):nth-child(2){width:11%}
 #summary :is(th,td):nth-child(3){width:9%}
 #summary :is(th,td):is(:nth-child(4),:nth-child(5),:nth-child(6)){width:4.5%}
-#summary :is(th,td):is(:nth-child(7),:nth-child(8),:nth-child(9)){width:5%}
+#summary :is(th,td):is(:nth-child(7),:nth-child(8),:nth-child(9)){width:6%}
 #summary :is(th,td):nth-child(11){width:6%}
 #summary td{overflow-wrap:anywhere}
 /* One conversation; offscreen ones are neither laid out nor painted until scrolled to. */
