@@ -201,7 +201,7 @@ HOSTILE = (
     "' onmouseover='alert(3)' x='",
     "</td></tr></tbody></table></section><svg onload=alert(4)>",
     "javascript:alert(5)",
-    "\u202egnp.exe\u200b&amp;&lt;",
+    "\u202egnp.exe\u200b&amp;&lt;\ud800",  # direction, invisible, entities, a lone surrogate (valid JSON)
 )
 
 
@@ -262,7 +262,7 @@ def _echo(request: Received, index: int) -> Reply:
     body = request.json() or {}
     hostile = HOSTILE[index % len(HOSTILE)]
     reply = json_reply(response_body(f"resp_{index}{hostile}", model=body.get("model")))
-    reply.headers["x-request-id"] = hostile.replace("\u202e", "").replace("\u200b", "")  # a header is Latin-1
+    reply.headers["x-request-id"] = hostile.encode("latin-1", "ignore").decode("latin-1")  # a header is Latin-1
     return reply
 
 
@@ -271,7 +271,7 @@ def _instrumented_hostile_spans() -> list[Any]:
         client = openai.OpenAI(base_url=api.base_url, api_key="k", max_retries=0)
         try:
             previous = None
-            for text in HOSTILE:
+            for text in map(_sendable, HOSTILE):
                 response = client.responses.create(
                     model=text, input="hi", previous_response_id=previous, instructions=text
                 )
@@ -283,10 +283,11 @@ def _instrumented_hostile_spans() -> list[Any]:
 
 def test_hostile_strings_cannot_inject_markup_or_script(tmp_path: Path) -> None:
     spans = _instrumented_hostile_spans()
-    assert [s.attributes[a.GEN_AI_REQUEST_MODEL] for s in spans] == list(HOSTILE)  # the spans do carry them
+    assert [s.attributes[a.GEN_AI_REQUEST_MODEL] for s in spans] == [_sendable(h) for h in HOSTILE]  # they carry them
+    assert spans[-1].attributes[a.GEN_AI_RESPONSE_ID] == f"resp_{len(HOSTILE) - 1}{HOSTILE[-1]}"  # from the server
     records = [*from_sdk(spans), *_hostile_records()]
     page = tmp_path / "hostile.html"
-    page.write_text(render(records, Options(title=HOSTILE[0], sources=HOSTILE, problems=HOSTILE)))
+    page.write_text(render(records, Options(title=HOSTILE[0], sources=HOSTILE, problems=HOSTILE)), encoding="utf-8")
     source = page.read_text()
     assert source.count("<script") == 1
     assert source.count("</script>") == 1
@@ -311,13 +312,18 @@ def test_hostile_strings_cannot_inject_markup_or_script(tmp_path: Path) -> None:
         for body in root.find_all("tbody", class_="call")
         for code in body.find_all("td")[2].find_all("code")[:1]
     ]
-    assert sorted(models) == sorted([_spelled(h) for h in HOSTILE] * 2)
+    assert sorted(models) == sorted([_spelled(h) for h in HOSTILE] + [_spelled(_sendable(h)) for h in HOSTILE])
     assert len(root.find_all("tbody", class_="call")) == len(records)
+
+
+def _sendable(text: str) -> str:
+    """What the client can send: no lone surrogate (it encodes the body as UTF-8; the server's JSON may have one)."""
+    return text.replace("\ud800", "")
 
 
 def _spelled(text: str) -> str:
     """How the page shows invisible and direction-changing characters: spelled out."""
-    return text.replace("\u202e", "\\u202e").replace("\u200b", "\\u200b")
+    return text.replace("\u202e", "\\u202e").replace("\u200b", "\\u200b").replace("\ud800", "\\ud800")
 
 
 # -- recorded real-API traffic ---------------------------------------------------------------------------------------

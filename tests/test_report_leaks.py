@@ -60,7 +60,7 @@ def assert_page_clean(exports: Exports, s: Secrets) -> None:
         assert leaks == [], [(needles[n], n) for n in leaks[:5]]
 
 
-@fuzz_settings(25)
+@fuzz_settings(15)
 @given(
     seed=seeds,
     deco=decorations,
@@ -87,7 +87,7 @@ def test_the_report_of_an_emulator_session_holds_no_secret(
     assert_page_clean(exports, s)
 
 
-@fuzz_settings(25)
+@fuzz_settings(15)
 @given(
     seed=seeds,
     deco=decorations,

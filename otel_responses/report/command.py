@@ -1,6 +1,8 @@
-"""``otel-responses report``: OTLP/JSON trace files in, one HTML page out. The standard library is enough.
+"""``otel-responses report``: OTLP/JSON trace files in, one HTML page out. No extra is needed (no protobuf).
 
-Input problems are reported (file and line) and the page is still written from what could be read.
+Input problems are reported (file and line) and the page is still written from what could be read. Building the
+command's options imports the standard library only (``otel-responses --help`` and ``dashboards`` run with nothing
+else installed).
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from pathlib import Path
 from typing import IO, Any, Final, TextIO
 
 from ..cli import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_USAGE
-from .model import conversations
 from .otlp_json import STDIN, Problem, read
-from .page import DOCS_URL, BadTemplate, Options, check_docs_url, check_trace_url, render_conversations
 from .records import SCOPE_PREFIX
+from .urls import DOCS_URL, BadTemplate, check_docs_url, check_trace_url
 
 NAME: Final = "report"
+TITLE: Final = "otel-responses report"
 MAX_PRINTED: Final = 20  # problems printed to standard error; the page lists more
 
 DESCRIPTION: Final = """\
@@ -61,7 +63,7 @@ def add_parser(commands: Any) -> None:
     parser.add_argument(
         "--docs-url", type=_docs_url, default=DOCS_URL, metavar="URL", help="where the signals' documentation is"
     )
-    parser.add_argument("--title", type=_nonempty, default=Options.title, help="the page's title")
+    parser.add_argument("--title", type=_nonempty, default=TITLE, help="the page's title")
 
 
 def _nonempty(text: str) -> str:
@@ -86,6 +88,9 @@ def _docs_url(text: str) -> str:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | None = None) -> int:
     """Read the inputs, write the page, say what it holds; the exit code (see EPILOG)."""
+    from .model import conversations  # the page needs the package's attribute names: imported only to run
+    from .page import Options, render_conversations
+
     if args.inputs.count(STDIN) > 1:
         err.write("otel-responses report: standard input (-) can be read only once\n")
         return EXIT_USAGE

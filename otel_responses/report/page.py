@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Final
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from .. import attributes as a
 from ..signals import CATALOGUE, ERROR, INFO, WARNING
@@ -24,14 +24,13 @@ from ..version import __version__
 from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
 from .records import SpanRecord, Value
+from .urls import DOCS_URL, SPAN_ID, TRACE_ID, BadTemplate, check_docs_url, check_trace_url
 
-# Where each signal's section of the documentation is: the signal's name is the anchor. The one place to change it.
-DOCS_URL: Final = "https://otel-responses.github.io/otel-responses/signals/"
+__all__ = ["DOCS_URL", "BadTemplate", "Options", "check_docs_url", "check_trace_url", "render", "render_conversations"]
+
 MAX_SHOWN: Final = 300  # characters of one string on the page; this package's spans cap theirs at 256
 MAX_PROBLEMS: Final = 50
 SUMMARY_CHUNK: Final = 100
-TRACE_ID: Final = "{trace_id}"
-SPAN_ID: Final = "{span_id}"
 DASH: Final = "&#8211;"  # HTML entities: the source stays ASCII
 TIMES: Final = "&#215;"
 COLUMNS: Final = (
@@ -47,7 +46,11 @@ COLUMNS: Final = (
 )
 _SEVERITY_CLASS: Final = {ERROR: "se", WARNING: "sw", INFO: "si"}
 _SAFE = re.compile(r"[\w .,:;/@+=#%()\[\]{}~*?!$|^-]*", re.ASCII)  # nothing to escape or spell out
-_INVISIBLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+# Shown spelled out (\u202e): control characters, invisible ones, those that change the text's direction, and lone
+# surrogates (valid JSON, not encodable as UTF-8).
+_INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
 _HELP: Final = (
     ("turn", "1 for a first call, the continued turn's + 1; a striped row is a turn missing from the input"),
     ("state · store", "how the call carried its context; the effective store flag (and what was asked, if other)"),
@@ -57,27 +60,6 @@ _HELP: Final = (
     ("reasoning", "encrypted reasoning asked for, sent back (in) and returned (out); compaction when it happened"),
     ("signals", "each named context loss with its severity, metadata (counts, types, ids) and the fix"),
 )
-
-
-class BadTemplate(ValueError):
-    """A link template that is not an http(s) URL (with ``{trace_id}``, for a tracing backend)."""
-
-
-def check_trace_url(template: str) -> str:
-    """A link template for a tracing backend: http(s), with ``{trace_id}`` (``{span_id}`` optional)."""
-    parts = urlsplit(template.replace(TRACE_ID, "0").replace(SPAN_ID, "0"))
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadTemplate(f"not an http(s) URL: {template!r}")
-    if TRACE_ID not in template:
-        raise BadTemplate(f"no {TRACE_ID} in {template!r}")
-    return template
-
-
-def check_docs_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadTemplate(f"not an http(s) URL: {url!r}")
-    return url
 
 
 @dataclass(frozen=True)
@@ -118,6 +100,16 @@ def _t(value: object, limit: int = MAX_SHOWN) -> str:
         return text
     text = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return html.escape(text, quote=True)
+
+
+def _value(text: str) -> str:
+    """A filter's value, as the script compares it with the conversations' tokens: whole, only escaped."""
+    return html.escape(text.encode("utf-8", "replace").decode(), quote=True)
+
+
+def _token(text: str) -> str:
+    """A conversation's filter token: percent-encoded UTF-8 (no space, nothing to escape), decoded by the script."""
+    return quote(text, safe="", errors="replace")
 
 
 def _plain(value: object) -> str:
@@ -264,7 +256,7 @@ class _Page:
         }
         selects = []
         for key, values in choices.items():
-            options = "".join(f'<option value="{_t(v)}">{_t(v, 80)}</option>' for v in values)
+            options = "".join(f'<option value="{_value(v)}">{_t(v, 80)}</option>' for v in values)
             selects.append(f'<label>{key}<select name="{key}"><option value="">any</option>{options}</select></label>')
         return (
             f'<form id="filters" hidden>{"".join(selects)}<a href="#" id="clear">clear filters</a>'
@@ -328,9 +320,7 @@ class _Page:
             "signal": list(dict.fromkeys(s.name for s in c.signals)),
             "severity": [s for s in SEVERITIES if c.count(s)],
         }
-        data = "".join(
-            f' data-f-{k}="{_t(" ".join(quote(v, safe="") for v in vs), 100_000)}"' for k, vs in tokens.items()
-        )
+        data = "".join(f' data-f-{k}="{" ".join(_token(v) for v in vs)}"' for k, vs in tokens.items())
         meta = (
             f"service {_t(', '.join(c.services))}"
             + (f" · model {_t(', '.join(c.models))}" if c.models else "")
@@ -502,7 +492,7 @@ class _Page:
         """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix the
         first time the conversation shows it."""
         kind = CATALOGUE.get(name)
-        link = f"{self.options.docs_url}#{quote(name, safe='')}"
+        link = f"{self.options.docs_url}#{_token(name)}"
         shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
         out = (
             f'<li class="{_sev(severity)}" data-signal="{_t(name)}" data-severity="{_t(severity)}">'
