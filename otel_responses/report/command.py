@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 import tempfile
@@ -88,12 +89,22 @@ def _docs_url(text: str) -> str:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | None = None) -> int:
     """Read the inputs, write the page, say what it holds; the exit code (see EPILOG)."""
-    from .model import conversations  # the page needs the package's attribute names: imported only to run
-    from .page import Options, render_conversations
-
     if args.inputs.count(STDIN) > 1:
         err.write("otel-responses report: standard input (-) can be read only once\n")
         return EXIT_USAGE
+    collecting = gc.isenabled()
+    gc.disable()  # millions of small objects and no cycle among them: the collector would only walk them
+    try:
+        return _run(args, out, err, stdin)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | None) -> int:
+    from .model import conversations  # the page needs the package's attribute names: imported only to run
+    from .page import Options, render_conversations
+
     reading = read(args.inputs, stdin if stdin is not None else sys.stdin.buffer)
     problems = reading.problems
     for problem in problems[:MAX_PRINTED]:

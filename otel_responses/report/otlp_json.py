@@ -343,9 +343,10 @@ def _attributes(value: object, where: str) -> dict[str, Value]:
     out: dict[str, Value] = {}
     where = f"{where}.attributes" if where else "attributes"
     for entry in _list(value, where):
-        if not isinstance(entry, dict) or not isinstance(entry.get("key"), str):
+        key = entry.get("key") if type(entry) is dict else None
+        if type(key) is not str:
             raise _Bad(f"{where}: an entry without a key")
-        out[entry["key"]] = _any_value(entry.get("value"), 0)
+        out[key] = _any_value(entry.get("value"), 0)
     return out
 
 
@@ -369,8 +370,11 @@ _INTEGER = re.compile(r"-?\d+")
 def _any_value(value: object, depth: int) -> Value:
     """An ``AnyValue`` (one field set); kinds this package never writes (key-value lists, bytes) become short
     descriptions, a value of the wrong type ``None``."""
-    if not isinstance(value, dict) or not value or depth > _MAX_DEPTH:
+    if type(value) is not dict or depth > _MAX_DEPTH:
         return None
+    found = value.get("stringValue")  # most of them: a look-up, no loop
+    if type(found) is str:
+        return found
     for name, found in value.items():
         kind = _KINDS.get(name)
         if kind is _STRING:
