@@ -352,6 +352,7 @@ _written: list[Path] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The report options (in ``addopts`` they become a project's default)."""
     group = parser.getgroup("otel-responses")
     group.addoption(
         REPORT_OPTION,
@@ -370,6 +371,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Which test is running (its ``capture()`` calls are its spans); with ``all``, its report once it is done."""
     global _test
     _test = _Test(item)
     try:
@@ -381,6 +383,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The reports written, at the end of the run."""
     if _written:
         many = len(_written) != 1
         terminalreporter.write_line(f"otel-responses: {len(_written)} conversation report{'s' if many else ''}:")
