@@ -27,22 +27,27 @@ EXIT_MISSING_EXTRA = 5
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
 
 DESCRIPTION = """\
-Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor), or
-write out the Grafana dashboard and the Prometheus alert rules (dashboards).
+Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor),
+write out the Grafana dashboard and the Prometheus alert rules (dashboards), or see each
+conversation's turns on one page (report).
 
   demo        runs every scripted scenario (each state mode done right, each context-losing
               mistake) against the built-in emulator and shows what the instrumentation saw.
   doctor      runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
   dashboards  writes the dashboard JSON and the alert rule file into a directory, and says how
               to import them.
+  report      writes a self-contained HTML page of each conversation's turns and signals from
+              exported traces (OTLP/JSON files, as the Collector's file exporter writes them).
 """
 
 EPILOG = """\
 exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected (dashboards: a file
-in DIR differs, so nothing was written, or DIR cannot be written); 2 bad usage;
+in DIR differs, so nothing was written, or DIR cannot be written; report: an INPUT could not be
+read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage;
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
-(pip install 'otel-responses[cli]'; demo and doctor only); 130 interrupted by Ctrl-C
+(pip install 'otel-responses[cli]'; demo and doctor only; report: a zstd INPUT needs the 'zstd'
+extra); 130 interrupted by Ctrl-C
 (demo --serve stops with 0).
 """
 
@@ -117,6 +122,9 @@ def _parser() -> argparse.ArgumentParser:
         "--serve", action="store_true", help="keep repeating the workload until Ctrl-C or SIGTERM (exit 0)"
     )
     demo.add_argument("--interval", type=_positive, default=5.0, metavar="SECONDS", help="pause between rounds")
+    demo.add_argument(
+        "--report", type=_name, metavar="FILE", help="write the HTML report of the scenarios' conversations to FILE"
+    )
     doctor = commands.add_parser(
         "doctor",
         help="the minimal troubleshooting flow, step by step",
@@ -145,12 +153,15 @@ def _parser() -> argparse.ArgumentParser:
         "--out", required=True, type=_name, metavar="DIR", help="the directory to write into (created if need be)"
     )
     dashboards.add_argument("--force", action="store_true", help="replace files in DIR that differ")
+    from .report.command import add_parser
+
+    add_parser(commands)
     return parser
 
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
-    if args.command == "dashboards":
+    if args.command in ("dashboards", "report"):
         return []  # the standard library only
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
@@ -206,6 +217,10 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.interval != 5.0 and not args.serve:
         err.write("otel-responses demo: --interval only makes sense with --serve\n")
         return EXIT_USAGE
+    if args.report is not None and not os.path.isdir(os.path.dirname(os.path.abspath(args.report))):
+        where = os.path.dirname(os.path.abspath(args.report))
+        err.write(f"otel-responses demo: cannot write the report {where}: no such directory\n")
+        return EXIT_FAILED  # said before the run, not after it
     stop = threading.Event()
     if args.serve:
         _stop_on_signals(stop)
@@ -215,13 +230,25 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             where = _endpoint(args.otlp_endpoint)
             err.write(f"otel-responses demo: cannot reach the OTLP endpoint {where} ({reason})\n")
             return EXIT_UNREACHABLE
-    from .demo import Exporters, demo
+    from .demo import Exporters, ReportNotWritten, demo
 
     if args.serve and args.prometheus_port:
         err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
     exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
     try:
-        ok = demo(out, err, exporters, show_spans=args.spans, serve=args.serve, interval=args.interval, stop=stop)
+        ok = demo(
+            out,
+            err,
+            exporters,
+            show_spans=args.spans,
+            serve=args.serve,
+            interval=args.interval,
+            stop=stop,
+            report=args.report,
+        )
+    except ReportNotWritten as error:
+        err.write(f"otel-responses demo: cannot write the report {error.filename}: {error.strerror or error}\n")
+        return EXIT_FAILED
     except OSError as error:  # a port already taken, say
         err.write(f"otel-responses demo: {error.strerror or error}\n")
         return EXIT_USAGE
@@ -320,6 +347,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(args, sys.stdout, sys.stderr)
         if args.command == "dashboards":
             return _dashboards(args, sys.stdout, sys.stderr)
+        if args.command == "report":
+            from .report.command import run
+
+            return run(args, sys.stdout, sys.stderr)
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")

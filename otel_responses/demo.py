@@ -45,6 +45,22 @@ class Outcome:
         return raised
 
 
+class ReportNotWritten(OSError):
+    """The ``--report`` file could not be written (the demo itself ran)."""
+
+
+def write_report(path: str, outcomes: list[Outcome]) -> None:
+    """The report page of one round: each scenario's conversation captioned with the scenario's name."""
+    from .report import Options, labels, write_sdk_spans
+
+    named = [(o.transcript.scenario.name, o.spans) for o in outcomes]
+    options = Options(title="otel-responses demo", labels=labels(named))
+    try:
+        write_sdk_spans([span for o in outcomes for span in o.spans], path, options)
+    except OSError as error:
+        raise ReportNotWritten(error.errno, error.strerror, error.filename or path) from error
+
+
 class _Watched:
     """A span exporter that remembers whether an export failed: the OTLP exporter only logs it, so a run against an
     endpoint that answers but rejects the export (a wrong port or path) would otherwise end in success."""
@@ -204,8 +220,10 @@ def demo(
     serve: bool = False,
     interval: float = 5.0,
     stop: threading.Event | None = None,
+    report: str | None = None,
 ) -> bool:
-    """Run the workload (repeatedly with `serve`, until `stop` is set); True when every outcome was as expected."""
+    """Run the workload (repeatedly with `serve`, until `stop` is set); True when every outcome was as expected.
+    ``report``: where to write the HTML report of the first round."""
     tracer_provider, meter_provider, memory = exporters.providers(out)
     stop = stop or threading.Event()
     ok = True
@@ -228,6 +246,10 @@ def demo(
                 else:
                     out.write("\nevery healthy session kept its context; every mistake was named by its signal\n")
                 out.flush()
+                if report is not None:
+                    write_report(report, outcomes)
+                    progress.write(f"report of the scenarios' conversations: {report}\n")
+                    progress.flush()
             if not serve:
                 break
             progress.write(f"round {rounds} done; next in {interval:g}s (Ctrl-C to stop)\n")

@@ -7,15 +7,20 @@ every test session of a project that installs ``otel-responses``. Importing this
 
 Fixtures: ``responses_emulator`` (session), ``responses_client``, ``responses_async_client``,
 ``responses_telemetry``. Functions: ``capture()``, ``assert_no_context_loss()``, ``assert_signal()``,
-``assert_no_signal()``.
+``assert_no_signal()``. When one of these assertions fails, the test's spans are written as an HTML report of its
+conversations (under the test's ``tmp_path``, or ``--otel-responses-report-dir``) and the failure names the file;
+``--otel-responses-report=all`` writes one for every test that captured spans, ``off`` none.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+import re
+import tempfile
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pytest
@@ -139,6 +144,8 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
             "or an instrument() call not undone): capture() could not see the spans; turn it off first"
         )
     telemetry = CapturedTelemetry.new()
+    if _test is not None:
+        _test.captures.append(telemetry)
     instrumentor.instrument(
         tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **instrument_options
     )
@@ -223,8 +230,8 @@ def assert_no_context_loss(spans: Spans) -> None:
     checked = _spans(spans, "assert_no_context_loss")
     found = [(i, span, name) for i, span, name in _raised(checked) if CATALOGUE[name].severity in LOSS_SEVERITIES]
     if found:
-        raise AssertionError(
-            _report(f"context lost: {_count(len(found))} of severity error or warning", found, checked)
+        raise _failure(
+            _report(f"context lost: {_count(len(found))} of severity error or warning", found, checked), checked
         )
 
 
@@ -237,9 +244,10 @@ def assert_signal(spans: Spans, name: str) -> list[ReadableSpan]:
     hits = [span for _, span, raised in _raised(checked) if raised == name]
     if not hits:
         others = sorted({raised for _, _, raised in _raised(checked)})
-        raise AssertionError(
+        raise _failure(
             f"expected signal {name} ({kind.severity}: {kind.meaning}), but it was not raised on any of "
-            f"{len(checked)} span(s) {[s.name for s in checked]}; raised: {', '.join(others) or 'none'}"
+            f"{len(checked)} span(s) {[s.name for s in checked]}; raised: {', '.join(others) or 'none'}",
+            checked,
         )
     return hits
 
@@ -252,7 +260,7 @@ def assert_no_signal(spans: Spans, name: str) -> None:
     checked = _spans(spans, "assert_no_signal")
     found = [(i, span, raised) for i, span, raised in _raised(checked) if raised == name]
     if found:
-        raise AssertionError(_report(f"unexpected signal {name} raised {len(found)} time(s)", found, checked))
+        raise _failure(_report(f"unexpected signal {name} raised {len(found)} time(s)", found, checked), checked)
 
 
 def _known(name: str) -> str:
@@ -323,3 +331,115 @@ def _detail(span: ReadableSpan, name: str) -> str:
 
 def _value(value: object) -> str:
     return ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
+# -- reports of the test's conversations ---------------------------------------------------------------------
+
+REPORT_OPTION = "--otel-responses-report"
+REPORT_DIR_OPTION = "--otel-responses-report-dir"
+_REPORT_NAME = "otel-responses-report.html"
+_FAILED, _ALL, _OFF = "failed", "all", "off"
+_LISTED = 5  # reports listed at the end of the run
+
+
+@dataclass
+class _Test:
+    """The test running now: the telemetry its ``capture()`` calls made, and its report once written."""
+
+    item: pytest.Item
+    captures: list[CapturedTelemetry] = field(default_factory=list)
+    report: Path | None = None
+
+
+_test: _Test | None = None
+_written: list[Path] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """The report options (in ``addopts`` they become a project's default)."""
+    group = parser.getgroup("otel-responses")
+    group.addoption(
+        REPORT_OPTION,
+        choices=(_FAILED, _ALL, _OFF),
+        default=_FAILED,
+        help="write an HTML report of a test's conversations when a kit assertion fails (failed, the default), "
+        "after every test that captured spans (all), or never (off)",
+    )
+    group.addoption(
+        REPORT_DIR_OPTION,
+        metavar="DIR",
+        default=None,
+        help="write the reports into DIR (one file per test, named after it) instead of each test's tmp_path",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+    """Which test is running (its ``capture()`` calls are its spans); with ``all``, its report once it is done."""
+    global _test
+    _test = _Test(item)
+    try:
+        yield
+        if _mode(item.config) == _ALL and _test.captures:
+            _write_report(_test, [])
+    finally:
+        _test = None
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The reports written, at the end of the run."""
+    if _written:
+        many = len(_written) != 1
+        terminalreporter.write_line(f"otel-responses: {len(_written)} conversation report{'s' if many else ''}:")
+        for path in _written[:_LISTED]:
+            terminalreporter.write_line(f"  {path}")
+        if len(_written) > _LISTED:
+            terminalreporter.write_line(f"  and {len(_written) - _LISTED} more")
+
+
+def _mode(config: pytest.Config) -> str:
+    value = config.getoption(REPORT_OPTION, default=_FAILED)  # absent when the plugin was registered late
+    return value if value in (_FAILED, _ALL, _OFF) else _FAILED
+
+
+def _failure(message: str, checked: list[ReadableSpan]) -> AssertionError:
+    """The assertion's error; within a test, with the path of the report of its conversations."""
+    test = _test
+    if test is not None and _mode(test.item.config) != _OFF:
+        message += f"\n{_write_report(test, checked)}"
+    return AssertionError(message)
+
+
+def _write_report(test: _Test, checked: list[ReadableSpan]) -> str:
+    """Write the report of every span the test captured (and those checked); a line saying where, or why not."""
+    spans: dict[tuple[int, int], ReadableSpan] = {}
+    for span in [*(s for t in test.captures for s in t.spans()), *checked]:
+        context = span.context
+        spans.setdefault((context.trace_id, context.span_id) if context is not None else (id(span), 0), span)
+    try:
+        from .report import Options, write_sdk_spans
+
+        path = test.report or _report_path(test.item)
+        write_sdk_spans(list(spans.values()), path, Options(title=f"otel-responses: {test.item.nodeid}"))
+    except Exception as error:  # the assertion's own message matters more than its report
+        return f"(the report of the conversations was not written: {type(error).__name__}: {error})"
+    if test.report is None:
+        test.report = path
+        _written.append(path)
+    return f"See the conversations turn by turn: {path}"
+
+
+def _report_path(item: pytest.Item) -> Path:
+    """``--otel-responses-report-dir``, else the test's ``tmp_path`` (if it has one), else a directory made as
+    ``tmp_path`` would be, under pytest's base temporary directory."""
+    directory = item.config.getoption(REPORT_DIR_OPTION, default=None)
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", item.nodeid).strip("_")[:150] or "test"
+    if directory:
+        return Path(directory).expanduser().absolute() / f"{name}.html"
+    tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+    if isinstance(tmp_path, Path):
+        return tmp_path / _REPORT_NAME
+    factory = getattr(item.config, "_tmp_path_factory", None)  # pytest's own, behind the tmp_path fixtures
+    if factory is not None:
+        return Path(factory.mktemp(f"otel-responses-{re.sub(r'[^A-Za-z0-9_-]', '_', item.name)[:30]}")) / _REPORT_NAME
+    return Path(tempfile.mkdtemp(prefix="otel-responses-report-")) / _REPORT_NAME

@@ -105,6 +105,14 @@ def test_healthy_replay_passes_every_assertion(
     assert responses_telemetry.signals() == []
 
 
+def _without_report(message: str) -> str:
+    """The failure without its last line, which names the page of the test's conversations (written)."""
+    message, last = message.rsplit("\n", 1)
+    assert last.startswith("See the conversations turn by turn: "), last
+    assert Path(last.split(": ", 1)[1]).is_file()
+    return message
+
+
 def test_assert_no_context_loss_names_span_signal_severity_and_fix(
     responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
 ) -> None:
@@ -112,7 +120,7 @@ def test_assert_no_context_loss_names_span_signal_severity_and_fix(
     second = responses_telemetry.spans()[1]
     with pytest.raises(AssertionError) as info:
         assert_no_context_loss(responses_telemetry)
-    message = str(info.value)
+    message = _without_report(str(info.value))
     assert message.startswith("context lost: 2 signals of severity error or warning:\n")
     response_id = second.attributes["gen_ai.response.id"]  # type: ignore[index]
     assert (
@@ -139,7 +147,7 @@ def test_assert_signal_returns_the_spans_and_names_what_was_raised_instead(
     with pytest.raises(AssertionError) as info:
         assert_signal(responses_telemetry, "unstored_parent")
     kind = CATALOGUE["unstored_parent"]
-    assert str(info.value) == (
+    assert _without_report(str(info.value)) == (
         f"expected signal unstored_parent (error: {kind.meaning}), but it was not raised on any of 2 span(s) "
         f"['chat {MODEL}', 'chat {MODEL}']; raised: phase_dropped, reasoning_dropped"
     )
@@ -152,7 +160,7 @@ def test_assert_no_signal_names_span_severity_and_fix(
     assert_no_signal(responses_telemetry, "unstored_parent")
     with pytest.raises(AssertionError) as info:
         assert_no_signal(responses_telemetry, "phase_dropped")
-    message = str(info.value)
+    message = _without_report(str(info.value))
     assert message.startswith("unexpected signal phase_dropped raised 1 time(s):\n- phase_dropped (warning) on span")
     assert f"'chat {MODEL}' (#2 of 2, response resp_" in message
     assert "reasoning_dropped" not in message

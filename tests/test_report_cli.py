@@ -1,0 +1,245 @@
+"""`otel-responses report` and `otel-responses demo --report`, run as a user runs them (a subprocess), on files the
+package's exporter wrote from real spans."""
+
+from __future__ import annotations
+
+import gzip
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from otel_responses import scenarios
+from otel_responses.export import to_json_line
+from otel_responses.report.page import DOCS_URL
+from otel_responses.testing import capture
+
+from .report_support import conversations, parse
+from .test_cli import run
+
+SCENARIO = "chain_unstored_parent"
+
+
+@pytest.fixture(scope="module")
+def traces(emulator: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A file of OTLP/JSON lines: one scripted session (two turns, two signals), one line per span."""
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            scenarios.run(client, scenarios.BY_NAME[SCENARIO], "MK-cli")
+    finally:
+        client.close()
+    path = tmp_path_factory.mktemp("traces") / "traces.jsonl"
+    path.write_text("".join(to_json_line([span]) + "\n" for span in telemetry.spans()))
+    return path
+
+
+def _turns(page: Path) -> list[tuple[str, tuple[str, ...]]]:
+    (calls,) = conversations(parse(page.read_text())).values()
+    return [(c.turn, c.signals) for c in calls]
+
+
+EXPECTED = [("1", ("reasoning_not_replayable",)), ("2", ("unstored_parent",))]
+
+
+def test_a_file_of_traces_becomes_a_page(traces: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    result = run("report", str(traces), "--out", str(page), "--trace-url", "http://127.0.0.1:16686/trace/{trace_id}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"wrote {page}: 1 conversation, 2 spans, 1 with context loss; open it in a browser\n"
+    assert result.stderr == ""
+    assert _turns(page) == EXPECTED
+    html = page.read_text()
+    assert f'href="{DOCS_URL}#unstored_parent"' in html
+    assert 'href="http://127.0.0.1:16686/trace/' in html
+    assert "default-src 'none'" in html
+
+
+def test_standard_input_and_standard_output(traces: Path) -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "otel-responses"), "report", "-", "--out", "-"],
+        input=gzip.compress(traces.read_bytes()),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(b"<!DOCTYPE html>")
+    root = parse(result.stdout.decode())
+    assert [(c.turn, c.signals) for calls in conversations(root).values() for c in calls] == EXPECTED
+
+
+def test_bad_input_is_named_and_the_rest_is_still_reported(traces: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("not json\n" + traces.read_text() + '{"resourceSpans": 7}\n')
+    missing = tmp_path / "missing.jsonl"
+    page = tmp_path / "report.html"
+    result = run("report", str(broken), str(missing), "--out", str(page))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"otel-responses report: {broken}:1: not JSON (Expecting value at column 1)",
+        f"otel-responses report: {broken}:4: resourceSpans: not a list",
+        f"otel-responses report: {missing}: cannot read it: No such file or directory",
+    ]
+    assert _turns(page) == EXPECTED
+    listed = [li.text() for li in parse(page.read_text()).find_all("section", id="problems")[0].find_all("li")]
+    assert listed == [line.removeprefix("otel-responses report: ") for line in result.stderr.splitlines()]
+
+
+def test_no_span_of_this_package_is_a_failure(tmp_path: Path) -> None:
+    empty = tmp_path / "other.jsonl"
+    empty.write_text('{"resourceSpans": [{"scopeSpans": [{"scope": {"name": "my.app"}, "spans": [{}, {}]}]}]}\n')
+    result = run("report", str(empty), "--out", str(tmp_path / "report.html"))
+    assert result.returncode == 1
+    assert result.stderr == (
+        "otel-responses report: no span of otel-responses in the input (instrumentation scope otel_responses.*; "
+        "2 spans of other instrumentations)\n"
+    )
+    assert (tmp_path / "report.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--trace-url", "javascript:alert(1)//{trace_id}"], "not an http(s) URL"),
+        (["--trace-url", "http://jaeger/trace/"], "no {trace_id} in"),
+        (["--docs-url", "file:///etc/passwd"], "not an http(s) URL"),
+        (["--out", ""], "must not be empty"),
+    ],
+    ids=["javascript", "no trace id", "docs", "empty out"],
+)
+def test_bad_usage(traces: Path, tmp_path: Path, args: list[str], message: str) -> None:
+    out = [] if "--out" in args else ["--out", str(tmp_path / "r.html")]
+    result = run("report", str(traces), *out, *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_stdin_once_and_an_unwritable_page(traces: Path, tmp_path: Path) -> None:
+    result = run("report", "-", "-", "--out", str(tmp_path / "r.html"))
+    assert result.returncode == 2
+    assert result.stderr == "otel-responses report: standard input (-) can be read only once\n"
+    nowhere = tmp_path / "no" / "such" / "dir" / "r.html"
+    result = run("report", str(traces), "--out", str(nowhere))
+    assert result.returncode == 1
+    assert result.stderr.startswith(f"otel-responses report: cannot write {nowhere.parent}")
+
+
+BLOCKER = """
+import importlib.abc, sys
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if any(name == b or name.startswith(b + ".") for b in BLOCKED):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked)", name=name)
+        return None
+
+sys.meta_path.insert(0, Block())
+from otel_responses.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _blocked(blocked: list[str], *args: str) -> subprocess.CompletedProcess[str]:
+    code = f"BLOCKED = {blocked!r}\n" + BLOCKER
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_base_install_is_enough(traces: Path, tmp_path: Path) -> None:
+    """No openai, no SDK, no protobuf, no exporter: reading and writing need the standard library."""
+    blocked = ["openai", "google", "opentelemetry.sdk", "opentelemetry.proto", "opentelemetry.exporter", "zstandard"]
+    result = _blocked(blocked, "report", str(traces), "--out", str(tmp_path / "r.html"))
+    assert result.returncode == 0, result.stderr
+    assert _turns(tmp_path / "r.html") == EXPECTED
+
+
+def test_a_zstd_file_without_a_zstd_reader_exits_5(traces: Path, tmp_path: Path) -> None:
+    import zstandard
+
+    zst = tmp_path / "traces.jsonl.zst"
+    zst.write_bytes(zstandard.ZstdCompressor().compress(traces.read_bytes()))
+    result = _blocked(["zstandard", "compression"], "report", str(zst), str(traces), "--out", str(tmp_path / "r.html"))
+    assert result.returncode == 5, result.stderr
+    assert result.stderr == (
+        f"otel-responses report: {zst}: zstd-compressed: reading it needs Python 3.14 or the `zstandard` package "
+        "(pip install 'otel-responses[zstd]')\n"
+    )
+    assert _turns(tmp_path / "r.html") == EXPECTED  # the other input is reported
+    result = run("report", str(zst), "--out", str(tmp_path / "z.html"))  # with the package: read
+    assert result.returncode == 0, result.stderr
+    assert _turns(tmp_path / "z.html") == EXPECTED
+
+
+def test_help_lists_the_exit_codes() -> None:
+    result = run("report", "--help", timeout=60)
+    assert result.returncode == 0
+    assert "exit codes: 0 written; 1 an INPUT could not be read in full" in result.stdout
+    assert "5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package" in result.stdout
+    top = run("--help", timeout=60)
+    assert "report      writes a self-contained HTML page" in top.stdout
+
+
+def test_the_demo_writes_the_report_of_its_scenarios(tmp_path: Path) -> None:
+    page = tmp_path / "demo.html"
+    result = run("demo", "--report", str(page))
+    assert result.returncode == 0, result.stderr
+    assert f"report of the scenarios' conversations: {page}\n" in result.stderr
+    root = parse(page.read_text())
+    labels = [s.attrs.get("data-label") for s in root.find_all("section", class_="conv")]
+    assert sorted(labels) == sorted(s.name for s in scenarios.SCENARIOS)  # type: ignore[type-var]
+    result = run("demo", "--report", str(tmp_path / "missing" / "demo.html"))
+    assert result.returncode == 1
+    assert result.stderr == f"otel-responses demo: cannot write the report {tmp_path / 'missing'}: no such directory\n"
+
+
+# -- the documentation's own examples ------------------------------------------------------------------------------
+
+DOCS = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text()
+BLOCKS = re.findall(r"```(\w+)\n(.*?)```", DOCS, re.S)
+
+
+def test_the_documented_app_writes_the_file_and_the_documented_command_reports_it(
+    emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a user does: the app with the exporter, then `otel-responses report traces.jsonl --out report.html`."""
+    from otel_responses import ResponsesInstrumentor
+
+    (snippet,) = [code for lang, code in BLOCKS if lang == "python"]
+    app = snippet.replace("client = openai.OpenAI()", "client = EMULATOR.client()")
+    assert app != snippet
+    monkeypatch.chdir(tmp_path)
+    try:
+        exec(compile(app, "docs/report.md", "exec"), {"EMULATOR": emulator})
+    finally:
+        ResponsesInstrumentor().uninstrument()
+    command = next(code for lang, code in BLOCKS if lang == "bash" and "otel-responses report" in code).strip()
+    assert command == "otel-responses report traces.jsonl --out report.html"
+    result = run("report", str(tmp_path / "traces.jsonl"), "--out", str(tmp_path / "report.html"))
+    assert result.returncode == 0, result.stderr
+    assert _turns(tmp_path / "report.html") == EXPECTED
+    assert 'data-f-service="my-app"' in (tmp_path / "report.html").read_text()
+
+
+def test_the_documented_collector_configuration() -> None:
+    (config,) = [yaml.safe_load(code) for lang, code in BLOCKS if lang == "yaml"]
+    pipeline = config["service"]["pipelines"]["traces/otel-responses"]
+    assert pipeline == {
+        "receivers": ["otlp"],
+        "processors": ["filter/otel-responses", "batch"],
+        "exporters": ["file/otel-responses"],
+    }
+    assert set(config["receivers"]) == {"otlp"}
+    assert set(config["processors"]) == {"batch", "filter/otel-responses"}
+    exporter = config["exporters"]["file/otel-responses"]
+    assert exporter["format"] == "json"  # one JSON object per line: what the report reads
+    assert exporter["path"].endswith(".jsonl")
+    # The optional filter drops every span but this package's (OTTL's IsMatch finds a match anywhere, like search).
+    (condition,) = config["processors"]["filter/otel-responses"]["traces"]["span"]
+    found = re.fullmatch(r'not IsMatch\(instrumentation_scope\.name, "(.+)"\)', condition)
+    assert found is not None
+    dropped = [not re.search(found.group(1), scope) for scope in ("otel_responses.instrumentor", "my.app")]
+    assert dropped == [False, True]

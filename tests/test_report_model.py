@@ -1,0 +1,206 @@
+"""Spans into conversations: turns in order whatever the clocks say, gaps where turns are missing, a conversation
+served by two processes, branches, the instructions hash marked where it changes or is gone, and the order of the
+summary. The spans come from the real instrumentation (real client, emulator, SDK); only their selection, order and
+times are changed here, as sampling, exporters and clocks change them."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import openai
+import pytest
+
+from otel_responses import attributes as a
+from otel_responses import scenarios
+from otel_responses.report import from_sdk
+from otel_responses.report.model import (
+    CHANGED,
+    CONTINUES,
+    DROPPED,
+    FIRST,
+    LINEAGE,
+    NONE,
+    SAME,
+    Call,
+    Conversation,
+    Gap,
+    conversations,
+)
+from otel_responses.report.records import EventRecord, SpanRecord
+from otel_responses.testing import capture
+
+MODEL = "gpt-5.4"
+
+
+def _run(emulator: Any, name: str) -> list[SpanRecord]:
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            scenarios.run(client, scenarios.BY_NAME[name], f"MK-{name}")
+        return list(from_sdk(telemetry.spans()))
+    finally:
+        client.close()
+
+
+@pytest.fixture(scope="module")
+def chain(emulator: Any) -> list[SpanRecord]:
+    """Four turns of a healthy server chain."""
+    records = _run(emulator, "server_chain")
+    assert [r.number(a.TURN) for r in records] == [1, 2, 3, 4]
+    return records
+
+
+def _shape(conversation: Conversation) -> list[Any]:
+    return [(e.turn, e.turn_inferred) if isinstance(e, Call) else (e.first, e.last) for e in conversation.entries]
+
+
+def _only(records: list[SpanRecord]) -> Conversation:
+    (conversation,) = conversations(records)
+    return conversation
+
+
+def test_turns_follow_their_numbers_not_the_clocks_nor_the_file(chain: list[SpanRecord]) -> None:
+    # Each turn from another host: turn 3's clock an hour behind, the file in the order the exporters flushed.
+    skewed = [dataclasses.replace(chain[2], start_ns=chain[2].start_ns - 3600 * 10**9), *chain[:2][::-1], chain[3]]
+    conversation = _only(skewed)
+    assert [e.span.span_id for e in conversation.calls] == [r.span_id for r in chain]
+    assert conversation.gaps == []
+    assert (conversation.kind, conversation.key) == (LINEAGE, chain[0].text(a.GEN_AI_RESPONSE_ID))
+
+
+@pytest.mark.parametrize(
+    ("dropped", "shape"),
+    [
+        ((1,), [(1, False), (2, 2), (3, False), (4, False)]),
+        ((0,), [(1, 1), (2, False), (3, False), (4, False)]),
+        ((1, 2), [(1, False), (2, 3), (4, False)]),
+        ((3,), [(1, False), (2, False), (3, False)]),  # the last turn missing: nothing says it was there
+    ],
+    ids=["turn 2", "turn 1", "turns 2-3", "turn 4"],
+)
+def test_a_turn_missing_from_the_input_is_a_gap(
+    chain: list[SpanRecord], dropped: tuple[int, ...], shape: list[Any]
+) -> None:
+    kept = [r for i, r in enumerate(chain) if i not in dropped]
+    conversation = _only(kept)
+    assert _shape(conversation) == shape
+    # A turn whose linked span is missing says so.
+    assert [c.link_missing for c in conversation.calls] == [
+        any(link not in {(r.trace_id, r.span_id) for r in kept} for link in r.links) for r in kept
+    ]
+
+
+def test_a_conversation_served_by_two_processes_is_one(emulator: Any) -> None:
+    """Turns 1-2 in one process, 3-4 in another that never saw turn 2 (no shared ledger): the second process's
+    spans carry neither turn nor lineage, yet continue the first's responses."""
+    client: openai.OpenAI = emulator.client()
+    try:
+        with capture() as first:
+            one = client.responses.create(model=MODEL, input="Remember this: the marker is M-2.")
+            two = client.responses.create(model=MODEL, input="Choose a code word.", previous_response_id=one.id)
+        with capture() as second:
+            three = client.responses.create(model=MODEL, input="And?", previous_response_id=two.id)
+            client.responses.create(model=MODEL, input="What is the marker?", previous_response_id=three.id)
+    finally:
+        client.close()
+    ours = [dataclasses.replace(r, service="web") for r in from_sdk(first.spans())]
+    theirs = [dataclasses.replace(r, service="worker") for r in from_sdk(second.spans())]
+    assert [r.number(a.TURN) for r in theirs] == [None, None]
+    assert [r.text(a.LINEAGE_ID) for r in theirs] == [None, None]
+    conversation = _only([*theirs, *ours])
+    assert _shape(conversation) == [(1, False), (2, False), (3, True), (4, True)]
+    assert conversation.services == ["web", "worker"]
+    assert conversation.key == one.id
+    # Without the first process's spans: one conversation, named by the response it continues.
+    alone = _only(theirs)
+    assert (alone.kind, alone.key) == (CONTINUES, two.id)
+    assert _shape(alone) == [(None, False), (None, False)]
+
+
+def test_two_calls_continuing_one_turn_are_branches(emulator: Any) -> None:
+    client: openai.OpenAI = emulator.client()
+    try:
+        with capture() as telemetry:
+            root = client.responses.create(model=MODEL, input="Remember this: the marker is M-3.")
+            client.responses.create(model=MODEL, input="One way", previous_response_id=root.id)
+            client.responses.create(model=MODEL, input="Another way", previous_response_id=root.id)
+    finally:
+        client.close()
+    conversation = _only(list(from_sdk(telemetry.spans())))
+    assert [(c.turn, c.branch) for c in conversation.calls] == [(1, False), (2, True), (2, True)]
+    assert [s.name for s in conversation.signals] == ["concurrent_branch"]
+
+
+def test_the_instructions_hash_is_marked_where_it_changes_or_is_gone(emulator: Any) -> None:
+    client: openai.OpenAI = emulator.client()
+    turns = ["Be brief.", "Be brief.", None, "Be verbose.", None]
+    try:
+        with capture() as telemetry:
+            previous = None
+            for number, instructions in enumerate(turns):
+                extra = {"instructions": instructions} if instructions else {}
+                previous = client.responses.create(
+                    model=MODEL, input=f"Turn {number}.", previous_response_id=previous, **extra
+                ).id
+    finally:
+        client.close()
+    conversation = _only(list(from_sdk(telemetry.spans())))
+    assert [c.instructions for c in conversation.calls] == [FIRST, SAME, DROPPED, CHANGED, DROPPED]
+    assert [[s.name for s in c.signals] for c in conversation.calls] == [
+        [],
+        [],
+        ["instructions_dropped"],
+        [],  # the signal compares with the parent, which sent none; the page with the latest that did
+        ["instructions_dropped"],
+    ]
+    hashes = [c.span.text(a.INSTRUCTIONS_HASH) for c in conversation.calls]
+    assert hashes[0] == hashes[1] != hashes[3]
+    assert hashes[2] is None
+    # A conversation that never had instructions marks none.
+    bare = [dataclasses.replace(c.span, attributes=_without_hash(c.span)) for c in conversation.calls]
+    assert [c.instructions for c in _only(bare).calls] == [NONE] * len(bare)
+
+
+def _without_hash(record: SpanRecord) -> dict[str, Any]:
+    return {k: v for k, v in record.attributes.items() if k != a.INSTRUCTIONS_HASH}
+
+
+def test_conversations_are_ordered_by_the_context_they_lost(emulator: Any) -> None:
+    names = ["server_chain", "replay_phase_lost", "chain_unstored_parent", "client_replay_compacted"]
+    records = [r for name in names for r in _run(emulator, name)]
+    found = conversations(records, labels={})
+    summary = [(c.count("error"), c.count("warning"), c.count("info")) for c in found]
+    assert summary == [(1, 1, 0), (0, 3, 0), (0, 0, 3), (0, 0, 0)]
+    assert [c.first_loss.turn if c.first_loss else None for c in found] == [1, 2, None, None]
+
+
+def test_a_signal_listed_without_its_event_is_still_shown(chain: list[SpanRecord]) -> None:
+    """An event dropped (a span's event limit): the name in the span's signal list is enough, with the catalogue's
+    severity; an event's own severity and metadata are shown as they are."""
+    event = EventRecord(
+        a.SIGNAL_EVENT,
+        0,
+        {a.SIGNAL_NAME: "history_truncated", a.SIGNAL_SEVERITY: "warning", "openai_responses.history.app_messages": 1},
+    )
+    with_signals: Callable[[SpanRecord], SpanRecord] = lambda r: dataclasses.replace(  # noqa: E731
+        r,
+        attributes={**r.attributes, a.SIGNALS: ("history_truncated", "unstored_parent", "from_a_newer_release")},
+        events=(event,),
+    )
+    (call, *_) = _only([with_signals(chain[0]), *chain[1:]]).calls
+    assert [(s.name, s.severity, s.detail, s.known) for s in call.signals] == [
+        ("history_truncated", "warning", (("history.app_messages", 1),), True),
+        ("unstored_parent", "error", (), True),
+        ("from_a_newer_release", "unknown", (), False),
+    ]
+
+
+def test_labels_caption_conversations(chain: list[SpanRecord]) -> None:
+    key = chain[0].text(a.GEN_AI_RESPONSE_ID)
+    assert key is not None
+    (conversation,) = conversations(chain, labels={key: "checkout flow"})
+    assert conversation.label == "checkout flow"
+    assert isinstance(conversation.entries[0], Call)
+    assert not isinstance(conversation.entries[0], Gap)

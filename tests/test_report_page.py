@@ -1,0 +1,105 @@
+"""The page itself, read as text: the policy that it loads nothing, its links, what it says about the input; the
+content is all in the HTML (the script only filters)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from typing import Any
+
+import pytest
+
+from otel_responses import scenarios
+from otel_responses.report import DOCS_URL, Options, from_sdk, render
+from otel_responses.report.page import BadTemplate, check_trace_url
+from otel_responses.report.records import SpanRecord
+from otel_responses.testing import capture
+
+from .report_support import conversations, parse
+
+
+@pytest.fixture(scope="module")
+def records(emulator: Any) -> list[SpanRecord]:
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            scenarios.run(client, scenarios.BY_NAME["replay_output_text_only"], "MK-page")
+        return list(from_sdk(telemetry.spans()))
+    finally:
+        client.close()
+
+
+def _sha256(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest()).decode() + "'"
+
+
+def test_the_policy_allows_the_pages_own_style_and_script_and_nothing_else(records: list[SpanRecord]) -> None:
+    page = render(records)
+    root = parse(page)
+    (meta,) = [m for m in root.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+    (style,) = root.find_all("style")
+    (script,) = root.find_all("script")
+    assert meta.attrs["content"] == (
+        f"default-src 'none'; style-src {_sha256(style.text())}; script-src {_sha256(script.text())}; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    # It comes before anything it governs, and nothing on the page asks for a resource.
+    assert page.index("Content-Security-Policy") < page.index("<style>")
+    for pattern in (r"<link\b", r"<img\b", r"<iframe\b", r"\bsrc=", r"url\(", r"@import", r"<base\b", r"\bstyle="):
+        assert re.search(pattern, page) is None, pattern
+    links = [a.attrs["href"] for a in root.find_all("a")]
+    assert {h for h in links if not h.startswith("#")} == {DOCS_URL, *(f"{DOCS_URL}#{n}" for n in _names(records))}
+
+
+def _names(records: list[SpanRecord]) -> set[str]:
+    return {name for r in records for name in r.texts("openai_responses.signals")}
+
+
+def test_everything_is_in_the_html_without_the_script(records: list[SpanRecord]) -> None:
+    """Read without JavaScript: every call and signal is there; only the filters are hidden."""
+    root = parse(render(records))
+    (calls,) = conversations(root).values()
+    assert [(c.turn, c.signals) for c in calls] == [
+        ("1", ()),
+        ("2", ("reasoning_dropped", "phase_dropped")),
+        ("3", ("reasoning_dropped", "phase_dropped")),
+        ("4", ("reasoning_dropped", "phase_dropped")),
+    ]
+    assert root.find_all("form", id="filters")[0].hidden
+    assert not root.find_all("section", class_="conv")[0].hidden
+
+
+def test_trace_links_follow_the_template(records: list[SpanRecord]) -> None:
+    template = "https://tempo.example/explore?trace={trace_id}&span={span_id}&x=<y>"
+    root = parse(render(records, Options(trace_url=template)))
+    hrefs = [a.attrs["href"] for a in root.find_all("a") if a.attrs["href"].startswith("https://tempo")]
+    assert hrefs == [f"https://tempo.example/explore?trace={r.trace_id}&span={r.span_id}&x=<y>" for r in records]
+    for bad in ("javascript:alert(1)//{trace_id}", "ftp://x/{trace_id}", "http:///{trace_id}", "http://x/"):
+        with pytest.raises(BadTemplate):
+            check_trace_url(bad)
+    with pytest.raises(BadTemplate):
+        render(records, Options(trace_url="data:text/html,{trace_id}"))
+
+
+def test_the_page_names_its_sources_and_problems(records: list[SpanRecord]) -> None:
+    problems = [f"traces.jsonl:{n}: not JSON" for n in range(1, 61)]
+    root = parse(render(records, Options(sources=["a.jsonl", "b.jsonl.gz"], problems=problems, other_spans=3)))
+    meta = root.find_all("p", class_="meta")[0].text()
+    assert "from a.jsonl, b.jsonl.gz; 3 spans of other instrumentations left out." in meta
+    items = [li.text() for li in root.find_all("section", id="problems")[0].find_all("li")]
+    assert items == [*problems[:50], "and 10 more"]
+
+
+def test_a_signal_shows_its_meaning_and_fix_once_per_conversation(records: list[SpanRecord]) -> None:
+    root = parse(render(records))
+    fixes = [
+        li.find_all("small")[0].text()
+        for li in root.find_all("li")
+        if li.attrs.get("data-signal") == "reasoning_dropped"
+    ]
+    assert fixes == [
+        "Fix: replay every output item, reasoning included, not just the message text",
+        "(meaning and fix: turn 2)",
+        "(meaning and fix: turn 2)",
+    ]

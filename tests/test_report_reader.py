@@ -1,0 +1,307 @@
+"""Reading OTLP/JSON trace files into span records: what this package's exporter writes, protobuf's own JSON mapping
+(base64 ids, enum names, proto field names), a Collector's lines with other instrumentations and services, gzip and
+zstd, and bad input named by file and line. Every span comes from the real instrumentation over the real client."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+import zstandard
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from otel_responses import attributes as a
+from otel_responses import scenarios
+from otel_responses.export import OTLPJsonFileExporter, to_json_line
+from otel_responses.report import from_sdk
+from otel_responses.report.otlp_json import Problem, read, read_text
+from otel_responses.report.records import is_own
+from otel_responses.testing import capture
+
+SCENARIO = "replay_tool_pair_broken"  # four calls: reasoning, a tool call, a refused replay with two signals
+
+
+@pytest.fixture(scope="module")
+def spans(emulator: Any) -> list[ReadableSpan]:
+    """A scripted session's spans (real client, emulator, SDK), one of them linked, failed, with signal events."""
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            scenarios.run(client, scenarios.BY_NAME[SCENARIO], "MK-reader")
+        return telemetry.spans()
+    finally:
+        client.close()
+
+
+def _exported(spans: list[ReadableSpan], path: Path) -> Path:
+    exporter = OTLPJsonFileExporter(path)
+    for span in spans:  # one export per span, as a SimpleSpanProcessor does: one line each
+        exporter.export([span])
+    exporter.shutdown()
+    return path
+
+
+def test_spans_written_by_the_exporter_read_back_as_the_sdk_had_them(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    path = _exported(spans, tmp_path / "traces.jsonl")
+    lines = path.read_text().splitlines()
+    assert len(lines) == len(spans)
+    first = json.loads(lines[0])["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(first["traceId"]) == 32
+    assert len(first["spanId"]) == 16
+    assert int(first["traceId"], 16) == spans[0].context.trace_id  # hex, as the OTLP/JSON encoding has it
+    reading = read([str(path)])
+    assert reading.problems == []
+    assert reading.other_spans == 0
+    assert reading.spans == list(from_sdk(spans))
+    assert [r.links for r in reading.spans][1:] != [()] * (len(spans) - 1)  # the turns link
+    assert any(r.error for r in reading.spans)
+    assert [len(r.events) for r in reading.spans] == [len(s.events) for s in spans]
+
+
+@pytest.mark.parametrize("field_names", ["lowerCamelCase", "proto"])
+def test_protobufs_own_json_mapping_reads_the_same(spans: list[ReadableSpan], field_names: str) -> None:
+    """protobuf's JSON mapping: ids in base64, enums by name; with proto field names (snake_case) too."""
+    document = json_format.MessageToDict(encode_spans(spans), preserving_proto_field_name=field_names == "proto")
+    span = document["resourceSpans" if field_names != "proto" else "resource_spans"][0]
+    span = span["scopeSpans" if field_names != "proto" else "scope_spans"][0]["spans"][0]
+    trace_id = span["traceId" if field_names != "proto" else "trace_id"]
+    assert len(trace_id) == 24  # base64 of 16 bytes
+    assert span["kind"] == "SPAN_KIND_CLIENT"
+    reading = read_text(json.dumps(document) + "\n")
+    assert reading.problems == []
+    assert reading.spans == list(from_sdk(spans))
+
+
+def test_only_this_packages_spans_are_read_from_a_collectors_file(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    """A Collector's file holds every instrumentation of every service, and metrics too."""
+    other = _other_spans()
+    lines = [to_json_line(spans[:2]), to_json_line(other), to_json_line(spans[2:]), json.dumps({"resourceMetrics": []})]
+    reading = read_text("\n".join(lines) + "\n")
+    assert reading.problems == []
+    assert reading.spans == list(from_sdk(spans))
+    assert reading.other_spans == len(other) == 2
+    assert reading.other_records == 1
+    default = spans[0].resource.attributes["service.name"]  # the SDK's default
+    assert {r.service for r in reading.spans} == {default}
+    # Spans of several services: the service comes from each resource.
+    relabelled = [_with_service(s, "checkout") for s in spans]
+    reading = read_text(to_json_line(relabelled) + "\n" + to_json_line(spans[:1]) + "\n")
+    assert [r.service for r in reading.spans] == ["checkout"] * len(spans) + [default]
+
+
+def _other_spans() -> list[ReadableSpan]:
+    """Two spans of another instrumentation (the app's own tracer), on a service of its own."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "web"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("my.app")
+    with tracer.start_as_current_span("handle request"), tracer.start_as_current_span("render"):
+        pass
+    provider.shutdown()
+    return list(memory.get_finished_spans())
+
+
+def _with_service(span: ReadableSpan, service: str) -> ReadableSpan:
+    return ReadableSpan(
+        name=span.name,
+        context=span.context,
+        parent=span.parent,
+        resource=Resource.create({"service.name": service}),
+        attributes=span.attributes,
+        events=span.events,
+        links=span.links,
+        kind=span.kind,
+        status=span.status,
+        start_time=span.start_time,
+        end_time=span.end_time,
+        instrumentation_scope=span.instrumentation_scope,
+    )
+
+
+def test_the_instrumentations_own_scope_is_recognised(spans: list[ReadableSpan]) -> None:
+    assert {is_own(s.instrumentation_scope.name) for s in spans} == {True}  # type: ignore[union-attr]
+    assert [is_own(name) for name in ("otel_responses", "otel_responses.x.y", "otel_responsesX", "my.app", None)] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_gzip_and_zstd_files(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    text = "".join(to_json_line([s]) + "\n" for s in spans)
+    expected = list(from_sdk(spans))
+    files = {
+        "traces.jsonl.gz": gzip.compress(text.encode()) + gzip.compress(b""),  # two members, as `cat a.gz b.gz`
+        # The Collector's compression: zstd, one stream of lines, several frames without a content size.
+        "traces.jsonl.zst": b"".join(_zstd_frame(part.encode()) for part in (text[:500], text[500:])),
+        # An older Collector's: each object a frame of its own behind its length (4 bytes, big-endian).
+        "framed.zst": b"".join(
+            struct.pack(">I", len(frame)) + frame for frame in (_zstd_frame(to_json_line([s]).encode()) for s in spans)
+        ),
+    }
+    for name, data in files.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        reading = read([str(path)])
+        assert reading.problems == [], name
+        assert reading.spans == expected, name
+
+
+def _zstd_frame(data: bytes) -> bytes:
+    """A frame as a streaming encoder writes it: no content size in its header."""
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor().stream_writer(out, closefd=False) as writer:
+        writer.write(data)
+    return out.getvalue()
+
+
+def test_without_a_zstd_reader_a_zstd_file_is_a_problem_naming_the_package(
+    spans: list[ReadableSpan], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zstd = tmp_path / "traces.jsonl.zst"
+    zstd.write_bytes(_zstd_frame(to_json_line(spans).encode()))
+    plain = _exported(spans, tmp_path / "plain.jsonl")
+    for module in ("zstandard", "compression.zstd"):
+        monkeypatch.setitem(sys.modules, module, None)  # as if not installed (nor Python 3.14)
+    reading = read([str(zstd), str(plain)])
+    assert reading.problems == [
+        Problem(
+            str(zstd),
+            None,
+            "zstd-compressed: reading it needs Python 3.14 or the `zstandard` package "
+            "(pip install 'otel-responses[zstd]')",
+            "zstandard",
+        )
+    ]
+    assert reading.spans == list(from_sdk(spans))  # the other input is still read
+
+
+def test_bad_lines_are_named_by_file_and_line_and_the_rest_is_read(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    secret = "sk-proj-NEVER-IN-A-MESSAGE"
+    good = json.loads(to_json_line(spans[:2]))
+    bad_id = json.loads(to_json_line(spans[2:]))
+    bad_id["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = secret
+    lines = [
+        json.dumps(good),
+        f'{{"resourceSpans": [{secret}]}}',
+        json.dumps([secret]),
+        json.dumps({"resource": secret}),
+        json.dumps({"resourceLogs": [secret]}),
+        json.dumps(bad_id),
+        json.dumps({"resourceSpans": [{"scopeSpans": {"spans": secret}}]}),
+        json.dumps(good)[:50],  # the last line, cut: the file is still being written
+    ]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("\n".join(lines))
+    reading = read([str(path), str(tmp_path / "missing.jsonl"), str(tmp_path)])
+    name = str(path)
+    assert [str(p) for p in reading.problems] == [
+        f"{name}:2: not JSON (Expecting value at column 20)",
+        f"{name}:3: not an OTLP trace export: a JSON list, not an object",
+        f"{name}:4: not an OTLP trace export: it has no `resourceSpans`",
+        f"{name}:6: resourceSpans[0].scopeSpans[0].spans[0].traceId: not an id of 16 bytes in hex or base64",
+        f"{name}:7: resourceSpans[0].scopeSpans: not a list",
+        f"{name}:8: truncated: the file ends inside this line (was it still being written?)",
+        f"{tmp_path / 'missing.jsonl'}: cannot read it: No such file or directory",
+        f"{tmp_path}: cannot read it: Is a directory",
+    ]
+    assert not [p for p in reading.problems if secret in str(p)]  # a problem never quotes the file
+    records = list(from_sdk(spans))
+    assert reading.spans == records[:2] + records[3:]  # the other spans of line 6 are read
+    assert reading.other_records == 1
+
+
+def test_binary_and_truncated_compressed_input(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    proto = tmp_path / "traces.binpb"
+    data = encode_spans(spans).SerializeToString()
+    proto.write_bytes(struct.pack(">I", len(data)) + data)  # the Collector's `format: proto`
+    text = "".join(to_json_line([s]) + "\n" for s in spans)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(text.encode())[:-40])
+    reading = read([str(proto), str(cut)])
+    assert [str(p) for p in reading.problems] == [
+        f"{proto}: not OTLP/JSON: it starts with binary data (the Collector's `format: proto`?)",
+        f"{cut}:{len(spans)}: the compressed data ends early (truncated)",
+    ]
+    assert reading.spans == list(from_sdk(spans))[: len(spans) - 1]
+
+
+def test_standard_input(spans: list[ReadableSpan]) -> None:
+    stdin = io.BytesIO(gzip.compress(to_json_line(spans).encode() + b"\n"))
+    reading = read(["-"], stdin)
+    assert reading.sources == ["<stdin>"]
+    assert reading.problems == []
+    assert reading.spans == list(from_sdk(spans))
+
+
+def test_the_exporter_writes_to_a_stream_and_refuses_after_shutdown(spans: list[ReadableSpan]) -> None:
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    stream = io.StringIO()
+    exporter = OTLPJsonFileExporter(stream=stream)
+    assert exporter.export(spans) is SpanExportResult.SUCCESS
+    assert exporter.force_flush()
+    exporter.shutdown()
+    assert exporter.export(spans) is SpanExportResult.FAILURE
+    assert read_text(stream.getvalue()).spans == list(from_sdk(spans))
+    with pytest.raises(TypeError):
+        OTLPJsonFileExporter()
+
+
+def test_an_app_writes_the_file_with_a_batch_processor(emulator: Any, tmp_path: Path) -> None:
+    """The documented setup: a BatchSpanProcessor with the exporter, the instrumentation on, a provider shut down."""
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from otel_responses import ResponsesInstrumentor
+
+    path = tmp_path / "traces.jsonl"
+    provider = TracerProvider(resource=Resource.create({"service.name": "my-app"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPJsonFileExporter(path)))
+    instrumentor = ResponsesInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    client: openai.OpenAI = emulator.client()
+    try:
+        first = client.responses.create(model="gpt-5.4", input="Remember this: the marker is M-9.", store=False)
+        client.responses.create(model="gpt-5.4", input="And?", previous_response_id=first.id)
+    except openai.BadRequestError:
+        pass  # the API refuses to chain a store=false response: the span says why
+    finally:
+        instrumentor.uninstrument()
+        client.close()
+        provider.shutdown()
+    reading = read([str(path)])
+    assert reading.problems == []
+    assert [(r.service, r.texts(a.SIGNALS)) for r in reading.spans] == [
+        ("my-app", ("reasoning_not_replayable",)),
+        ("my-app", ("unstored_parent",)),
+    ]
+
+
+def test_the_kit_and_the_reader_load_no_protobuf() -> None:
+    """The pytest plugin is imported by every pytest run, the reader by the command: neither needs protobuf."""
+    code = (
+        "import sys\nimport otel_responses.testing, otel_responses.report, otel_responses.report.command\n"
+        "from otel_responses.report.otlp_json import read_text\nfrom otel_responses.report import render\n"
+        "render(read_text('').spans)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry.proto', "
+        "'opentelemetry.exporter', 'opentelemetry.sdk', 'openai'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
