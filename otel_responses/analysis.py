@@ -219,10 +219,40 @@ class _Matcher:
         if among:
             self._mark(among, lookup.position)
             return
-        asked = tuple(place for place in places if self._asked_before(place[0], lookup.position))
+        position = lookup.position
+        asked = tuple(place for place in places if self._asked_before(place[0], position))
         one = _one_response(asked) if asked else None
+        if one is None and len(asked) > 1:
+            # Scripted conversations say the same words: the copy is the one of the conversation the replay carries.
+            asked = self._in_linked_lineages(asked) or asked
+            one = _one_response(asked)
+        if one is None and len(asked) > 1:
+            # The same words on several turns of one conversation: a turn whose own prompt comes later, or whose text
+            # an earlier copy already stands for, did not say this copy.
+            asked = tuple(place for place in asked if self._may_have_said(place, position))
+            one = _one_response(asked) if asked else None
         if one is not None:
             self.identity(lookup, one)
+
+    def _in_linked_lineages(self, places: tuple[Place, ...]) -> tuple[Place, ...]:
+        """The places of responses of a lineage the request already links (or continuing a response it links)."""
+        replayed = self.replayed
+        lineages = {r.entry.lineage_id for r in replayed.values() if r.entry.lineage_id is not None}
+        return tuple(
+            place
+            for place in places
+            if place[0].lineage_id in lineages or (place[0].parent_id is not None and place[0].parent_id in replayed)
+        )
+
+    def _may_have_said(self, place: Place, position: int) -> bool:
+        entry, index = place
+        replayed = self._linked(entry)
+        if replayed is not None and index in replayed.seen:
+            return False
+        if not entry.input_messages:
+            return True
+        prompts = self.prompts
+        return prompts is not None and prompts.get(entry.input_messages[-1], position) < position
 
     def _asked_before(self, entry: Entry, position: int) -> bool:
         """A response found by its text alone is the one the replay continues only if one of the app messages it was

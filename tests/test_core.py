@@ -806,3 +806,44 @@ def test_a_replay_holds_no_server_state() -> None:
         "openai_responses.history.app_messages": 1,
     }
     assert named(raised) == [[], [dropped(1, 1), ("history_truncated", cut)]]
+
+
+# -- scripted conversations that say the same words ----------------------------------------------------------------
+
+
+def scripted(ledger: InMemoryLedger, tag: str, reasoning: bool) -> list[dict[str, Any]]:
+    """Two turns of a scripted conversation (the same prompts and answers as any other run of it), replayed in full:
+    its history as the client keeps it, the answers as text."""
+    history: list[dict[str, Any]] = []
+    for turn, prompt in enumerate(("q", "n"), 1):
+        history.append(user(prompt))
+        req = request_facts("chat", {"model": "m", "input": list(history)}, SETTINGS)
+        an = analyse(req, ledger)
+        answer = {**ANSWER, "id": f"msg_{tag}{turn}", "content": [{"type": "output_text", "text": f"ok {turn}"}]}
+        call = {**CALL, "id": f"fc_{tag}{turn}", "call_id": f"call_{tag}{turn}"}
+        outputs = [{**REASONING, "id": f"rs_{tag}{turn}"}] if reasoning else []
+        outputs += [answer, call] if turn == 1 else [answer]  # a tool call on turn 1 only
+        remember_created(ledger, req, an, response_facts(_Response(f"resp_{tag}{turn}", outputs), SETTINGS),
+                         SETTINGS, lineage_of(req, an))  # fmt: skip
+        history.append({"role": "assistant", "content": f"ok {turn}"})
+        if turn == 1:
+            history.append({k: v for k, v in call.items() if k != "id"})
+            history.append({"type": "function_call_output", "call_id": call["call_id"], "output": "x"})
+    return history
+
+
+def test_the_same_words_are_the_copy_of_the_conversation_the_replay_carries() -> None:
+    """Run B said what run A said, turn for turn, but A's responses also reasoned: B's replay (its calls known by
+    their call ids, its answers by their text) is B's, and loses nothing; A's own replay still names its lost
+    reasoning."""
+    ledger = InMemoryLedger()
+    a = scripted(ledger, "a", reasoning=True)
+    b = scripted(ledger, "b", reasoning=False)
+    assert signals(ledger, input=[*b, user("m")]) == set()
+    assert signals(ledger, input=[*a, user("m")]) == {"reasoning_dropped"}
+    # Turn 2's words are known by their text alone: each replay continues its own conversation's turn 2.
+    for tag, history in (("a", a), ("b", b)):
+        req = request_facts("chat", {"model": "m", "input": [*history, user("m")]}, SETTINGS)
+        parent = analyse(req, ledger).parent
+        assert parent is not None
+        assert (parent.response_id, parent.turn) == (f"resp_{tag}2", 2)
