@@ -1,0 +1,287 @@
+"""litellm running its own multi-turn flows against the emulator, instrumented.
+
+`litellm.responses()` / `litellm.aresponses()` post with litellm's own HTTP client, not through the `openai` SDK:
+the history replayed by the app (`response.output` items sent back), `previous_response_id=` (litellm hands the app
+its own encoding of every response id and decodes it on the way out), a function tool round trip on every flow,
+plain and streamed, sync and async; the other Responses operations litellm offers. Each flow runs twice, the
+instrumentation off and then on, with the same answers and the same requests on the wire. What litellm does to
+context is described in tests/clients/README.md ("Known client behaviours").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches a price table otherwise
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
+litellm = pytest.importorskip("litellm")
+
+from otel_responses.emulator import Emulator
+
+from .support import (
+    ENCRYPTED,
+    INSTRUCTIONS,
+    PHASED,
+    PLAIN,
+    PROMPTS,
+    REASONING,
+    TOOL_NAME,
+    Run,
+    assert_final_answer,
+    assert_same_behaviour,
+    calls,
+    clean,
+    expect_signals,
+    is_reasoning,
+    lookup_weather,
+    maybe_capture,
+    responses_requests,
+    signals_of,
+)
+
+litellm.telemetry = False
+TOOL = {
+    "type": "function",
+    "name": TOOL_NAME,
+    "description": "Look up the weather for a place.",
+    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+}
+MODES = ("replay", "previous_response_id")
+
+
+def _answer(response: Any) -> str:
+    return "".join(
+        part.text
+        for item in response.output
+        if getattr(item, "type", None) == "message"
+        for part in item.content or ()
+        if getattr(part, "type", None) == "output_text"
+    )
+
+
+def _calls_of(response: Any) -> list[Any]:
+    return [item for item in response.output if getattr(item, "type", None) == "function_call"]
+
+
+def _completed(events: Any) -> Any:
+    """The `response.completed` event's response of a stream the app reads to its end."""
+    final = None
+    for event in events:
+        if event.type == "response.completed":
+            final = event.response
+    return final
+
+
+async def _acompleted(events: Any) -> Any:
+    final = None
+    async for event in events:
+        if event.type == "response.completed":
+            final = event.response
+    return final
+
+
+class Flow:
+    """The four user turns as a litellm app writes them: each turn's request, and the tool turn's second call
+    (the tool's output), with the history kept by the app or by the server (`previous_response_id`)."""
+
+    def __init__(self, emu: Emulator, model: str, mode: str, **options: Any) -> None:
+        self.model = f"openai/{model}"
+        self.mode = mode
+        self.stream = options.pop("stream", False)
+        self.drop_instructions = options.pop("drop_instructions", False)
+        self.options = {"api_base": emu.base_url, "api_key": "emulator-key", "tools": [TOOL], **options}
+        self.history: list[Any] = []
+        self.previous: str | None = None
+        self.turn = 0
+
+    def request(self, new_items: list[Any]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": self.model, **self.options}
+        if not (self.drop_instructions and self.turn > 0):
+            kwargs["instructions"] = INSTRUCTIONS
+        if self.mode == "replay":
+            self.history += new_items
+            kwargs["input"] = list(self.history)
+        else:
+            kwargs["input"] = new_items
+            if self.previous is not None:
+                kwargs["previous_response_id"] = self.previous
+        if self.stream:
+            kwargs["stream"] = True
+        self.turn += 1
+        return kwargs
+
+    def answered(self, response: Any) -> list[Any]:
+        """Keep the response; the tool outputs to send next (empty when the model answered)."""
+        self.previous = response.id
+        if self.mode == "replay":
+            self.history += list(response.output)
+        return [
+            {"type": "function_call_output", "call_id": call.call_id, "output": lookup_weather("Paris")}
+            for call in _calls_of(response)
+        ]
+
+    def run(self) -> str:
+        response: Any = None
+        for prompt in PROMPTS:
+            pending: list[Any] = [{"role": "user", "content": prompt}]
+            while pending:
+                result = litellm.responses(**self.request(pending))
+                response = _completed(result) if self.stream else result
+                pending = self.answered(response)
+        return _answer(response)
+
+    async def arun(self) -> str:
+        response: Any = None
+        for prompt in PROMPTS:
+            pending: list[Any] = [{"role": "user", "content": prompt}]
+            while pending:
+                result = await litellm.aresponses(**self.request(pending))
+                response = await _acompleted(result) if self.stream else result
+                pending = self.answered(response)
+        return _answer(response)
+
+
+def off_then_on(flow: Any, **emulator_options: Any) -> tuple[Run, Run, Emulator]:
+    """The flow on a fresh emulator with the instrumentation off, then on: both runs and the second emulator."""
+    runs = []
+    emulator = None
+    for on in (False, True):
+        with Emulator(**emulator_options) as emulator, maybe_capture(on) as captured:
+            answer = flow(emulator)
+            runs.append(Run(answer, responses_requests(emulator), captured))
+    assert emulator is not None
+    return runs[0], runs[1], emulator
+
+
+def _flow(model: str, mode: str, asynchronous: bool = False, **options: Any) -> Any:
+    def run(emu: Emulator) -> str:
+        flow = Flow(emu, model, mode, **options)
+        return asyncio.run(flow.arun()) if asynchronous else flow.run()
+
+    return run
+
+
+@pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
+@pytest.mark.parametrize("mode", MODES)
+def test_responses(mode, model):
+    """`litellm.responses()` on a plain, a reasoning and a phased model, the history replayed as returned or kept
+    by the server: every output item goes back as litellm handed it over (ids, `phase`, reasoning items)."""
+    off, on, emu = off_then_on(_flow(model, mode))
+    assert_same_behaviour(off, on)
+    expect_signals(on.telemetry, emu, clean())
+    assert_final_answer(on.answer, code_word=is_reasoning(model))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("mode", MODES)
+def test_aresponses(mode, stream):
+    """`litellm.aresponses()`: the same flows awaited, plain and streamed."""
+    off, on, emu = off_then_on(_flow(REASONING, mode, asynchronous=True, stream=stream))
+    assert_same_behaviour(off, on)
+    expect_signals(on.telemetry, emu, clean())
+    assert_final_answer(on.answer, code_word=True)
+
+
+@pytest.mark.parametrize("model", [REASONING, PHASED])
+@pytest.mark.parametrize("mode", MODES)
+def test_streamed(mode, model):
+    """`responses(stream=True)`: litellm's own event iterator; the app keeps `response.completed`'s response."""
+    off, on, emu = off_then_on(_flow(model, mode, stream=True))
+    assert_same_behaviour(off, on)
+    expect_signals(on.telemetry, emu, clean())
+    assert_final_answer(on.answer, code_word=True)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_stateless_replay_with_encrypted_reasoning(stream):
+    """`store=False` + `include=["reasoning.encrypted_content"]`: the reasoning items go back with the
+    `encrypted_content` litellm handed over, and the code word survives."""
+    off, on, emu = off_then_on(_flow(REASONING, "replay", stream=stream, store=False, include=[ENCRYPTED]))
+    assert_same_behaviour(off, on)
+    expect_signals(on.telemetry, emu, clean())
+    assert_final_answer(on.answer, code_word=True)
+    replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
+    assert len(replayed) == 4
+    assert all(i.get("encrypted_content") for i in replayed)
+
+
+def test_chain_without_instructions():
+    """The scripted mistake: a `previous_response_id` chain that sends `instructions` on the first turn only. The
+    API does not carry instructions over from the parent: every later call is named."""
+    off, on, emu = off_then_on(_flow(PLAIN, "previous_response_id", drop_instructions=True))
+    assert_same_behaviour(off, on)
+    expect_signals(on.telemetry, emu, calls(rest={"instructions_dropped"}))
+
+
+def test_stateless_replay_without_encrypted_reasoning():
+    """`store=False` without the encrypted reasoning: the first response's reasoning cannot be replayed (the
+    emulator, like the API, answers 404 for the bare item), and the first call says so before it bites."""
+
+    def flow(emu: Emulator) -> str:
+        try:
+            return Flow(emu, REASONING, "replay", store=False).run()
+        except litellm.NotFoundError as exc:
+            return type(exc).__name__
+
+    off, on, emu = off_then_on(flow)
+    assert_same_behaviour(off, on)
+    assert on.answer == "NotFoundError"
+    first, second = on.telemetry.chat_spans()
+    assert signals_of(first) == {"reasoning_not_replayable"}
+    assert second.attributes["error.type"] == "NotFoundError"
+    assert len(responses_requests(emu)) == 2
+
+
+def test_other_operations():
+    """Retrieve, input items, compact, cancel and delete, sync and async: one span per request, named by the
+    operation, on the id the app holds (litellm's encoding of the server's)."""
+
+    def sync_flow(options: dict[str, Any]) -> list[Any]:
+        first = litellm.responses(model=f"openai/{PLAIN}", input=PROMPTS[0], instructions=INSTRUCTIONS, **options)
+        fetched = litellm.get_responses(response_id=first.id, **options)
+        items = litellm.list_input_items(response_id=first.id, **options)
+        compacted = litellm.compact_responses(
+            model=f"openai/{PLAIN}", input=[{"role": "user", "content": PROMPTS[0]}], **options
+        )
+        with pytest.raises(litellm.BadRequestError):  # a foreground response cannot be cancelled
+            litellm.cancel_responses(response_id=first.id, **options)
+        deleted = litellm.delete_responses(response_id=first.id, **options)
+        return [fetched.id == first.id, len(items["data"]), compacted.output[-1].type, deleted.deleted]
+
+    async def async_flow(options: dict[str, Any]) -> list[Any]:
+        first = await litellm.aresponses(model=f"openai/{PLAIN}", input=PROMPTS[0], **options)
+        fetched = await litellm.aget_responses(response_id=first.id, **options)
+        items = await litellm.alist_input_items(response_id=first.id, **options)
+        compacted = await litellm.acompact_responses(
+            model=f"openai/{PLAIN}", input=[{"role": "user", "content": PROMPTS[0]}], **options
+        )
+        with pytest.raises(litellm.BadRequestError):
+            await litellm.acancel_responses(response_id=first.id, **options)
+        deleted = await litellm.adelete_responses(response_id=first.id, **options)
+        return [fetched.id == first.id, len(items["data"]), compacted.output[-1].type, deleted.deleted]
+
+    def flow(emu: Emulator) -> list[Any]:
+        options = {"api_base": emu.base_url, "api_key": "emulator-key"}
+        return sync_flow(options) + asyncio.run(async_flow(options))
+
+    off, on, emu = off_then_on(flow)
+    assert on.answer == off.answer == [True, 1, "compaction", True] * 2
+    spans = on.telemetry.spans()
+    operations = ["chat", "fetch_response", "list_input_items", "compact_response", "cancel_response", "delete_response"]
+    assert [span.attributes["gen_ai.operation.name"] for span in spans] == operations * 2
+    assert len(spans) == len(emu.requests)
+    assert [signals_of(span) for span in spans] == [set(), set(), set(), {"compaction"}, set(), set()] * 2
+    cancelled = spans[4]
+    assert cancelled.attributes["error.type"] == "BadRequestError"
+
+
+def test_mock_response_makes_no_request_and_no_span(emu, telemetry):
+    """`mock_response=` is answered inside litellm before any request: no span, as for a cache hit."""
+    response = litellm.responses(model=f"openai/{PLAIN}", input="hi", mock_response="Hello.", api_key="k")
+    assert response.output
+    assert len(emu.requests) == 0
+    assert telemetry.spans() == []
