@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, NamedTuple
 
+from .attributes import PROVIDER_OPENAI
 from .config import Settings, resolve_version
 from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta
 from .ledger import MAX_INPUT_MESSAGES, Key
@@ -52,6 +53,7 @@ class RequestFacts:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
     reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
+    provider: str = PROVIDER_OPENAI  # gen_ai.provider.name: set by the call from its client, host or library
 
 
 class Lookup(NamedTuple):
