@@ -41,6 +41,7 @@ class Pending:
         "op",
         "opened",
         "request_id",
+        "route",
         "telemetry",
     )
 
@@ -57,6 +58,7 @@ class Pending:
         self.endpoint: Endpoint | None = None
         self.exempt: frozenset[str] = frozenset()
         self.request_id: str | None = None  # the reply's, when an inner observer saw it
+        self.route: tuple[Endpoint | None, frozenset[str] | None, str | None] = (None, None, None)
 
     @property
     def started(self) -> bool:
@@ -154,18 +156,26 @@ class Pending:
 
     # -- the inner observers --------------------------------------------------------------------------------------
 
-    def sent(
+    def routed(
         self, endpoint: Endpoint | None = None, dropped: frozenset[str] | None = None, model: str | None = None
     ) -> None:
-        """A request leaves now (``endpoint``, ``dropped``, ``model``: what the place it leaves from knows better:
-        the provider it reaches, whether it bridges, the model or deployment it names without a routing prefix,
-        litellm's ``azure/<deployment>`` becoming ``<deployment>``). A second
-        request under one outer call is the library retrying: the attempt before it ends with what ended it."""
+        """Where the request will go, as the library's handler knows it better than the app's arguments: the
+        provider it reaches, whether it bridges (``dropped``), the model or deployment without a routing prefix
+        (litellm's ``azure/<deployment>`` becomes ``<deployment>``). Kept for :meth:`sent`."""
+        self.route = (endpoint, dropped, model)
+
+    def sent(self) -> None:
+        """A request leaves now: the call opens. A second request under one outer call is the library retrying:
+        the attempt before it ends with what ended it."""
         try:
+            failure, self.attempt_failed = self.attempt_failed, None
             if self.opened:
                 previous = self.call
                 if previous is not None:
-                    self._end_attempt(previous)
+                    if failure is not None:
+                        previous.failed(failure)
+                    else:
+                        previous.finish(None)
                 self.opened = False
                 self.call = self._build()
                 if self.call is None:
@@ -174,6 +184,7 @@ class Pending:
             call = self.call
             if call is None:
                 return
+            endpoint, dropped, model = self.route
             if endpoint is not None:
                 call.server, call.req.provider = endpoint
             if model:
@@ -184,13 +195,6 @@ class Pending:
             self.opened = self._open(call)
         except Exception:
             self.telemetry.internal_error("start_call")
-
-    def _end_attempt(self, call: Call) -> None:
-        failure, self.attempt_failed = self.attempt_failed, None
-        if failure is not None:
-            call.failed(failure)
-        else:
-            call.finish(None)
 
     def note_failure(self, exc: BaseException) -> None:
         """The request that left failed inside the library (which may retry it, or map the error for the app)."""

@@ -31,6 +31,7 @@ _instruments = ("litellm >= 1.81.0",)
 _USER = "LiteLLMResponsesInstrumentor"
 _HANDLERS = "litellm.llms.custom_httpx.llm_http_handler"
 _BRIDGE = "litellm.responses.litellm_completion_transformation.handler"
+_LOGGING = "litellm.litellm_core_utils.litellm_logging"
 _NOTHING: frozenset[str] = frozenset()
 
 # Public function -> operation. Each `a...` twin is a coroutine function.
@@ -42,7 +43,7 @@ _FUNCTIONS = {
     "compact_responses": "compact_response",
     "list_input_items": "list_input_items",
 }
-# The handler methods that send each operation's request (sync-named: litellm calls them with `_is_async=True` for
+# The handler methods that build and send each operation's request (sync-named: litellm calls them with `_is_async=True` for
 # the async twins, and they return the coroutine that sends).
 _SENDERS = (
     "response_api_handler",
@@ -164,9 +165,11 @@ def outer_async(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
     return wrapper
 
 
-def sender(bridged: bool) -> Wrapper:
-    """A handler method about to send: the pending call opens here, with the provider the handler was given. A
-    failure inside the handler is noted (litellm may retry, or map it for the app)."""
+def handler(bridged: bool) -> Wrapper:
+    """A handler method that builds and sends the request: where it goes (the provider the handler was given,
+    whether it bridges, the model without its routing prefix), and a failure inside it noted (litellm may retry,
+    or map it for the app). The call opens at :func:`pre_call`, when the request is about to leave: a request the
+    handler fails to build never reached a server."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         pending = current()
@@ -180,7 +183,7 @@ def sender(bridged: bool) -> Wrapper:
         if server[0] is not None or isinstance(provider, str):
             endpoint = (server, provider_of_litellm(provider if isinstance(provider, str) else None, server[0]))
         model = kwargs.get("model")
-        pending.sent(endpoint, SERVER_PREMISED if bridged else None, model if isinstance(model, str) else None)
+        pending.routed(endpoint, SERVER_PREMISED if bridged else None, model if isinstance(model, str) else None)
         try:
             result = wrapped(*args, **kwargs)
         except BaseException as exc:
@@ -191,6 +194,15 @@ def sender(bridged: bool) -> Wrapper:
         return result
 
     return wrapper
+
+
+def pre_call(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``Logging.pre_call``: litellm logs a request here, in every handler (and in the Chat Completions path a
+    bridged call takes), right before it sends it: the pending call opens."""
+    pending = current()
+    if pending is not None:
+        pending.sent()
+    return wrapped(*args, **kwargs)
 
 
 async def _noting(coroutine: Any, pending: Pending) -> Any:
@@ -208,9 +220,10 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
         op = OPERATIONS[operation]
         seams.append(Seam("litellm", "", name, outer_sync(switch, telemetry, op)))
         seams.append(Seam("litellm", "", "a" + name, outer_async(switch, telemetry, op)))
-    native = sender(bridged=False)
+    native = handler(bridged=False)
     seams += [Seam(_HANDLERS, "BaseLLMHTTPHandler", method, native) for method in _SENDERS]
-    seams.append(Seam(_BRIDGE, "LiteLLMCompletionTransformationHandler", "response_api_handler", sender(bridged=True)))
+    seams.append(Seam(_BRIDGE, "LiteLLMCompletionTransformationHandler", "response_api_handler", handler(bridged=True)))
+    seams.append(Seam(_LOGGING, "Logging", "pre_call", pre_call))
     return seams
 
 
