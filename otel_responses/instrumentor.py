@@ -13,10 +13,10 @@ from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from . import websocket
+from .integrations import _shared
 from .operations import OPERATIONS, Operation
 from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
-from .integrations import _shared
 from .telemetry import Telemetry
 from .wrappers import Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 

@@ -410,7 +410,8 @@ class Telemetry:
         model = metric_model(req.model)
         self._count_call(req, model, self._signals(span, req, signals, attrs, model, depth), req.store, depth)
         self.duration.record(
-            seconds, self._with_error(self._genai(req.operation, model, None, server, req.provider).duration, error_type)
+            seconds,
+            self._with_error(self._genai(req.operation, model, None, server, req.provider).duration, error_type),
         )
         if first_chunk is not None:
             self._first_chunk(attrs, req, model, server, first_chunk)

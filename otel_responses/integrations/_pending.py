@@ -93,7 +93,9 @@ class Pending:
             return None
         return call
 
-    def prepare(self, args: tuple[Any, ...], kwargs: Mapping[str, Any], endpoint: Endpoint, dropped: frozenset[str]) -> None:
+    def prepare(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any], endpoint: Endpoint, dropped: frozenset[str]
+    ) -> None:
         """The request as the app's layer has it: facts, the analysis against the ledger and the request checks."""
         self.args, self.kwargs, self.endpoint, self.exempt = args, kwargs, endpoint, dropped
         call = self._build()

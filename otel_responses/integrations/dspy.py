@@ -40,7 +40,7 @@ _NOTHING: frozenset[str] = frozenset()
 def _planning() -> bool:
     """lm15 is planning (``plan()`` builds a request and discards it)."""
     try:
-        from dspy._vendor.lm15.adaptation import is_planning
+        from dspy._vendor.lm15.adaptation import is_planning  # type: ignore[import-not-found]
     except ImportError:
         return False
     return bool(is_planning())
@@ -178,7 +178,7 @@ def parse_response(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, 
     result = wrapped(*args, **kwargs)
     pending = current()
     if pending is not None:
-        http = args[1] if len(args) > 1 else kwargs.get("response")
+        http: Any = args[1] if len(args) > 1 else kwargs.get("response")
         try:
             request_id = http.header("x-request-id")
         except Exception:

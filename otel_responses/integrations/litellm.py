@@ -43,8 +43,8 @@ _FUNCTIONS = {
     "compact_responses": "compact_response",
     "list_input_items": "list_input_items",
 }
-# The handler methods that build and send each operation's request (sync-named: litellm calls them with `_is_async=True` for
-# the async twins, and they return the coroutine that sends).
+# The handler methods that build and send each operation's request (sync-named: litellm calls them with
+# `_is_async=True` for the async twins, and they return the coroutine that sends).
 _SENDERS = (
     "response_api_handler",
     "get_responses",
@@ -61,7 +61,7 @@ _POSITIONAL = ("input", "model")
 def _route(model: object, provider: object, api_base: object) -> tuple[str | None, bool]:
     """litellm's provider for a model string, and whether litellm bridges its Responses calls to Chat Completions
     (the provider has no Responses API config): asked of litellm itself, once per model, provider and address."""
-    import litellm
+    import litellm  # type: ignore[import-not-found]  # imported by the app already: this runs in its calls
 
     if not isinstance(model, str):
         return None, False
@@ -82,7 +82,7 @@ def _normalised(op: Operation, args: tuple[Any, ...], kwargs: Mapping[str, Any])
     """The request as keywords (``input`` and ``model`` may come positionally)."""
     if not args or op.name not in ("chat", "compact_response"):
         return dict(kwargs)
-    return {**dict(zip(_POSITIONAL, args)), **kwargs}
+    return {**dict(zip(_POSITIONAL, args, strict=False)), **kwargs}
 
 
 def _endpoint(kwargs: Mapping[str, Any]) -> tuple[Endpoint, frozenset[str]]:

@@ -3,11 +3,16 @@ reproducible) and the instrumentation captured in memory. Nothing here imports a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
 
 from otel_responses.emulator import Emulator
+
+# Before any test module imports litellm: its price table from the package, not the network; its telemetry off.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
 from otel_responses.testing import CapturedTelemetry, capture
 
 

@@ -11,15 +11,14 @@ DSPy does to context is described in tests/clients/README.md ("Known client beha
 
 from __future__ import annotations
 
-import os
 import warnings
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches a price table otherwise
-os.environ.setdefault("LITELLM_TELEMETRY", "False")
-dspy = pytest.importorskip("dspy")
+pytest.importorskip("dspy")
+
+import dspy
 
 from otel_responses.emulator import Emulator
 
@@ -77,13 +76,13 @@ def _lm(emu: Emulator, model: str, engine: str, **options: Any) -> Any:
 def off_then_on(flow: Any) -> tuple[Run, Run, Emulator]:
     """The flow on a fresh emulator with the instrumentation off, then on: both runs and the second emulator."""
     runs = []
-    emulator = None
+    emulators = []
     for on in (False, True):
         with Emulator() as emulator, maybe_capture(on) as captured:
             answer = flow(emulator)
             runs.append(Run(answer, responses_requests(emulator), captured))
-    assert emulator is not None
-    return runs[0], runs[1], emulator
+            emulators.append(emulator)
+    return runs[0], runs[1], emulators[1]
 
 
 # -- Predict with a History --------------------------------------------------------------------------------------
@@ -102,7 +101,7 @@ def _predict_flow(engine: str, stream: bool = False) -> Any:
         with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
             for prompt in PROMPTS:
                 if stream:
-                    output = [chunk for chunk in program(question=prompt, history=history)][-1]
+                    output = list(program(question=prompt, history=history))[-1]
                 else:
                     output = program(question=prompt, history=history)
                 answers.append(output.answer)
@@ -257,7 +256,7 @@ def test_cache_hit_makes_no_span(engine):
         question = f"Remember: the marker is {engine}-{id(emu)}."  # a fresh cache key per run
         return [lm(question), lm(question)]
 
-    off, on, emu = off_then_on(run)
+    off, on, _ = off_then_on(run)
     assert off.answer[0] == off.answer[1]
     assert len(on.requests) == 1
     assert len(on.telemetry.chat_spans()) == 1
@@ -268,4 +267,9 @@ def test_cache_hit_makes_no_span(engine):
 if NATIVE:
     del test_merged_messages
 else:
-    del test_predict_streamed, test_lm_messages_with_tools, test_lm_messages_drop_reasoning, test_system_message_sent_once
+    del (
+        test_predict_streamed,
+        test_lm_messages_with_tools,
+        test_lm_messages_drop_reasoning,
+        test_system_message_sent_once,
+    )

@@ -11,14 +11,13 @@ context is described in tests/clients/README.md ("Known client behaviours").
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
 import pytest
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm fetches a price table otherwise
-os.environ.setdefault("LITELLM_TELEMETRY", "False")
-litellm = pytest.importorskip("litellm")
+pytest.importorskip("litellm")
+
+import litellm
 
 from otel_responses.emulator import Emulator
 
@@ -147,13 +146,13 @@ class Flow:
 def off_then_on(flow: Any, **emulator_options: Any) -> tuple[Run, Run, Emulator]:
     """The flow on a fresh emulator with the instrumentation off, then on: both runs and the second emulator."""
     runs = []
-    emulator = None
+    emulators = []
     for on in (False, True):
         with Emulator(**emulator_options) as emulator, maybe_capture(on) as captured:
             answer = flow(emulator)
             runs.append(Run(answer, responses_requests(emulator), captured))
-    assert emulator is not None
-    return runs[0], runs[1], emulator
+            emulators.append(emulator)
+    return runs[0], runs[1], emulators[1]
 
 
 def _flow(model: str, mode: str, asynchronous: bool = False, **options: Any) -> Any:
@@ -271,7 +270,14 @@ def test_other_operations():
     off, on, emu = off_then_on(flow)
     assert on.answer == off.answer == [True, 1, "compaction", True] * 2
     spans = on.telemetry.spans()
-    operations = ["chat", "fetch_response", "list_input_items", "compact_response", "cancel_response", "delete_response"]
+    operations = [
+        "chat",
+        "fetch_response",
+        "list_input_items",
+        "compact_response",
+        "cancel_response",
+        "delete_response",
+    ]
     assert [span.attributes["gen_ai.operation.name"] for span in spans] == operations * 2
     assert len(spans) == len(emu.requests)
     assert [signals_of(span) for span in spans] == [set(), set(), set(), {"compaction"}, set(), set()] * 2
