@@ -291,3 +291,23 @@ def test_mock_response_makes_no_request_and_no_span(emu, telemetry):
     assert response.output
     assert len(emu.requests) == 0
     assert telemetry.spans() == []
+
+
+def test_uninstrument_restores_litellm_and_suppression_is_honoured(emu):
+    """`uninstrument()` puts back litellm's own functions and handler methods; inside
+    `suppress_instrumentation()` a call records nothing."""
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    from otel_responses.testing import capture
+
+    handler = litellm.llms.custom_httpx.llm_http_handler.BaseLLMHTTPHandler
+    before = (litellm.responses, litellm.aresponses, handler.__dict__["response_api_handler"])
+    options = {"api_base": emu.base_url, "api_key": "emulator-key"}
+    with capture() as telemetry:
+        assert litellm.responses is not before[0]
+        with suppress_instrumentation():
+            litellm.responses(model=f"openai/{PLAIN}", input=PROMPTS[0], **options)
+        assert telemetry.spans() == []
+        litellm.responses(model=f"openai/{PLAIN}", input=PROMPTS[0], **options)
+        assert len(telemetry.spans()) == 1
+    assert (litellm.responses, litellm.aresponses, handler.__dict__["response_api_handler"]) == before
