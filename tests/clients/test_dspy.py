@@ -262,6 +262,25 @@ def test_cache_hit_makes_no_span(engine):
     assert len(on.telemetry.chat_spans()) == 1
 
 
+def test_azure_deployment():
+    """`azure/<deployment>` with an `api_base`: DSPy (every release here) calls `litellm.responses()`, which posts to
+    Azure's path; recorded as `azure.ai.openai`, the model being the deployment."""
+
+    def run(emu: Emulator) -> Any:
+        options: dict[str, Any] = {"api_base": emu.azure_endpoint, "api_key": "k", "api_version": "2025-04-01-preview"}
+        if NATIVE:
+            options["engine"] = "auto"
+        lm = dspy.LM("azure/my-gpt-41", model_type="responses", cache=False, **options)
+        return lm(PROMPTS[0])
+
+    off, on, emu = off_then_on(run)
+    assert_same_behaviour(off, on)
+    assert [r.path for r in emu.requests] == ["/openai/responses"]
+    (span,) = on.telemetry.chat_spans()
+    assert span.attributes["gen_ai.provider.name"] == "azure.ai.openai"
+    assert span.attributes["gen_ai.request.model"] == "my-gpt-41"
+
+
 # Tests of one DSPy generation exist for it alone (CI fails on any skip): DSPy 3.4 streams Responses calls and sends
 # each message as an item of its own; 3.0 to 3.3 merge the messages into one item and stream only chat completions.
 if NATIVE:

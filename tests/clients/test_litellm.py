@@ -311,3 +311,17 @@ def test_uninstrument_restores_litellm_and_suppression_is_honoured(emu):
         litellm.responses(model=f"openai/{PLAIN}", input=PROMPTS[0], **options)
         assert len(telemetry.spans()) == 1
     assert (litellm.responses, litellm.aresponses, handler.__dict__["response_api_handler"]) == before
+
+
+@pytest.mark.parametrize("api_version", ["2025-04-01-preview", "v1"])
+def test_azure(emu, telemetry, api_version):
+    """`azure/<deployment>` models: litellm posts to Azure's paths (the dated API, or the v1 one); recorded as
+    `azure.ai.openai`, the model being the deployment."""
+    options = {"api_base": emu.azure_endpoint, "api_key": "k", "api_version": api_version}
+    first = litellm.responses(model="azure/my-gpt-41", input=PROMPTS[0], instructions=INSTRUCTIONS, **options)
+    litellm.responses(model="azure/my-gpt-41", input="What is the marker?", previous_response_id=first.id, **options)
+    assert all(r.path.startswith("/openai/") for r in emu.requests)
+    spans = telemetry.chat_spans()
+    assert [s.attributes["gen_ai.provider.name"] for s in spans] == ["azure.ai.openai"] * 2
+    assert [s.attributes["gen_ai.request.model"] for s in spans] == ["my-gpt-41"] * 2
+    assert [signals_of(s) for s in spans] == [set(), {"instructions_dropped"}]
