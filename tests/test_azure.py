@@ -50,7 +50,9 @@ def _chat_span(telemetry: Any) -> Any:
 def test_azure_client(emu):
     client = openai.AzureOpenAI(azure_endpoint=emu.azure_endpoint, api_key="k", api_version=API_VERSION)
     with capture() as telemetry:
-        first = client.responses.create(model=DEPLOYMENT, input="Remember: the marker is M-1.", instructions="Be brief.")
+        first = client.responses.create(
+            model=DEPLOYMENT, input="Remember: the marker is M-1.", instructions="Be brief."
+        )
         client.responses.create(model=DEPLOYMENT, input="What is the marker?", previous_response_id=first.id)
     assert [r.path for r in emu.requests] == ["/openai/responses", "/openai/responses"]
     spans = telemetry.chat_spans()

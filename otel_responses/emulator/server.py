@@ -60,6 +60,8 @@ def _route_path(path: str) -> str:
     """The `/v1/...` route of a request path (Azure-shaped paths included)."""
     azure = _AZURE_PATH.fullmatch(path)
     return "/v1" + (azure[1] or "") if azure else path
+
+
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
     ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),

@@ -11,6 +11,7 @@ context is described in tests/clients/README.md ("Known client behaviours").
 from __future__ import annotations
 
 import asyncio
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -20,7 +21,9 @@ pytest.importorskip("litellm")
 import litellm
 
 from otel_responses.emulator import Emulator
+from otel_responses.testing import capture
 
+from .chat_stub import ChatStub
 from .support import (
     ENCRYPTED,
     INSTRUCTIONS,
@@ -42,6 +45,7 @@ from .support import (
 )
 
 litellm.telemetry = False
+LITELLM = tuple(int(part) for part in version("litellm").split(".")[:2])
 TOOL = {
     "type": "function",
     "name": TOOL_NAME,
@@ -86,11 +90,12 @@ class Flow:
     """The four user turns as a litellm app writes them: each turn's request, and the tool turn's second call
     (the tool's output), with the history kept by the app or by the server (`previous_response_id`)."""
 
-    def __init__(self, emu: Emulator, model: str, mode: str, **options: Any) -> None:
-        self.model = f"openai/{model}"
+    def __init__(self, emu: Emulator | ChatStub, model: str, mode: str, **options: Any) -> None:
+        self.model = model if "/" in model else f"openai/{model}"
         self.mode = mode
         self.stream = options.pop("stream", False)
         self.drop_instructions = options.pop("drop_instructions", False)
+        self.as_dicts = options.pop("as_dicts", False)
         self.options = {"api_base": emu.base_url, "api_key": "emulator-key", "tools": [TOOL], **options}
         self.history: list[Any] = []
         self.previous: str | None = None
@@ -116,7 +121,11 @@ class Flow:
         """Keep the response; the tool outputs to send next (empty when the model answered)."""
         self.previous = response.id
         if self.mode == "replay":
-            self.history += list(response.output)
+            self.history += (
+                [item.model_dump(exclude_none=True) for item in response.output]
+                if self.as_dicts
+                else list(response.output)
+            )
         return [
             {"type": "function_call_output", "call_id": call.call_id, "output": lookup_weather("Paris")}
             for call in _calls_of(response)
@@ -298,8 +307,6 @@ def test_uninstrument_restores_litellm_and_suppression_is_honoured(emu):
     `suppress_instrumentation()` a call records nothing."""
     from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-    from otel_responses.testing import capture
-
     handler = litellm.llms.custom_httpx.llm_http_handler.BaseLLMHTTPHandler
     before = (litellm.responses, litellm.aresponses, handler.__dict__["response_api_handler"])
     options = {"api_base": emu.base_url, "api_key": "emulator-key"}
@@ -325,3 +332,61 @@ def test_azure(emu, telemetry, api_version):
     assert [s.attributes["gen_ai.provider.name"] for s in spans] == ["azure.ai.openai"] * 2
     assert [s.attributes["gen_ai.request.model"] for s in spans] == ["my-gpt-41"] * 2
     assert [signals_of(s) for s in spans] == [set(), {"instructions_dropped"}]
+
+
+# -- providers without the Responses API (litellm bridges to Chat Completions) -----------------------------------
+
+BRIDGED = "deepseek/deepseek-chat"  # a provider litellm 1.81+ has no Responses config for
+
+
+def _bridged(mode: str, **options: Any) -> tuple[list[Any], list[Any], list[dict[str, Any]]]:
+    """The support conversation through a bridged provider (a Chat Completions stub): answers off and on, the
+    spans, the chat requests."""
+    answers, spans, requests = [], [], []
+    for on in (False, True):
+        with ChatStub() as stub, maybe_capture(on) as captured:
+            answers.append(Flow(stub, BRIDGED, mode, **options).run())
+            requests.append(stub.requests)
+            if captured is not None:
+                spans = captured.chat_spans()
+    assert requests[0] == requests[1]
+    assert answers[0] == answers[1]
+    return answers, spans, requests[1]
+
+
+def test_bridged_replay():
+    """The app replays litellm's output items to a provider without the Responses API: recorded with that
+    provider's name, its state mode, item types and usage, one span per chat request; no signal (the replay is
+    whole). The items go back as dicts: litellm's bridge cannot read its own output objects
+    (`'ResponseFunctionToolCall' object has no attribute 'get'`)."""
+    answers, spans, requests = _bridged("replay", as_dicts=True)
+    assert len(spans) == len(requests) == 5
+    assert {s.attributes["gen_ai.provider.name"] for s in spans} == {"deepseek"}
+    assert [s.attributes["openai_responses.state.mode"] for s in spans] == ["single_turn"] + ["client_replay"] * 4
+    types = spans[2].attributes["openai_responses.input.item_types"]  # 1.81 adds an empty assistant message
+    assert types[:3] == ("message",) * 3
+    assert types[-2:] == ("function_call", "function_call_output")
+    assert all(s.attributes["gen_ai.usage.input_tokens"] == 10 for s in spans)
+    assert [signals_of(s) for s in spans] == [set()] * 5
+    if LITELLM < (1, 100):  # 1.81's bridge moves the replayed call and its tool result after the last user message
+        assert [m["role"] for m in requests[-1]["messages"]][-2:] == ["assistant", "tool"]
+        assert answers[1] == "Tool lookup_weather returned sunny."
+    else:
+        assert answers[1] == "marker=M-1; tool=sunny; code_word=unknown"
+
+
+def test_bridged_chain_is_not_held_by_a_server():
+    """`previous_response_id` (and `store=False`) to a bridged provider: litellm resolves the chain from its own
+    store (its proxy's spend logs), which a plain process does not have, so the earlier turns never reach the model
+    (the answer has no marker). No signal rests on the Responses server's store: `unstored_parent`, which the
+    same chain raises against the Responses API, is not raised; the request-structure ones still are
+    (`instructions_dropped` for the chain without instructions)."""
+    answers, spans, requests = _bridged("previous_response_id", store=False, drop_instructions=True)
+    assert len(spans) == len(requests) == 5
+    assert [s.attributes["openai_responses.state.mode"] for s in spans] == ["single_turn"] + ["server_chain"] * 4
+    assert [signals_of(s) for s in spans] == [set(), {"instructions_dropped"}, set(), set(), set()]
+    assert answers[1] == "marker=unknown; tool=unknown; code_word=unknown"
+    # The same chain against the Responses API: refused (400), and named.
+    with Emulator() as emu, capture() as telemetry, pytest.raises(Exception, match="not found"):
+        Flow(emu, PLAIN, "previous_response_id", store=False).run()
+    assert signals_of(telemetry.chat_spans()[1]) == {"unstored_parent"}
