@@ -288,7 +288,6 @@ class LiteLLMClient:
         return create
 
 
-
 @dataclass
 class Harness:
     client: openai.OpenAI
