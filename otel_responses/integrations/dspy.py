@@ -164,7 +164,9 @@ def payload(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], k
         return body
     base_url = getattr(instance, "base_url", None)
     server = server_of(base_url if isinstance(base_url, str) else None)
-    provider = a.PROVIDER_AZURE_OPENAI if is_azure_host(server[0]) else a.PROVIDER_OPENAI
+    door = getattr(instance, "provider", None)  # lm15's provider: "openai", "azure" (its Azure door), "openai-codex"
+    azure = (isinstance(door, str) and door.startswith("azure")) or is_azure_host(server[0])
+    provider = a.PROVIDER_AZURE_OPENAI if azure else a.PROVIDER_OPENAI
     pending.prepare((), body, (server, provider), _NOTHING)
     refusal = pending.refusal()
     if refusal is not None:
