@@ -134,7 +134,7 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
             raise TypeError(f"capture() makes its own {own}; read it from the CapturedTelemetry it yields")
     instrumentor = ResponsesInstrumentor()
     libraries = _library_instrumentors()
-    if instrumentor.is_instrumented_by_opentelemetry:
+    if any(each.is_instrumented_by_opentelemetry for each in (instrumentor, *libraries)):
         raise RuntimeError(
             "the otel-responses instrumentation is already on (opentelemetry-instrument, an enclosing capture(), "
             "or an instrument() call not undone): capture() could not see the spans; turn it off first"
