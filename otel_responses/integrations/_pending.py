@@ -33,8 +33,8 @@ class Pending:
         "args",
         "attempt_failed",
         "call",
+        "dropped",
         "endpoint",
-        "exempt",
         "kwargs",
         "local",
         "observer",
@@ -56,7 +56,7 @@ class Pending:
         self.args: tuple[Any, ...] = ()
         self.kwargs: Mapping[str, Any] = {}
         self.endpoint: Endpoint | None = None
-        self.exempt: frozenset[str] = frozenset()
+        self.dropped: frozenset[str] = frozenset()
         self.request_id: str | None = None  # the reply's, when an inner observer saw it
         self.route: tuple[Endpoint | None, frozenset[str] | None, str | None] = (None, None, None)
 
@@ -86,7 +86,7 @@ class Pending:
                 self.kwargs,
                 deferred=True,
                 endpoint=self.endpoint,
-                dropped=self.exempt,
+                dropped=self.dropped,
             )
         except Exception:
             self.telemetry.internal_error("start_call")
@@ -97,7 +97,7 @@ class Pending:
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], endpoint: Endpoint, dropped: frozenset[str]
     ) -> None:
         """The request as the app's layer has it: facts, the analysis against the ledger and the request checks."""
-        self.args, self.kwargs, self.endpoint, self.exempt = args, kwargs, endpoint, dropped
+        self.args, self.kwargs, self.endpoint, self.dropped = args, kwargs, endpoint, dropped
         call = self._build()
         if call is None:
             return
@@ -117,7 +117,7 @@ class Pending:
         if reader is None:
             self.prepare(args, kwargs, endpoint, dropped)
             return
-        self.args, self.kwargs, self.endpoint, self.exempt = args, kwargs, endpoint, dropped
+        self.args, self.kwargs, self.endpoint, self.dropped = args, kwargs, endpoint, dropped
         call = self._build()
         if call is None:
             return
