@@ -49,7 +49,11 @@ PEERS: dict[str, tuple[str, str, str]] = {
     "openinference": ("openinference", "openinference-instrumentation-openai", "openinference.instrumentation.openai"),
 }
 REDIS = f"{OURS}_redis"  # our instrumentation with the shared ledger on a local redis-server
-SUBJECTS = (BARE, OURS, f"{OURS}_strict", REDIS, *PEERS)
+# litellm.responses() with litellm's instrumentor, in a virtualenv of its own with litellm and this checkout: its
+# paired figure is the added time per call through litellm (its own baseline is litellm's, not the bare SDK's).
+LITELLM = f"{OURS}_litellm"
+LITELLM_PIN = "litellm==1.110.2"
+SUBJECTS = (BARE, OURS, f"{OURS}_strict", REDIS, LITELLM, *PEERS)
 WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
 HUGE = "replay_10000"
 
@@ -63,6 +67,8 @@ def log(message: str) -> None:
 
 def ensure_venv(subject: str) -> tuple[str | None, str | None]:
     """The interpreter of a peer's virtualenv, created and installed if missing; or (None, why it failed)."""
+    if subject == LITELLM:
+        return _litellm_venv()
     name, dist, module = PEERS[subject]
     home = CACHE / name
     python = home / "bin" / "python"
@@ -81,6 +87,28 @@ def ensure_venv(subject: str) -> tuple[str | None, str | None]:
     probe = subprocess.run([str(python), "-c", f"import {module}, openai"], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         return None, f"import failed: {probe.stderr.strip().splitlines()[-1:]}"
+    return str(python), None
+
+
+def _litellm_venv() -> tuple[str | None, str | None]:
+    """litellm and this checkout (editable: the code measured is the working tree's) beside the pinned SDKs."""
+    home = CACHE / "litellm"
+    python = home / "bin" / "python"
+    pins = [f"openai=={metadata.version('openai')}", f"opentelemetry-sdk=={metadata.version('opentelemetry-sdk')}"]
+    wanted = " ".join([*pins, LITELLM_PIN, str(HERE.parent)])
+    stamp = home / "bench-installed.txt"
+    if not stamp.exists() or stamp.read_text() != wanted:
+        log(f"installing {wanted} into {home}")
+        venv.create(home, with_pip=True, clear=True)
+        done = subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", *pins, LITELLM_PIN, "-e", str(HERE.parent)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            return None, f"pip install failed: {done.stderr.strip().splitlines()[-1:]}"
+        stamp.write_text(wanted)
     return str(python), None
 
 
@@ -403,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[REDIS_URL_ENV] = redis_url
             processes = []
             for subject in subjects:
-                python, why = (sys.executable, None) if subject not in PEERS else ensure_venv(subject)
+                local = subject not in PEERS and subject != LITELLM
+                python, why = (sys.executable, None) if local else ensure_venv(subject)
                 if python is None:
                     results["errors"][subject] = why
                     continue

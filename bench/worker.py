@@ -19,6 +19,7 @@ import pstats
 import sys
 import time
 import tracemalloc
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -158,12 +159,14 @@ def _sse_body() -> bytes:
 
 
 class CannedTransport:
-    """The handler of an ``httpx2.MockTransport``: JSON or SSE bytes built once, ids made unique per call."""
+    """The handler of an ``httpx2.MockTransport`` (``http``: the ``httpx`` module answering, ``httpx`` itself for
+    litellm's client): JSON or SSE bytes built once, ids made unique per call."""
 
-    def __init__(self) -> None:
+    def __init__(self, http: Any = httpx2) -> None:
         self.json_parts = json.dumps(_response()).encode().split(b"@N@")
         self.sse_parts = _sse_body().split(b"@N@")
         self.calls = 0
+        self.http = http
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.calls += 1
@@ -174,7 +177,8 @@ class CannedTransport:
             "content-type": "text/event-stream" if stream else "application/json",
             "x-request-id": f"req_{self.calls}",
         }
-        return httpx2.Response(200, headers=headers, content=marker.join(parts))
+        response: httpx2.Response = self.http.Response(200, headers=headers, content=marker.join(parts))
+        return response
 
 
 # -- request inputs ----------------------------------------------------------------------------------------
@@ -244,6 +248,45 @@ def make_call(client: openai.OpenAI, workload: str, original: bool = False) -> C
 
 # -- subjects ----------------------------------------------------------------------------------------------
 
+LITELLM = "otel_responses_litellm"  # litellm.responses() (its own httpx client), litellm's instrumentor
+
+
+class LiteLLMClient:
+    """``client.responses.create(**kwargs)`` as ``litellm.responses(model="openai/...", ...)`` over an
+    ``httpx.MockTransport``; ``create.__wrapped__`` calls litellm's function under the instrumentor's wrapper
+    (installed, bypassed), as the SDK subjects' paired figure does."""
+
+    def __init__(self, transport: CannedTransport) -> None:
+        import httpx
+        from litellm.llms.custom_httpx.http_handler import HTTPHandler
+
+        self.handler = HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(transport)))
+        self.responses = self
+
+    def _kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        model = kwargs.pop("model")
+        return {
+            "model": f"openai/{model}",
+            "api_key": "sk-bench",
+            "api_base": "https://api.openai.com/v1",
+            "client": self.handler,
+            **kwargs,
+        }
+
+    @property
+    def create(self) -> Callable[..., Any]:
+        import litellm
+
+        function = litellm.responses
+
+        def create(**kwargs: Any) -> Any:
+            return function(**self._kwargs(kwargs))
+
+        inner = getattr(function, "__wrapped__", None)
+        if inner is not None:
+            create.__wrapped__ = lambda **kwargs: inner(**self._kwargs(kwargs))  # type: ignore[attr-defined]
+        return create
+
 
 @dataclass
 class Harness:
@@ -272,6 +315,7 @@ PEERS = {
         "openinference.instrumentation.openai",
         "OpenAIInstrumentor",
     ),
+    LITELLM: ("litellm", "otel_responses.integrations.litellm", "LiteLLMResponsesInstrumentor"),
 }
 
 
@@ -282,6 +326,14 @@ def build(subject: str, ledger: Any = None) -> Harness:
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     instrumentor = None
+    if subject == LITELLM:  # litellm reads its price table from the package, sends no telemetry of its own
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_TELEMETRY", "False")
+        import litellm  # imported before instrument(): the post-import hook patches it at once
+
+        litellm.telemetry = False
+        # litellm's stream iterator serialises its usage with a pydantic warning per call: silenced, not printed
+        warnings.filterwarnings("ignore", category=UserWarning, module="pydantic")
     if subject != "bare":
         _, module, cls = PEERS[subject]
         instrumentor = getattr(__import__(module, fromlist=[cls]), cls)()
@@ -298,6 +350,11 @@ def build(subject: str, ledger: Any = None) -> Harness:
         instrumentor.instrument(**options)
     else:
         options = {}
+    if subject == LITELLM:
+        import httpx
+
+        transport = CannedTransport(httpx)
+        return Harness(LiteLLMClient(transport), transport, exporter, reader, instrumentor, options)  # type: ignore[arg-type]
     transport = CannedTransport()
     client = openai.OpenAI(
         api_key="sk-bench",

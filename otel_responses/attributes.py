@@ -37,6 +37,9 @@ SERVER_PORT: Final = _server.SERVER_PORT
 ERROR_TYPE: Final = _error.ERROR_TYPE
 
 PROVIDER_OPENAI: Final = "openai"
+# The GenAI conventions' provider values (literals: the registry's enum moves with the conventions).
+PROVIDER_AZURE_OPENAI: Final = "azure.ai.openai"
+PROVIDER_AZURE_AI_INFERENCE: Final = "azure.ai.inference"
 API_TYPE_RESPONSES: Final = "responses"
 OPERATION_CHAT: Final = "chat"
 OPERATION_COMPACT: Final = "compact_response"

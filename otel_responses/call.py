@@ -19,7 +19,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 
 from .analysis import Analysis, analyse
-from .attributes import OPERATION_CHAT
+from .attributes import OPERATION_CHAT, PROVIDER_OPENAI
 from .checks import (
     Situation,
     accepted_by_api,
@@ -31,35 +31,45 @@ from .checks import (
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .lineage import lineage_of
 from .operations import Operation
+from .providers import provider_of_client
 from .signals import ContextLossError, Signal
 from .telemetry import Server, Telemetry
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _RAW_HEADER = "X-Stainless-Raw-Response"
 
+# A library's call (litellm, DSPy) in progress in this context: while it is, the SDK wrappers record nothing, so a
+# library that reaches the Responses API through the `openai` SDK is recorded once, at its own seam.
+LIBRARY_CALL: ContextVar[object | None] = ContextVar("otel_responses_library_call", default=None)
+
 # The call whose SDK is turning a `Response` into a `ParsedResponse` (`responses.parse`): the patched
 # `parse_response` keeps the `Response` there when that fails, so what the API said is still recorded.
 PARSING: ContextVar[Call | None] = ContextVar("otel_responses_parsing", default=None)
 
-_last_server: tuple[object, Server] = (None, (None, None))
+Endpoint = tuple[Server, str]  # the server and the GenAI provider name
+_last_endpoint: tuple[object, object, Endpoint] = (None, None, ((None, None), PROVIDER_OPENAI))
 
 
-def _server(instance: Any) -> Server:
-    """Host and port of the client's base URL. The last answer is kept by the URL object's identity (the
-    client's own, the same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
-    global _last_server
-    url = getattr(getattr(instance, "_client", None), "base_url", None)
-    last = _last_server
-    if url is last[0] and url is not None:
-        return last[1]
+def _endpoint(instance: Any) -> Endpoint:
+    """Host and port of the client's base URL, and the provider it reaches (Azure OpenAI by the client's class or
+    its host). The last answer is kept by the URL object's and the client class's identity (the client's own, the
+    same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
+    global _last_endpoint
+    client = getattr(instance, "_client", None)
+    url = getattr(client, "base_url", None)
+    kind = type(client)
+    last = _last_endpoint
+    if url is last[0] and kind is last[1] and url is not None:
+        return last[2]
     host = getattr(url, "host", None)
     if not isinstance(host, str) or not host:
-        return None, None
+        return (None, None), provider_of_client(kind, None)
     port = getattr(url, "port", None)
     if not isinstance(port, int):
         port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
-    _last_server = (url, (host, port))
-    return host, port
+    endpoint: Endpoint = ((host, port), provider_of_client(kind, host))
+    _last_endpoint = (url, kind, endpoint)
+    return endpoint
 
 
 def raw_request_id(result: Any) -> str | None:
@@ -104,6 +114,7 @@ class Call:
 
     __slots__ = (
         "analysis",
+        "dropped",
         "first_chunk",
         "flight",
         "lineage",
@@ -129,16 +140,24 @@ class Call:
         kwargs: Any,
         exempt: frozenset[str] = frozenset(),
         deferred: bool = False,
+        endpoint: Endpoint | None = None,
+        dropped: frozenset[str] = frozenset(),
     ) -> None:
+        """``endpoint``: the server and provider when the caller knows them (a library's call has no SDK resource
+        ``instance``); ``dropped``: signals whose premise this call's server does not share (a bridged provider),
+        never raised on it."""
         self.token: Token[Context] | None = None
+        self.flight: str | None = None
+        self.dropped = dropped
         self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
         self.first_chunk: float | None = None  # a stream's time to its first chunk, once it came
         self.telemetry = telemetry
         self.settings = telemetry.settings
         self.op = op
-        self.server = _server(instance)
+        self.server, provider = endpoint if endpoint is not None else _endpoint(instance)
         self.raw_mode = raw_mode(kwargs)
         self.req = op.facts(args, kwargs, self.settings)
+        self.req.provider = provider
         if not deferred:
             self.start(exempt)
 
@@ -146,36 +165,49 @@ class Call:
         """The analysis against the ledger, the request checks, the span and its context. Run by the constructor,
         or, for a call built ``deferred`` (only its facts: an async wrapper awaits the shared ledger's reads in
         between), by its maker; a failure here is the maker's to swallow, as the constructor's is."""
+        self.check(exempt)
+        try:
+            self.open()
+        except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
+            self.discard()
+            raise
+
+    def check(self, exempt: frozenset[str] = frozenset()) -> None:
+        """The analysis against the ledger and the request checks, without a span: a library's call is checked
+        when the app makes it (strict mode refuses then) and opened when its request really leaves (``open``)."""
         req, ledger = self.req, self.settings.ledger
         self.analysis = analysis = analyse(req, ledger)
         req.texts = None  # the app's input is read no more
         self.flight = flight = _flight_key(req, analysis) if self.op.name == OPERATION_CHAT else None
-        concurrent = False
-        if flight is not None:
-            concurrent = ledger.enter(flight)
-            try:
-                self._begin(exempt, concurrent)
-            except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
-                self.flight = None
-                ledger.leave(flight)
-                raise
-        else:
-            self._begin(exempt, concurrent)
+        concurrent = ledger.enter(flight) if flight is not None else False
+        try:
+            if flight is not None and analysis.parent is not None and req.state_mode != CONVERSATION:
+                concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
+            signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
+            skipped = exempt | self.dropped
+            self.signals: list[Signal] = [s for s in signals if s.name not in skipped] if skipped else signals
+            self.lineage = lineage_of(req, analysis)
+        except BaseException:
+            self.discard()
+            raise
 
-    def _begin(self, exempt: frozenset[str], concurrent: bool) -> None:
-        """The request checks, the span and its context."""
-        req, analysis, ledger = self.req, self.analysis, self.settings.ledger
-        if self.flight is not None and analysis.parent is not None and req.state_mode != CONVERSATION:
-            concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
-        signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
-        self.signals: list[Signal] = [s for s in signals if s.name not in exempt] if exempt else signals
-        self.lineage = lineage = lineage_of(req, analysis)
-        self.span = span = self.telemetry.start(req, self.server, ledger.unavailable(), lineage)
+    def open(self, attach: bool = True) -> None:
+        """The span, and (``attach``) its context made current: not when a library opens it deep in its own frames,
+        possibly under a copy of the app's context that the call's end would not detach from."""
+        lineage = self.lineage
+        self.span = span = self.telemetry.start(self.req, self.server, self.settings.ledger.unavailable(), lineage)
         own = span.get_span_context()
         if own.is_valid:
             lineage.own = (own.trace_id, own.span_id)
-        self.token = otel_context.attach(trace.set_span_in_context(span))
+        if attach:
+            self.token = otel_context.attach(trace.set_span_in_context(span))
         self.started = perf_counter()
+
+    def discard(self) -> None:
+        """A checked call that never opened (its library answered from a cache): leave its in-flight record."""
+        flight, self.flight = self.flight, None
+        if flight is not None:
+            self.settings.ledger.leave(flight)
 
     def _tool_check(self, resp: ResponseFacts | None = None) -> str | None:
         return tool_calls_check(self.analysis, self.signals, resp) if self.req.state_mode is not None else None
@@ -277,7 +309,8 @@ class Call:
                 if error_type is None and resp.response_id is not None:
                     self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
-                    self.signals += run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                    found = run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                    self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
                 if self.op.remember is not None:
                     self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings, self.lineage)
             if extra:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, NamedTuple
 
+from .attributes import PROVIDER_OPENAI
 from .config import Settings, resolve_version
 from .fingerprint import Fingerprinter
 from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
@@ -56,6 +57,7 @@ class RequestFacts:
     reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
     truncation: str | None = None  # `auto` (the API may drop the oldest items) or `disabled`, validated token only
     max_output_tokens: int | None = None
+    provider: str = PROVIDER_OPENAI  # gen_ai.provider.name: set by the call from its client, host or library
 
 
 class Lookup(NamedTuple):

@@ -8,23 +8,20 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any, NamedTuple
 
-from opentelemetry import metrics, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
 from . import websocket
-from .config import settings_from
+from .integrations import _shared
 from .operations import OPERATIONS, Operation
 from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
-from .version import __version__
 from .wrappers import Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
-_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
-_OTHER_PROVIDERS = ("logger_provider", "event_logger_provider")
+_USER = "ResponsesInstrumentor"
 
 
 class Target(NamedTuple):
@@ -188,14 +185,7 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        tracer_provider = kwargs.pop("tracer_provider", None)
-        meter_provider = kwargs.pop("meter_provider", None)
-        for ignored in _OTHER_PROVIDERS:  # passed by some distros to every instrumentor
-            kwargs.pop(ignored, None)
-        settings = settings_from(kwargs)
-        tracer = trace.get_tracer(__name__, __version__, tracer_provider, schema_url=_SCHEMA_URL)
-        meter = metrics.get_meter(__name__, __version__, meter_provider, schema_url=_SCHEMA_URL)
-        telemetry = Telemetry(tracer, meter, settings)
+        telemetry = _shared.acquire(_USER, kwargs)
         switch = Switch()
         patched: list[_Patch] = []
         for target in TARGETS:
@@ -220,3 +210,4 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         for patch in getattr(self, "_patched", ()):
             _restore(patch)
         self._patched = []
+        _shared.release(_USER)

@@ -179,6 +179,22 @@ TOOL_SIGNALS: Final = (
     "duplicate_call_id",
 )
 LOSS_SEVERITIES: Final = frozenset({ERROR, WARNING})
+# Signals that rest on the Responses API server's own semantics (what it stores, how it chains, its encrypted
+# reasoning and assistant `phase`, the output items it returned): not raised on a call that a library bridges to a
+# provider without the Responses API (litellm translating to Chat Completions and keeping its own session state).
+# The others rest on the request's structure (tool pairing, both state fields, instructions across a lineage).
+SERVER_PREMISED: Final = frozenset(
+    {
+        "unstored_parent",
+        "unstored_retrieve",
+        "reasoning_not_replayable",
+        "reasoning_dropped",
+        "encrypted_content_modified",
+        "phase_dropped",
+        "replay_incomplete",
+        "context_duplicated",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

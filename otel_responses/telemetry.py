@@ -106,7 +106,7 @@ class Telemetry:
         the turn it continues (another trace: each turn is its own)."""
         attrs: Attributes = {
             a.GEN_AI_OPERATION_NAME: req.operation,
-            a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI,
+            a.GEN_AI_PROVIDER_NAME: req.provider,
             a.OPENAI_API_TYPE: a.API_TYPE_RESPONSES,
             a.ZDR: self.settings.zdr,
         }
@@ -159,15 +159,17 @@ class Telemetry:
             attrs = self._attr_cache[key] = build()
         return attrs
 
-    def _genai(self, operation: str, model: str | None, response_model: str | None, server: Server) -> GenAIAttributes:
+    def _genai(
+        self, operation: str, model: str | None, response_model: str | None, server: Server, provider: str
+    ) -> GenAIAttributes:
         """The GenAI client metrics' attribute sets of one call (duration; token usage, input and output), by
         validated names (``bounds``: neither the cache nor the SDK keeps a long or odd string alive), built together
         once per operation, models and server: one lookup per call."""
         host = metric_host(server[0])
-        key = (operation, model, response_model, host, server[1])
+        key = (operation, model, response_model, host, server[1], provider)
         sets = self._genai_cache.get(key)
         if sets is None:
-            base: Attributes = {a.GEN_AI_OPERATION_NAME: operation, a.GEN_AI_PROVIDER_NAME: a.PROVIDER_OPENAI}
+            base: Attributes = {a.GEN_AI_OPERATION_NAME: operation, a.GEN_AI_PROVIDER_NAME: provider}
             _put(base, a.GEN_AI_REQUEST_MODEL, model)
             _put(base, a.GEN_AI_RESPONSE_MODEL, response_model)
             _put(base, a.SERVER_ADDRESS, host)
@@ -320,7 +322,9 @@ class Telemetry:
         self._count_call(req, model, self._signals(span, req, signals, attrs, model, depth), store, depth)
         if lineage is not None and lineage.lineage_id is None and resp is not None and resp.response_id is not None:
             _put_text(attrs, a.LINEAGE_ID, lineage.of_response(resp.response_id))  # a first turn names its lineage
-        genai = self._genai(req.operation, model, metric_model(resp.model) if resp is not None else None, server)
+        genai = self._genai(
+            req.operation, model, metric_model(resp.model) if resp is not None else None, server, req.provider
+        )
         if error_type is not None:
             error_type = attrs[a.ERROR_TYPE] = cap(error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
@@ -380,7 +384,7 @@ class Telemetry:
         """A stream's time to its first chunk, recorded when the call ends, beside the call's other recordings (one
         attribute write and one recording less in the middle of the stream)."""
         attrs[a.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK] = seconds
-        self.time_to_first_chunk.record(seconds, self._genai(req.operation, model, None, server).duration)
+        self.time_to_first_chunk.record(seconds, self._genai(req.operation, model, None, server, req.provider).duration)
 
     def tag_request_id(self, span: Span, request_id: str | None) -> None:
         """The request id of a response whose body is left unread (a streaming raw response)."""
@@ -411,7 +415,8 @@ class Telemetry:
         model = metric_model(req.model)
         self._count_call(req, model, self._signals(span, req, signals, attrs, model, depth), req.store, depth)
         self.duration.record(
-            seconds, self._with_error(self._genai(req.operation, model, None, server).duration, error_type)
+            seconds,
+            self._with_error(self._genai(req.operation, model, None, server, req.provider).duration, error_type),
         )
         if first_chunk is not None:
             self._first_chunk(attrs, req, model, server, first_chunk)
@@ -459,7 +464,7 @@ class Telemetry:
         is off. Taken once per stream: each later chunk costs one histogram record."""
         if self.time_per_output_chunk is None:
             return None
-        return self._genai(req.operation, metric_model(req.model), None, server).duration
+        return self._genai(req.operation, metric_model(req.model), None, server, req.provider).duration
 
     def next_chunk(self, seconds: float, attrs: Attributes) -> None:
         """A chunk after the first arrived, ``seconds`` after the previous one."""

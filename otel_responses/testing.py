@@ -138,7 +138,8 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
         if own in instrument_options:
             raise TypeError(f"capture() makes its own {own}; read it from the CapturedTelemetry it yields")
     instrumentor = ResponsesInstrumentor()
-    if instrumentor.is_instrumented_by_opentelemetry:
+    libraries = _library_instrumentors()
+    if any(each.is_instrumented_by_opentelemetry for each in (instrumentor, *libraries)):
         raise RuntimeError(
             "the otel-responses instrumentation is already on (opentelemetry-instrument, an enclosing capture(), "
             "or an instrument() call not undone): capture() could not see the spans; turn it off first"
@@ -151,10 +152,22 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
     )
     if not instrumentor.is_instrumented_by_opentelemetry:  # a dependency conflict: logged, nothing patched
         raise RuntimeError(f"the instrumentation did not turn on: is a supported openai installed? {_OPENAI_HINT}")
+    for library in libraries:  # they join the SDK's telemetry (its settings, ledger and providers)
+        library.instrument(skip_dep_check=True)  # an absent library is never imported: its hooks never fire
     try:
         yield telemetry
     finally:
+        for library in libraries:
+            library.uninstrument()
         instrumentor.uninstrument()
+
+
+def _library_instrumentors() -> list[Any]:
+    """The litellm and DSPy instrumentors (each patches its library only if the app imports it)."""
+    from .integrations.dspy import DSPyResponsesInstrumentor
+    from .integrations.litellm import LiteLLMResponsesInstrumentor
+
+    return [LiteLLMResponsesInstrumentor(), DSPyResponsesInstrumentor()]
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .call import PARSING, Call
+from .call import LIBRARY_CALL, PARSING, Call
 from .ledger_prefetch import LOCAL_ONLY, reader_for
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
@@ -32,8 +32,13 @@ class Switch:
         self.on = True
 
     def active(self) -> bool:
-        """On, and not suppressed by ``opentelemetry.instrumentation.utils.suppress_instrumentation()`` (an exporter
-        or another instrumentation calling the SDK on its own behalf)."""
+        """On, not suppressed by ``opentelemetry.instrumentation.utils.suppress_instrumentation()`` (an exporter
+        or another instrumentation calling the SDK on its own behalf), and not inside a library's call that its own
+        seam records (``call.LIBRARY_CALL``: one span per request, whatever path it takes)."""
+        return self.on and is_instrumentation_enabled() and LIBRARY_CALL.get() is None
+
+    def enabled(self) -> bool:
+        """On and not suppressed: what a library's own seam asks (it records the call whatever it goes through)."""
         return self.on and is_instrumentation_enabled()
 
 

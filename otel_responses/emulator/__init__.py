@@ -34,6 +34,8 @@ Endpoints (under `/v1`; errors are `{"error": {message, type, param, code}}` wit
 - `POST /conversations`, `GET|POST|DELETE /conversations/{id}` (POST replaces `metadata`),
   `GET|POST /conversations/{id}/items` (added items are context of later responses in the conversation),
   `GET|DELETE /conversations/{id}/items/{item_id}` (DELETE answers the conversation);
+- Azure OpenAI's paths (`/openai/v1/...`, `/openai/...`, `/openai/deployments/<name>/...`) reach the same
+  endpoints (`Emulator.azure_endpoint`); the request log keeps the path as sent;
 - WebSocket mode (`client.responses.connect()`): `GET /responses` with `Upgrade: websocket` on the same
   port, served with the optional `websockets` package (501 without it). `response.create` events get the
   SSE event sequence back as JSON text frames, one response at a time; errors come as `error` events;
@@ -130,6 +132,12 @@ class Emulator:
     def base_url(self) -> str:
         """What to pass as `openai.OpenAI(base_url=...)`, e.g. `http://127.0.0.1:PORT/v1`."""
         return f"http://{self._host}:{self.port}/v1"
+
+    @property
+    def azure_endpoint(self) -> str:
+        """What to pass as `openai.AzureOpenAI(azure_endpoint=...)` (or litellm's Azure `api_base`): the emulator
+        answers Azure's paths (`/openai/...`, `/openai/v1/...`, `/openai/deployments/<name>/...`) as `/v1/...`."""
+        return f"http://{self._host}:{self.port}"
 
     @property
     def requests(self) -> RequestLog:

@@ -51,6 +51,17 @@ def _body(body: Any) -> dict[str, Any]:
 
 
 _RETRIEVE = re.compile(r"/v1/responses/([^/]+)")
+# Azure OpenAI's shapes of the same API: the v1 API (`/openai/v1/...`), the dated one (`/openai/...?api-version=`)
+# and a deployment's (`/openai/deployments/<name>/...`). They reach the same routes as `/v1/...`.
+_AZURE_PATH = re.compile(r"/openai(?:/deployments/[^/]+)?(?:/v1)?(/.*)?")
+
+
+def _route_path(path: str) -> str:
+    """The `/v1/...` route of a request path (Azure-shaped paths included)."""
+    azure = _AZURE_PATH.fullmatch(path)
+    return "/v1" + (azure[1] or "") if azure else path
+
+
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
     ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),
@@ -192,7 +203,8 @@ class _Handler(BaseHTTPRequestHandler):
         server = self._emulator()
         request_id = server.next_request_id()
         split = urlsplit(self.path)
-        path = unquote(split.path).rstrip("/") or "/"
+        sent_path = unquote(split.path).rstrip("/") or "/"
+        path = _route_path(sent_path)
         query = parse_qs(split.query)
         if self.command == "GET" and path == "/v1/responses" and self._wants_websocket():
             self._serve_websocket(request_id, path, query)
@@ -206,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError:
                 invalid_json = True
         headers = {key.lower(): _redact(key, value) for key, value in self.headers.items()}
-        server.log.append(RecordedRequest(self.command, path, body, query, headers))
+        server.log.append(RecordedRequest(self.command, sent_path, body, query, headers))
         try:
             self._authorize(server.service.config.api_key)
             if invalid_json:

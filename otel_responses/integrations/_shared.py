@@ -1,0 +1,60 @@
+"""The one :class:`Telemetry` (settings, ledger, tracer, instruments) that every instrumentor of the process uses.
+
+Why one: a conversation may go through two paths (DSPy falls back to litellm call by call; an app mixes the SDK and
+litellm) and its turns must meet in one ledger; two meters would also register every instrument twice. The first
+``instrument()`` builds it from its keywords; the others join it and may not bring options of their own (they
+would silently not apply); the last ``uninstrument()`` lets it go.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import metrics, trace
+
+from ..config import ConfigError, settings_from
+from ..telemetry import Telemetry
+from ..version import __version__
+
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+_PROVIDERS = ("tracer_provider", "meter_provider")
+# Passed by some distros to every instrumentor, or read by BaseInstrumentor itself: not options of ours.
+_OTHER_PROVIDERS = ("logger_provider", "event_logger_provider", "skip_dep_check")
+_SCOPE = "otel_responses.instrumentor"  # the instrumentation scope of every span and metric, whoever instruments
+
+_lock = threading.Lock()
+_telemetry: Telemetry | None = None
+_users: set[str] = set()
+
+
+def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
+    """The shared telemetry for ``user`` (an instrumentor's name): built from ``kwargs`` by the first user, joined by
+    the others (a later user passing options gets ``ConfigError``)."""
+    global _telemetry
+    options = {k: v for k, v in kwargs.items() if k not in _PROVIDERS and k not in _OTHER_PROVIDERS}
+    with _lock:
+        if _telemetry is not None:
+            if options:
+                raise ConfigError(
+                    f"otel-responses is already instrumented (by {', '.join(sorted(_users))}) with its settings; "
+                    f"give options ({', '.join(sorted(options))}) to the first instrument() call only"
+                )
+            _users.add(user)
+            return _telemetry
+        settings = settings_from(options)
+        tracer = trace.get_tracer(_SCOPE, __version__, kwargs.get("tracer_provider"), schema_url=_SCHEMA_URL)
+        meter = metrics.get_meter(_SCOPE, __version__, kwargs.get("meter_provider"), schema_url=_SCHEMA_URL)
+        _telemetry = Telemetry(tracer, meter, settings)
+        _users.add(user)
+        return _telemetry
+
+
+def release(user: str) -> None:
+    """``user`` no longer instruments; the last one lets the telemetry go (the next ``instrument()`` builds anew)."""
+    global _telemetry
+    with _lock:
+        _users.discard(user)
+        if not _users:
+            _telemetry = None
