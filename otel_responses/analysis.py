@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .attributes import OPERATION_CHAT
+from .attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
 from .items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
-from .ledger import Entry, LedgerView, Place
+from .ledger import Entry, Key, LedgerView, Place, Reads
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
 # (hosted tool calls such as web searches need not be).
@@ -550,3 +550,43 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     analysis.tools.from_latest = req.state_mode == CONVERSATION and analysis.parent is not None
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
     return analysis
+
+
+def reads_of(req: RequestFacts) -> Reads:
+    """What ``analyse`` (and the call's end) will read of the ledger for ``req``, said before it runs: a ledger that
+    reads a shared store asynchronously reads these first, awaited (see ``ledger.Reads``)."""
+    mode = req.state_mode
+    chat = req.operation == OPERATION_CHAT
+    entries: tuple[str, ...] = ()
+    markers: tuple[str, ...] = ()
+    conversations: tuple[str, ...] = ()
+    parent_response = parent_conversation = None
+    if req.target_response_id is not None:
+        entries = (req.target_response_id,)
+    elif mode == SERVER_CHAIN and req.previous_response_id is not None:
+        entries = (req.previous_response_id,)
+        markers = entries if chat else ()
+        parent_response = req.previous_response_id
+    elif mode == CONVERSATION and req.conversation_id is not None:
+        conversations = (req.conversation_id,)
+        parent_conversation = req.conversation_id
+    elif mode is None and req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
+        conversations = (req.conversation_id,)  # the items are remembered against its latest entry
+    replay = mode == CLIENT_REPLAY
+    keys: tuple[Key, ...] = ()
+    if req.lookups and (replay or (chat and mode in (SERVER_CHAIN, CONVERSATION))):
+        keys = tuple([lookup.key for lookup in req.lookups])
+    return Reads(
+        entries,
+        markers,
+        conversations,
+        keys,
+        located=bool(keys),
+        located_markers=replay and chat,
+        parent_response=None if replay else parent_response,
+        parent_conversation=None if replay else parent_conversation,
+    )
+
+
+# Conversations API operations that write items: remembered against the conversation's latest entry.
+_WRITES_ITEMS = frozenset({OPERATION_CREATE_CONVERSATION_ITEMS})

@@ -43,6 +43,7 @@ PROVIDER_AZURE_AI_INFERENCE: Final = "azure.ai.inference"
 API_TYPE_RESPONSES: Final = "responses"
 OPERATION_CHAT: Final = "chat"
 OPERATION_COMPACT: Final = "compact_response"
+OPERATION_CREATE_CONVERSATION_ITEMS: Final = "create_conversation_items"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 

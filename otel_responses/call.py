@@ -1,9 +1,15 @@
-"""The instrumentation's part of one call: request facts, the request-side checks against the ledger, the span
-and its context, then the response side (checks, the ledger, telemetry) once the result, the stream's end or the
-error is known.
+"""One instrumented call, as one object: the invocation. It owns everything the call knows — its request facts, its
+view of the ledger, the analysis and the request-side signals, its lineage, its span, the span's context and the
+token that made it current, its start and duration — and it ends once, with an :class:`Outcome`, handed whole to
+``Telemetry.end``.
 
-Wrappers and stream proxies both drive a :class:`Call`; it knows neither of them, so neither imports the other.
-Every method swallows its own failures: the app never sees one.
+Wrappers, stream proxies and library seams all drive a :class:`Call`; it knows none of them. Every method swallows
+its own failures: the app never sees one.
+
+Two context variables stay, each because nothing else reaches where it is read: ``PARSING`` (the SDK's module-level
+``parse_response``, called deep inside ``responses.parse`` with none of our objects in reach, leaves the unparsed
+``Response`` with the call being parsed) and ``LIBRARY_CALL`` (a library's outer seam tells the SDK wrappers, far
+below it in the same context, that the call is recorded already).
 """
 
 from __future__ import annotations
@@ -12,14 +18,15 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from time import perf_counter
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from opentelemetry import context as otel_context
-from opentelemetry import trace
 from opentelemetry.context import Context
+from opentelemetry.trace import INVALID_SPAN, Span
+from opentelemetry.util.types import AttributeValue
 
-from .analysis import Analysis, analyse
-from .attributes import OPERATION_CHAT, PROVIDER_OPENAI
+from .analysis import Analysis, analyse, reads_of
+from .attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
 from .checks import (
     Situation,
     accepted_by_api,
@@ -29,7 +36,8 @@ from .checks import (
     tool_calls_check,
 )
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
-from .lineage import lineage_of
+from .ledger import AsyncCallLedger, CallLedger, Reads
+from .lineage import Lineage, lineage_of
 from .operations import Operation
 from .providers import provider_of_client
 from .signals import ContextLossError, Signal
@@ -109,14 +117,36 @@ def parsing(call: Call) -> Iterator[None]:
         PARSING.reset(token)
 
 
+class Outcome(NamedTuple):
+    """How a call ended, handed whole to ``Telemetry.end``: what the API answered (when it was read), or the exception
+    the call raised, and what only the end knows."""
+
+    response: ResponseFacts | None = None
+    # A response that arrived but failed (a stream's `response.failed`, an `error` event: the server's code), or
+    # whose parsing failed (the exception's class name).
+    error_type: str | None = None
+    exception: BaseException | None = None  # the call raised, with no answer read
+    extra: Mapping[str, AttributeValue] | None = None  # a stream's end, the request id of a body left unread
+
+
+NOTHING_READ = Outcome()
+
+
 class Call:
-    """The instrumentation's part of one call; every method swallows its own failures."""
+    """The instrumentation's part of one call; every method swallows its own failures.
+
+    Built from the request (facts only), then checked against the ledger (``check``), opened (``open``: the span),
+    and ended once (``end``). ``start`` is the two steps a wrapper takes together."""
 
     __slots__ = (
         "analysis",
+        "context",
         "dropped",
+        "duration",
+        "exempt",
         "first_chunk",
         "flight",
+        "ledger",
         "lineage",
         "op",
         "raw_mode",
@@ -139,43 +169,67 @@ class Call:
         args: tuple[Any, ...],
         kwargs: Any,
         exempt: frozenset[str] = frozenset(),
-        deferred: bool = False,
         endpoint: Endpoint | None = None,
         dropped: frozenset[str] = frozenset(),
     ) -> None:
-        """``endpoint``: the server and provider when the caller knows them (a library's call has no SDK resource
-        ``instance``); ``dropped``: signals whose premise this call's server does not share (a bridged provider),
-        never raised on it."""
-        self.token: Token[Context] | None = None
-        self.flight: str | None = None
-        self.dropped = dropped
-        self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
-        self.first_chunk: float | None = None  # a stream's time to its first chunk, once it came
+        """The request's facts. ``exempt``: signals this call may not raise (a WebSocket connection's own latest
+        response may be continued unstored); ``endpoint``: the server and provider when the caller knows them (a
+        library's call has no SDK resource ``instance``); ``dropped``: signals whose premise this call's server does
+        not share (a bridged provider), never raised on it."""
         self.telemetry = telemetry
-        self.settings = telemetry.settings
+        self.settings = settings = telemetry.settings
+        self.ledger: CallLedger = settings.ledger.for_call()
         self.op = op
+        self.exempt = exempt
+        self.dropped = dropped
         self.server, provider = endpoint if endpoint is not None else _endpoint(instance)
         self.raw_mode = raw_mode(kwargs)
-        self.req = op.facts(args, kwargs, self.settings)
+        self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
-        if not deferred:
-            self.start(exempt)
+        self.analysis = Analysis()
+        self.signals: list[Signal] = []
+        self.lineage = Lineage()
+        self.flight: str | None = None
+        self.span: Span = INVALID_SPAN
+        self.context: Context | None = None
+        self.token: Token[Context] | None = None
+        self.started = 0.0
+        self.duration = 0.0
+        self.first_chunk: float | None = None  # a stream's time to its first chunk, once it came
+        self.unparsed: object = None  # the `Response` the SDK failed to parse, if it did
 
-    def start(self, exempt: frozenset[str] = frozenset()) -> None:
-        """The analysis against the ledger, the request checks, the span and its context. Run by the constructor,
-        or, for a call built ``deferred`` (only its facts: an async wrapper awaits the shared ledger's reads in
-        between), by its maker; a failure here is the maker's to swallow, as the constructor's is."""
-        self.check(exempt)
+    # -- the beginning --------------------------------------------------------------------------------------------
+
+    def reads(self) -> Reads:
+        """What the analysis will read of the ledger (for a ledger whose reads are awaited first)."""
+        return reads_of(self.req)
+
+    async def await_reads(self) -> None:
+        """For a ledger that reads a shared store asynchronously: this call's reads of it, awaited (never run on the
+        event loop); from here on the call's view answers from what this process holds. A failure of the reads
+        marks the call (its span says the ledger was unavailable); a bug is counted, and the analysis goes on."""
+        ledger = self.settings.ledger
+        if getattr(ledger, "reads_asynchronously", False) is not True:
+            return
+        try:
+            view = self.ledger = ledger.for_call(local_only=True)
+            await cast("AsyncCallLedger", view).prefetch(self.reads())
+        except Exception:
+            self.telemetry.internal_error("ledger_prefetch")
+
+    def start(self) -> None:
+        """``check`` and ``open`` together; a failure here is the maker's to swallow."""
+        self.check()
         try:
             self.open()
         except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
             self.discard()
             raise
 
-    def check(self, exempt: frozenset[str] = frozenset()) -> None:
-        """The analysis against the ledger and the request checks, without a span: a library's call is checked
-        when the app makes it (strict mode refuses then) and opened when its request really leaves (``open``)."""
-        req, ledger = self.req, self.settings.ledger
+    def check(self) -> None:
+        """The analysis against the ledger and the request checks, without a span: a library's call is checked when
+        the app makes it (strict mode refuses then) and opened when its request really leaves."""
+        req, ledger = self.req, self.ledger
         self.analysis = analysis = analyse(req, ledger)
         req.texts = None  # the app's input is read no more
         self.flight = flight = _flight_key(req, analysis) if self.op.name == OPERATION_CHAT else None
@@ -184,8 +238,8 @@ class Call:
             if flight is not None and analysis.parent is not None and req.state_mode != CONVERSATION:
                 concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
             signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
-            skipped = exempt | self.dropped
-            self.signals: list[Signal] = [s for s in signals if s.name not in skipped] if skipped else signals
+            skipped = self.exempt | self.dropped
+            self.signals = [s for s in signals if s.name not in skipped] if skipped else signals
             self.lineage = lineage_of(req, analysis)
         except BaseException:
             self.discard()
@@ -194,23 +248,37 @@ class Call:
     def open(self, attach: bool = True) -> None:
         """The span, and (``attach``) its context made current: not when a library opens it deep in its own frames,
         possibly under a copy of the app's context that the call's end would not detach from."""
-        lineage = self.lineage
-        self.span = span = self.telemetry.start(self.req, self.server, self.settings.ledger.unavailable(), lineage)
-        own = span.get_span_context()
+        self.telemetry.start(self)
+        own = self.span.get_span_context()
         if own.is_valid:
-            lineage.own = (own.trace_id, own.span_id)
-        if attach:
-            self.token = otel_context.attach(trace.set_span_in_context(span))
+            self.lineage.own = (own.trace_id, own.span_id)
+        if attach and self.context is not None:
+            self.token = otel_context.attach(self.context)
         self.started = perf_counter()
 
     def discard(self) -> None:
         """A checked call that never opened (its library answered from a cache): leave its in-flight record."""
         flight, self.flight = self.flight, None
         if flight is not None:
-            self.settings.ledger.leave(flight)
+            self.ledger.leave(flight)
 
-    def _tool_check(self, resp: ResponseFacts | None = None) -> str | None:
+    def tool_check(self, resp: ResponseFacts | None = None) -> str | None:
+        """``openai_responses.tool_calls.check``; None for a call that carries no state (not a model call)."""
         return tool_calls_check(self.analysis, self.signals, resp) if self.req.state_mode is not None else None
+
+    def refusal(self) -> ContextLossError | None:
+        """In strict mode, the error to raise instead of sending; the span is ended with it."""
+        try:
+            blocking = [s for s in self.signals if s.refusable] if self.settings.strict else []
+            error = ContextLossError(blocking) if blocking else None
+        except Exception:
+            self.telemetry.internal_error("strict_check")
+            return None
+        if error is not None:
+            self.raised(error)
+        return error
+
+    # -- the middle -------------------------------------------------------------------------------------------------
 
     def detach(self) -> None:
         """Leave the span's context: the call has returned to the app (a stream may still be running)."""
@@ -222,28 +290,6 @@ class Call:
             self.telemetry.internal_error("detach_context")
         self.token = None
 
-    def _close(self) -> float:
-        seconds = perf_counter() - self.started
-        self.detach()
-        if self.flight is not None:
-            try:
-                self.settings.ledger.leave(self.flight)
-            except Exception:
-                self.telemetry.internal_error("ledger_leave")
-        return seconds
-
-    def refusal(self) -> ContextLossError | None:
-        """In strict mode, the error to raise instead of sending; the span is ended with it."""
-        try:
-            blocking = [s for s in self.signals if s.refusable] if self.settings.strict else []
-            error = ContextLossError(blocking) if blocking else None
-        except Exception:
-            self.telemetry.internal_error("strict_check")
-            return None
-        if error is not None:
-            self.failed(error)
-        return error
-
     def stream(self, result: Any, proxy: Callable[[Any, Call], Any]) -> Any:
         """Hand the app a proxy of its stream (or of the raw response carrying it); the span ends with the
         stream, not now."""
@@ -252,29 +298,38 @@ class Call:
             return proxy(result, self)
         except Exception:
             self.telemetry.internal_error("wrap_stream")
-            self.finish(None)
+            self.end(NOTHING_READ)
             return result
 
-    def succeeded(self, result: Any, raw_mode: str | None) -> None:
-        """The call returned: read its result, then record it."""
+    def chunk(self, now: float) -> None:
+        """The first chunk of a stream arrived at ``now`` (``perf_counter``): recorded when the call ends."""
+        self.first_chunk = now - self.started
+
+    # -- the end ----------------------------------------------------------------------------------------------------
+
+    def returned(self, result: Any) -> None:
+        """The call returned ``result``: read it, then end."""
         error_type = None
         try:
-            resp = self._read(result, raw_mode)
+            resp = self._read(result)
         except Exception as exc:
-            resp = self._unparsed_facts(result if raw_mode is not None else None)
+            resp = self._unparsed_facts(result if self.raw_mode is not None else None)
             if resp is None:
                 self.telemetry.internal_error("read_response")
             else:  # the SDK cannot parse what the API said: the app's own parse() raises the same
                 error_type = type(exc).__qualname__
-        if resp is None and raw_mode is not None:
+        extra: dict[str, AttributeValue] | None = None
+        if resp is None and self.raw_mode is not None:
             try:
-                self.telemetry.tag_request_id(self.span, raw_request_id(result))
+                request_id = raw_request_id(result)
+                extra = {REQUEST_ID: request_id} if request_id is not None else None
             except Exception:
                 self.telemetry.internal_error("read_raw_response")
-        self.finish(resp, error_type=error_type)
+        self.end(Outcome(resp, error_type, extra=extra))
 
-    def _read(self, result: Any, raw_mode: str | None) -> ResponseFacts | None:
+    def _read(self, result: Any) -> ResponseFacts | None:
         """Facts from a parsed result or a raw one; a streaming raw body is left unread for the app."""
+        raw_mode = self.raw_mode
         if raw_mode is None:
             return self.op.read(result, self.settings, None)
         if raw_mode == "stream":
@@ -297,39 +352,40 @@ class Call:
             self.telemetry.internal_error("read_unparsed_response")
             return None
 
-    def finish(
-        self, resp: ResponseFacts | None, extra: Mapping[str, Any] | None = None, error_type: str | None = None
-    ) -> None:
-        """Check the response, remember it, record everything and end the span."""
-        seconds = self._close()
+    def raised(self, exc: BaseException) -> None:
+        """The call raised. When the API answered and only the SDK's parsing of the answer failed, the answer
+        is recorded (and remembered) all the same, with the parsing error's type."""
+        resp = self._unparsed_facts()
+        if resp is not None:
+            self.end(Outcome(resp, error_type=type(exc).__qualname__))
+        else:
+            self.end(Outcome(exception=exc))
+
+    def end(self, outcome: Outcome) -> None:
+        """The one end of a call: the response checks, the ledger, then telemetry (which ends the span)."""
+        self.duration = perf_counter() - self.started
+        self.detach()
+        if self.flight is not None:
+            try:
+                self.ledger.leave(self.flight)
+            except Exception:
+                self.telemetry.internal_error("ledger_leave")
         try:
-            if error_type is not None:  # an error event of a stream or a socket carries the API's code
-                self.signals = confirmed_by_api(self.signals, error_type)
+            resp, exc = outcome.response, outcome.exception
+            code = getattr(exc, "code", None) if exc is not None else outcome.error_type
+            if code is not None:  # the API's refusal, or the code of a stream's error event
+                self.signals = confirmed_by_api(self.signals, code)
             if resp is not None:
-                if error_type is None and resp.response_id is not None:
+                if outcome.error_type is None and resp.response_id is not None:
                     self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
                     found = run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
                     self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
                 if self.op.remember is not None:
-                    self.op.remember(self.settings.ledger, self.req, self.analysis, resp, self.settings, self.lineage)
-            if extra:
-                self.telemetry.annotate(self.span, extra)
-            self.telemetry.succeed(
-                self.span,
-                self.req,
-                resp,
-                seconds,
-                self.server,
-                self.signals,
-                self._tool_check(resp),
-                error_type,
-                self.op.records_usage,
-                self.lineage,
-                self.first_chunk,
-            )
+                    self.op.remember(self, resp)
+            self.telemetry.end(self, outcome)
         except Exception:
-            self.telemetry.internal_error("record_response")
+            self.telemetry.internal_error("record_response" if outcome.exception is None else "record_error")
             self._end_span()
 
     def _end_span(self) -> None:
@@ -340,28 +396,3 @@ class Call:
                 self.span.end()
         except Exception:
             self.telemetry.internal_error("end_span")
-
-    def failed(self, exc: BaseException) -> None:
-        """The call raised. When the API answered and only the SDK's parsing of the answer failed, the answer
-        is recorded (and remembered) all the same, with the parsing error's type."""
-        resp = self._unparsed_facts()
-        if resp is not None:
-            self.finish(resp, error_type=type(exc).__qualname__)
-            return
-        seconds = self._close()
-        try:
-            self.signals = confirmed_by_api(self.signals, getattr(exc, "code", None))
-            self.telemetry.fail(
-                self.span,
-                self.req,
-                exc,
-                seconds,
-                self.server,
-                self.signals,
-                self._tool_check(),
-                self.lineage,
-                self.first_chunk,
-            )
-        except Exception:
-            self.telemetry.internal_error("record_error")
-            self._end_span()

@@ -18,7 +18,7 @@ from .operations import OPERATIONS, Operation
 from .package import _instruments
 from .streams import end_with_async_helper_close, end_with_helper_close
 from .telemetry import Telemetry
-from .wrappers import Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
+from .wrappers import Method, Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
 _USER = "ResponsesInstrumentor"
@@ -89,12 +89,12 @@ def _targets() -> tuple[Target, ...]:
 
 
 TARGETS = _targets()
-_OPERATION_WRAPPERS: dict[str, Callable[[Switch, Telemetry, Operation], Wrapper]] = {
+_OPERATION_WRAPPERS: dict[str, Callable[[Method], Wrapper]] = {
     "sync": sync_wrapper,
     "async": async_wrapper,
     "paginator": paginator_wrapper,
-    "parse": lambda switch, telemetry, op: sync_wrapper(switch, telemetry, op, parses=True),
-    "async_parse": lambda switch, telemetry, op: async_wrapper(switch, telemetry, op, parses=True),
+    "parse": lambda method: sync_wrapper(method, parses=True),
+    "async_parse": lambda method: async_wrapper(method, parses=True),
 }
 
 # `responses.parse`'s post-parser calls the module-level `parse_response` of the module defining `parse`
@@ -190,7 +190,7 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         patched: list[_Patch] = []
         for target in TARGETS:
             make = _OPERATION_WRAPPERS[target.kind]
-            done = _patch(target.module, target.cls, target.method, make(switch, telemetry, target.operation))
+            done = _patch(target.module, target.cls, target.method, make(Method(switch, telemetry, target.operation)))
             if done is not None:
                 patched.append(done)
         for module, cls_name, method, factory in _OBSERVERS:

@@ -11,7 +11,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
@@ -114,6 +114,23 @@ def location_keys(meta: ItemMeta) -> list[Key]:
     return keys
 
 
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """What a call's analysis will ask the ledger, said before it runs: a ledger that reads a shared store
+    asynchronously reads these first (awaited), then answers the analysis from what it holds. The analysis builds it
+    (``analysis.reads_of``), so the ledger needs to know nothing of requests."""
+
+    entries: tuple[str, ...] = ()  # responses whose entry is read: a parent, a target
+    markers: tuple[str, ...] = ()  # responses asked whether they were continued
+    conversations: tuple[str, ...] = ()  # conversations whose latest turn is read
+    keys: tuple[Key, ...] = ()  # item keys whose places are read ...
+    located: bool = False  # ... and then the entries they are places of (a replay's, or the state's held items) ...
+    located_markers: bool = False  # ... with their continued-markers (a replay's latest is its parent)
+    # ... but only once the parent is known (the items the state holds are looked up against it):
+    parent_response: str | None = None
+    parent_conversation: str | None = None
+
+
 class LedgerView(Protocol):
     """What the checks may read."""
 
@@ -129,8 +146,8 @@ class LedgerView(Protocol):
     def has_child(self, response_id: str) -> bool: ...
 
 
-class Ledger(LedgerView, Protocol):
-    """What the wrappers write; a shared store (Redis, say) may implement it too."""
+class LedgerWrites(Protocol):
+    """What a call's end writes."""
 
     def record(self, entry: Entry, parent_id: str | None) -> None: ...
 
@@ -142,9 +159,30 @@ class Ledger(LedgerView, Protocol):
 
     def leave(self, key: str) -> None: ...
 
+
+class CallLedger(LedgerView, LedgerWrites, Protocol):
+    """The ledger as one call reads and writes it (``Ledger.for_call``)."""
+
+    @property
     def unavailable(self) -> bool:
-        """True when a read made for the current call could not reach a shared store (the checks then used
-        what this process knows); reading it resets it. Always False for a ledger with no remote part."""
+        """A read made for this call could not reach a shared store: its checks used what this process knows."""
+        ...
+
+
+class AsyncCallLedger(CallLedger, Protocol):
+    """The view of a ledger that reads a shared store asynchronously (its ledger says ``reads_asynchronously``): an
+    async call awaits its reads first, then reads locally."""
+
+    async def prefetch(self, reads: Reads) -> None: ...
+
+
+class Ledger(LedgerView, LedgerWrites, Protocol):
+    """What the instrumentation reads and writes; a shared store (Redis, say) may implement it too."""
+
+    def for_call(self, local_only: bool = False) -> CallLedger:
+        """The ledger for one call: its reads tell that call (and only it) whether a shared store was out of reach.
+        ``local_only``: the call's reads of a shared store were made already (awaited, see ``Reads``): answer from
+        what this process holds. A ledger with no remote part may return itself."""
         ...
 
 
@@ -302,8 +340,12 @@ class InMemoryLedger:
             else:
                 self._in_flight.pop(key, None)
 
-    def unavailable(self) -> bool:
-        return False
+    # -- one call's view: this ledger itself, nothing of it can be out of reach ----------------------------------
+
+    unavailable: Final = False
+
+    def for_call(self, local_only: bool = False) -> InMemoryLedger:
+        return self
 
 
 def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:
@@ -312,28 +354,45 @@ def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:
 
 
 class PreviousProtocolLedger:
-    """A custom ledger written for the previous release's protocol (``locate``: one place per key), read through this
-    one's (``places``). Kept for one release: implement ``places`` instead. Every other method passes through."""
+    """A custom ledger written for the previous release's protocol, read through this one's, for one release.
+
+    The previous protocol located an item at one place per key (``locate``) and told the current call of an
+    unreachable store through ``unavailable()`` (reading it reset it); this one gives every place (``places``) and
+    hands each call a view of its own (``for_call``) that says so. Every other method passes through."""
 
     def __init__(self, ledger: Any) -> None:
         self._ledger = ledger
+        self._told: bool | None = None
 
     def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
         found: list[tuple[Entry, int] | None] = self._ledger.locate(keys)
         return [(place,) if place is not None else NOWHERE for place in found]
+
+    def for_call(self, local_only: bool = False) -> PreviousProtocolLedger:
+        return PreviousProtocolLedger(self._ledger)
+
+    @property
+    def unavailable(self) -> bool:
+        """The previous protocol's ``unavailable()``, asked once per call (it resets itself when read)."""
+        if self._told is None:
+            told = self._ledger.unavailable() if callable(getattr(self._ledger, "unavailable", None)) else False
+            self._told = told is True
+        return self._told
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._ledger, name)
 
 
 def adapt(ledger: Any) -> Any:
-    """``ledger`` as this release's protocol reads it: unchanged when it implements ``places``; a ledger written for the
-    previous protocol (``locate`` only) wrapped, with a deprecation warning."""
-    if callable(getattr(ledger, "places", None)) or not callable(getattr(ledger, "locate", None)):
+    """``ledger`` as this release's protocol reads it: unchanged when it implements ``places`` and ``for_call``; a
+    ledger written for the previous protocol (``locate``, ``unavailable()``) wrapped, with a deprecation warning."""
+    current = callable(getattr(ledger, "places", None)) and callable(getattr(ledger, "for_call", None))
+    if current or not callable(getattr(ledger, "locate", None)):
         return ledger
     warnings.warn(
-        "otel-responses: this ledger implements the previous Ledger protocol (locate); it is read through an adapter "
-        "for one release: implement places(keys) instead (see otel_responses.ledger.LedgerView)",
+        "otel-responses: this ledger implements the previous Ledger protocol (locate, unavailable); it is read "
+        "through an adapter for one release: implement places(keys) and for_call(local_only) instead (see "
+        "otel_responses.ledger.Ledger)",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -1,20 +1,21 @@
-"""Awaited reads of the shared ledger, for asyncio callers (issue 16).
+"""Awaited reads of the shared ledger, for asyncio callers.
 
 A ``RedisLedger`` reads Redis synchronously: in an asyncio app that read would run on the event loop, and every
-coroutine would wait for it (up to the read timeout when Redis is slow). The async wrappers instead ask this module
-first: from the request's facts it collects the keys the analysis will need (the parent's entry and its
+coroutine would wait for it (up to the read timeout when Redis is slow). The async wrappers instead await
+``RedisLedger.prefetch`` first, with the keys the analysis will need (``ledger.Reads``: the parent's entry and its
 continued-marker for ``previous_response_id``, the conversation's latest entry for ``conversation``, the item
-locations of a replay and then the entries they point to: the same round trips as the synchronous path), awaits
-them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's seed
-nodes), each round trip bounded by the ledger's read timeout, decodes what was found with the bound ``Codec`` and
-caches it in the local tier. The analysis then runs synchronously under ``LOCAL_ONLY``: it never touches Redis.
+locations of a replay and then the entries they point to: the same round trips as the synchronous path). This module
+awaits them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's
+seed nodes), each round trip bounded by the ledger's read timeout, decodes what was found with the bound ``Codec``
+and caches it in the local tier. The analysis then runs synchronously on the call's local-only view: it never
+touches Redis. It is loaded only by a ``RedisLedger`` that an async app reads.
 
 Failures follow the synchronous path's rules: a round trip that fails or times out is counted (``read_failures``),
-marks the call ``openai_responses.ledger.unavailable`` and leaves Redis alone for the ledger's backoff; one skipped
-for the backoff is counted ``reads_skipped`` and marks the call too. Local-only in the async path: the ancestors of
-a chained parent beyond the parent itself (``context_duplicated`` follows parent ids up to 16 back: only those this
-process knows count). Still read synchronously: the first request of an async ``list`` paginator (the paginator is
-built by a plain method, before anything can be awaited).
+marks the call's view (hence its span ``openai_responses.ledger.unavailable``) and leaves Redis alone for the
+ledger's backoff; one skipped for the backoff is counted ``reads_skipped`` and marks the call too. Local-only in the
+async path: the ancestors of a chained parent beyond the parent itself (``context_duplicated`` follows parent ids up
+to 16 back: only those this process knows count). Still read synchronously: the first request of an async ``list``
+paginator (the paginator is built by a plain method, before anything can be awaited).
 
 Async clients belong to one event loop: there is one per ledger and running loop, closed when the loop shuts its
 async generators down (``asyncio.run`` does), dropped when the loop is found closed, and never carried into a forked
@@ -32,21 +33,18 @@ import os
 import sys
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Sequence
+from enum import Enum
 from typing import Any
 
-from .attributes import OPERATION_CHAT
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts
-from .ledger import Key
+from .ledger import Key, Reads
 from .ledger_codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
-from .redis_ledger import LOCAL_ONLY, RedisLedger, seed_nodes
+from .redis_ledger import RedisLedger, View, seed_nodes
 
-__all__ = ["LOCAL_ONLY", "AsyncReader", "reader_for"]
+__all__ = ["AsyncReader"]
 
 _log = logging.getLogger(__name__)
 # How long a cluster client may take to read the topology, on the first read of each event loop.
 CLUSTER_SETUP_SECONDS = 1.0
-# Conversations API operations that write items: remembered against the conversation's latest entry.
-_CONVERSATION_WRITES = frozenset({"create_conversation_items"})
 
 
 async def _bounded(pending: Awaitable[Any], seconds: float) -> Any:
@@ -180,185 +178,138 @@ class AsyncReader:
 
     # -- one round trip --------------------------------------------------------------------------------------
 
-    async def _mget(self, ledger: RedisLedger, keys: list[str]) -> list[Any] | None:
+    async def _mget(self, ledger: RedisLedger, view: View, keys: list[str]) -> list[Any] | None:
         """The values of ``keys``, awaited, with ``RedisLedger._fetch``'s rules: skipped during the backoff, a
-        failure starts one; both mark the current call unavailable."""
-        if not ledger.read_allowed():
+        failure starts one; both mark the call's ``view`` unavailable."""
+        if not ledger.read_allowed(view):
             return None
         try:
             client = await self._client(ledger)
             pending = client.mget_nonatomic(keys) if self.cluster else client.mget(keys)
             values = await _bounded(pending, self.timeout_seconds)
         except Exception as error:  # refused, timed out, AUTH, a topology that cannot be read...
-            ledger.read_failed(error)
+            ledger.read_failed(error, view)
             return None
         return ledger.read_done(values, len(keys))
 
     # -- what a call needs -----------------------------------------------------------------------------------
 
-    async def prefetch(self, ledger: object, req: RequestFacts) -> None:
-        """Read what the analysis of ``req`` will ask the ledger and is not known here, and cache it in the local
-        tier. Call it with ``LOCAL_ONLY`` set: the local lookups deciding what to ask must not go to Redis."""
-        binding = ledger.binding if isinstance(ledger, RedisLedger) else None
-        if binding is None or not isinstance(ledger, RedisLedger):
+    async def prefetch(self, ledger: RedisLedger, view: View, reads: Reads) -> None:
+        """Read what ``reads`` says the call's analysis will ask and is not known here, and cache it in the local
+        tier (the call's ``view`` then answers from there)."""
+        binding = ledger.binding
+        if binding is None:
             return
         namespace, codec = binding
         batch = _Batch(ledger, namespace, codec)
-        mode = req.state_mode
-        chat = req.operation == OPERATION_CHAT
-        if req.target_response_id is not None:
-            batch.entry(req.target_response_id)
-        elif mode == SERVER_CHAIN and req.previous_response_id is not None:
-            batch.entry(req.previous_response_id)
-            if chat:
-                batch.marker(req.previous_response_id)
-        elif mode == CONVERSATION and req.conversation_id is not None:
-            batch.conversation(req.conversation_id)
-        elif (
-            mode is None
-            and req.conversation_id is not None
-            and req.input_items
-            and req.operation in _CONVERSATION_WRITES
-        ):
-            batch.conversation(req.conversation_id)  # the items are remembered against its latest entry
-        replay = mode == CLIENT_REPLAY
-        lookups: Sequence[Key] = ()
-        if req.lookups and (replay or (chat and mode in (SERVER_CHAIN, CONVERSATION))):
-            lookups = [lookup.key for lookup in req.lookups]
-            batch.locations(lookups)
+        for response_id in reads.entries:
+            batch.entry(response_id)
+        for response_id in reads.markers:
+            batch.marker(response_id)
+        for conversation_id in reads.conversations:
+            batch.conversation(conversation_id)
+        if reads.keys:
+            batch.locations(reads.keys)
         if not batch.names:
             return
-        places = await batch.run(self)
-        if not places:
+        places = await batch.run(self, view)
+        if not places or not reads.located:
             return
-        # The entries the located items belong to: a replay's links; for a chained or conversation call, only when
-        # its parent is known (the items the state holds are looked up then).
-        if not replay:
-            if mode == SERVER_CHAIN:
-                parent = ledger.get(req.previous_response_id or "")
-            else:
-                parent = ledger.latest_in_conversation(req.conversation_id or "")
-            if parent is None:
-                return
+        known = batch.local  # what the first round trip found is in the local tier now
+        if reads.parent_response is not None and known.get(reads.parent_response) is None:
+            return  # the items the state holds are looked up against a parent that is not known
+        if reads.parent_conversation is not None and known.latest_in_conversation(reads.parent_conversation) is None:
+            return
         second = _Batch(ledger, namespace, codec)
         for response_id in dict.fromkeys(place[0] for place in places):
             second.entry(response_id)
-            if replay and chat:
-                second.marker(response_id)  # the latest link is the parent: whether it was continued
+            if reads.located_markers:
+                second.marker(response_id)  # the latest located is the parent: whether it was continued
         if second.names:
-            await second.run(self)
+            await second.run(self, view)
+
+
+class _Want(Enum):
+    """What a value read in a batch is."""
+
+    ENTRY = "entry"  # a response's entry
+    MARKER = "marker"  # a response's continued-marker
+    CONVERSATION = "conversation"  # a conversation's latest entry
+    LOCATION = "location"  # an item's places
 
 
 class _Batch:
-    """The keys of one round trip and what to do with each value read."""
+    """The keys of one round trip and what to do with each value read. Whether a key is known already is asked of
+    the local tier only (``_local_view``): deciding what to read must not read."""
 
-    __slots__ = ("codec", "continued", "ledger", "names", "namespace", "wants")
+    __slots__ = ("codec", "continued", "ledger", "local", "names", "namespace", "wants")
 
     def __init__(self, ledger: RedisLedger, namespace: str, codec: Codec) -> None:
         self.ledger = ledger
+        self.local = ledger.for_call(local_only=True)
         self.namespace = namespace
         self.codec = codec
         self.names: list[str] = []
-        self.wants: list[tuple[str, str]] = []  # (kind, the id the key is about)
+        self.wants: list[tuple[_Want, str]] = []  # what each value is, and the id its key is about
         self.continued: list[str] = []
 
-    def _want(self, name: str, kind: str, about: str) -> None:
+    def _want(self, name: str, want: _Want, about: str) -> None:
         if name not in self.names:
             self.names.append(name)
-            self.wants.append((kind, about))
+            self.wants.append((want, about))
 
     def entry(self, response_id: str) -> None:
-        if is_id(response_id) and self.ledger.get(response_id) is None:
-            self._want(entry_key(self.namespace, response_id), "r", response_id)
+        if is_id(response_id) and self.local.get(response_id) is None:
+            self._want(entry_key(self.namespace, response_id), _Want.ENTRY, response_id)
 
     def marker(self, response_id: str) -> None:
-        if is_id(response_id) and not self.ledger.has_child(response_id):
-            self._want(marker_key(self.namespace, response_id), "k", response_id)
+        if is_id(response_id) and not self.local.has_child(response_id):
+            self._want(marker_key(self.namespace, response_id), _Want.MARKER, response_id)
 
     def conversation(self, conversation_id: str) -> None:
         if is_id(conversation_id):
-            self._want(conversation_key(self.namespace, conversation_id), "c", conversation_id)
+            self._want(conversation_key(self.namespace, conversation_id), _Want.CONVERSATION, conversation_id)
 
     def locations(self, keys: Sequence[Key]) -> None:
-        """Item ids missing locally, and every text fingerprint (the latest response that said a text may be
+        """Item keys missing locally, and every text fingerprint (the latest response that said a text may be
         another process's), as ``RedisLedger.places`` asks them."""
-        found = self.ledger.places(keys)
+        found = self.local.places(keys)
         for key, local in zip(keys, found, strict=True):
             name = location_key(self.namespace, key)
             if name is not None and (isinstance(key, int) or not local):
-                self._want(name, "l", "")
+                self._want(name, _Want.LOCATION, "")
 
-    async def run(self, reader: AsyncReader) -> list[Location]:
+    async def run(self, reader: AsyncReader, view: View) -> list[Location]:
         """One awaited round trip; entries found are cached, continued-markers noted; the item locations read."""
-        values = await reader._mget(self.ledger, self.names)
+        values = await reader._mget(self.ledger, view, self.names)
         if values is None:
             return []
         places: list[Location] = []
         codec, ledger = self.codec, self.ledger
-        for name, (kind, about), raw in zip(self.names, self.wants, values, strict=True):
+        for name, (want, about), raw in zip(self.names, self.wants, values, strict=True):
             if raw is None:
                 continue
-            if kind == "l":
+            if want is _Want.LOCATION:
                 place = codec.location(name, raw)
                 if place is not None:
                     places.append(place)
-            elif kind == "k":
+            elif want is _Want.MARKER:
                 if codec.marker(name, raw):
                     self.continued.append(about)
             else:
                 entry = codec.entry(name, raw)
-                if entry is not None and (entry.conversation_id if kind == "c" else entry.response_id) != about:
+                if entry is None:
+                    continue
+                if (entry.conversation_id if want is _Want.CONVERSATION else entry.response_id) != about:
                     ledger.count("undecodable")  # another response's or conversation's: a writer's bug
-                    entry = None
-                if entry is not None:
-                    ledger.cache(entry)
+                    continue
+                ledger.cache(entry)
         for response_id in self.continued:
-            _note_continued(ledger, response_id)
+            # Known in the local tier as ``has_child`` would have found it in Redis (only for an entry held there:
+            # ``has_child`` is asked only of a known parent, and the local tier forgets the mark with the entry).
+            ledger.cache_continued(response_id)
         return places
-
-
-def _note_continued(ledger: RedisLedger, response_id: str) -> None:
-    """Remember in the local tier that ``response_id`` was continued (its marker was read), as ``has_child``
-    would have found it in Redis. Only for an entry held there: ``has_child`` is asked only of a known parent,
-    and the local tier forgets the mark with the entry."""
-    ledger.cache_continued(response_id)
 
 
 # Clients inherited through a fork (see ``AsyncReader.after_fork``).
 _LEFT_BEHIND: list[Any] = []
-
-# -- which ledgers --------------------------------------------------------------------------------------------
-
-_READERS: weakref.WeakKeyDictionary[RedisLedger, AsyncReader | None] = weakref.WeakKeyDictionary()
-
-
-def _reader(ledger: RedisLedger) -> AsyncReader | None:
-    urls = ledger.urls
-    if not urls:  # built around the app's own client: its settings are not ours to copy
-        return None
-    try:
-        import redis.asyncio  # noqa: F401
-    except ImportError:
-        return None
-    return AsyncReader(urls, bool(getattr(ledger, "cluster", False)), ledger.timeout_seconds)
-
-
-def reader_for(ledger: object) -> AsyncReader | None:
-    """The asynchronous reader of ``ledger``, or None when it has none (the synchronous path applies)."""
-    if not isinstance(ledger, RedisLedger):
-        return None
-    try:
-        return _READERS[ledger]
-    except KeyError:
-        reader = _READERS[ledger] = _reader(ledger)
-        return reader
-
-
-def _after_fork_in_child() -> None:
-    for reader in list(_READERS.values()):
-        if reader is not None:
-            reader.after_fork()
-
-
-if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(after_in_child=_after_fork_in_child)

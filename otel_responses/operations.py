@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .config import Settings
@@ -22,7 +22,7 @@ from .facts import (
     target_facts,
 )
 from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
-from .ledger import Entry, Ledger, outputs_to_keep
+from .ledger import CallLedger, Entry, outputs_to_keep
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -31,7 +31,24 @@ if TYPE_CHECKING:
 Args = tuple[Any, ...]
 FactsBuilder = Callable[[Args, Mapping[str, Any], Settings], RequestFacts]
 Reader = Callable[[Any, Settings, "str | None"], "ResponseFacts | None"]
-Remember = Callable[[Ledger, RequestFacts, "Analysis", ResponseFacts, Settings, "Lineage"], None]
+
+
+class CallState(Protocol):
+    """What a call's end tells the ledger from: a :class:`~otel_responses.call.Call` has all of it (so may a test)."""
+
+    @property
+    def ledger(self) -> CallLedger: ...
+    @property
+    def req(self) -> RequestFacts: ...
+    @property
+    def analysis(self) -> Analysis: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def lineage(self) -> Lineage: ...
+
+
+Remember = Callable[[CallState, ResponseFacts], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +128,10 @@ def _read_conversation(result: Any, settings: Settings, request_id: str | None) 
 # -- ledger effects -------------------------------------------------------------------------------------
 
 
-def remember_created(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
-) -> None:
+def remember_created(call: CallState, resp: ResponseFacts) -> None:
     """A new response: remember what the next turn will need to check against, and where it sits in its lineage
     (the next turn links to this call's span)."""
+    ledger, req, an, settings, lineage = call.ledger, call.req, call.analysis, call.settings, call.lineage
     if resp.response_id is None:
         return
     parent = an.parent
@@ -171,11 +187,10 @@ def _place(lineage: Lineage, response_id: str) -> dict[str, Any]:
     }
 
 
-def remember_compacted(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
-) -> None:
+def remember_compacted(call: CallState, resp: ResponseFacts) -> None:
     """A compacted context (`responses.compact`): the user messages it kept and its compaction item are what the
     next turn must carry. It cannot be retrieved nor continued from, and it continues nothing."""
+    ledger, req, an, lineage = call.ledger, call.req, call.analysis, call.lineage
     if resp.response_id is None or not resp.output_items:
         return
     parent = an.parent
@@ -198,21 +213,19 @@ def remember_compacted(
     ledger.record(entry, None)
 
 
-def remember_fetched(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
-) -> None:
+def remember_fetched(call: CallState, resp: ResponseFacts) -> None:
     """A retrieved or cancelled response we know: a background response's output arrives this way."""
+    ledger, an = call.ledger, call.analysis
     entry = an.parent
     if entry is not None and resp.output_items and resp.output_items != entry.outputs:
         ledger.record(replace(entry, outputs=outputs_to_keep(resp.output_items)), None)
 
 
-def remember_deleted(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
-) -> None:
+def remember_deleted(call: CallState, resp: ResponseFacts) -> None:
     """A deleted response can no more be chained to than an unstored one, but retrieving it is the app's own doing:
     the fact is "deleted", not "unstored". One this process never saw is remembered as deleted too (another worker
     may chain to it)."""
+    ledger, req, an = call.ledger, call.req, call.analysis
     entry = an.parent
     if entry is None:
         if req.target_response_id is None:
@@ -221,11 +234,10 @@ def remember_deleted(
     ledger.record(replace(entry, deleted=True), None)
 
 
-def remember_conversation_items(
-    ledger: Ledger, req: RequestFacts, an: Analysis, resp: ResponseFacts, settings: Settings, lineage: Lineage
-) -> None:
+def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
     """Items written straight into a conversation: tool outputs there answer the calls still pending in it. A
     conversation created here is remembered even without items: its first response is then turn 1 of it."""
+    ledger, req = call.ledger, call.req
     conversation_id = req.conversation_id or resp.conversation_id
     created = req.operation == CREATE_CONVERSATION
     if conversation_id is None or not (req.input_items or created):

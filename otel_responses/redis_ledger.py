@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import contextvars
 import dataclasses
 import logging
 import math
@@ -46,7 +45,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .ledger import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place
+from .ledger import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place, Reads
 from .ledger_codec import (
     DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
@@ -77,7 +76,6 @@ __all__ = [
     "DEFAULT_TTL_SECONDS",
     "FORMAT",
     "INSTALL_HINT",
-    "LOCAL_ONLY",
     "URL_SCHEMES",
     "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
@@ -124,12 +122,6 @@ _EXIT_FLUSH_SECONDS = 1.0
 _MIN_ENTRY_BYTES = 256
 
 _log = logging.getLogger(__name__)
-# Per call (thread or asyncio task): a read made for it could not reach Redis.
-_UNAVAILABLE: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_responses_ledger_unavailable", default=False)
-# Per call (thread or asyncio task): while True, reads answer from the local tier only, without asking Redis and
-# without marking the call unavailable (for a caller that already asked Redis itself, asynchronously, and cached
-# what it found with ``RedisLedger.cache``).
-LOCAL_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_responses_ledger_local_only", default=False)
 
 
 def _import_redis() -> Any:
@@ -411,6 +403,7 @@ class RedisLedger:
         )
         self._closed = False
         self._told = False  # whether a cluster whose topology could not be read was logged
+        self._async: Any = None  # the asynchronous reader (``ledger_prefetch``), made on first use
         _LIVE.add(self)
 
     # -- setup ---------------------------------------------------------------------------------------------
@@ -463,22 +456,22 @@ class RedisLedger:
 
     # -- read accounting, shared by the synchronous reads and an asynchronous reader -------------------------------
 
-    def read_allowed(self) -> bool:
+    def read_allowed(self, view: View) -> bool:
         """Whether Redis may be asked now: not closed, not in the backoff after a failure (a read skipped then is
-        counted and marks the current call unavailable)."""
+        counted and marks ``view``, the call's, unavailable)."""
         if self._closed:
             return False
         if time.monotonic() < self._retry_at:
             self._bump("reads_skipped")
-            _UNAVAILABLE.set(True)
+            view.unavailable = True
             return False
         return True
 
-    def read_failed(self, error: BaseException) -> None:
-        """A read failed: Redis is left alone for the backoff, the failure counted, the current call marked."""
+    def read_failed(self, error: BaseException, view: View) -> None:
+        """A read failed: Redis is left alone for the backoff, the failure counted, the call's view marked."""
         self._retry_at = time.monotonic() + self.backoff_seconds
         self._bump("read_failures")
-        _UNAVAILABLE.set(True)
+        view.unavailable = True
         _log.debug("otel-responses: shared ledger read failed (%s); using local knowledge", type(error).__name__)
 
     def read_done(self, values: object, asked: int) -> list[Any] | None:
@@ -522,12 +515,13 @@ class RedisLedger:
 
     # -- reads ---------------------------------------------------------------------------------------------
 
-    def _fetch(self, keys: list[str]) -> list[Any] | None:
-        """The values of ``keys``, or None when Redis cannot be asked (then the call is marked unavailable) or is
-        not to be (``LOCAL_ONLY``). One round trip on a single node; on a cluster, keys of one slot share an
-        ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node), each socket operation bounded
-        by the read timeout. A cluster client is built here on first use: a failure then is a failed read."""
-        if LOCAL_ONLY.get() or not self.read_allowed():
+    def _fetch(self, keys: list[str], view: View) -> list[Any] | None:
+        """The values of ``keys``, or None when Redis cannot be asked (then ``view``, the call's, is marked unavailable)
+        or is not to be (the view is local only: its reads were made already). One round trip on a single node; on a
+        cluster, keys of one slot share an ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node),
+        each socket operation bounded by the read timeout. A cluster client is built here on first use: a failure
+        then is a failed read."""
+        if view.local_only or not self.read_allowed(view):
             return None
         legacy = self._legacy_names(keys)
         try:
@@ -535,7 +529,7 @@ class RedisLedger:
             asked = keys + legacy if legacy else keys
             values = client.mget_nonatomic(asked) if self.cluster else client.mget(asked)
         except Exception as error:  # refused, timed out, AUTH, READONLY...: never the app's problem
-            self.read_failed(error)
+            self.read_failed(error, view)
             return None
         values = self.read_done(values, len(keys) + len(legacy))
         if values is None:
@@ -566,14 +560,31 @@ class RedisLedger:
             return None
         return entry
 
+    # The reads of one call go through its view (``for_call``); these, outside any call, through a view of their own.
+
     def get(self, response_id: str) -> Entry | None:
+        return self._get(response_id, View(self))
+
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        return self._places(keys, View(self))
+
+    def latest_in_conversation(self, conversation_id: str) -> Entry | None:
+        return self._latest_in_conversation(conversation_id, View(self))
+
+    def has_child(self, response_id: str) -> bool:
+        return self._has_child(response_id, View(self))
+
+    def for_call(self, local_only: bool = False) -> View:
+        return View(self, local_only)
+
+    def _get(self, response_id: str, view: View) -> Entry | None:
         entry = self._local.get(response_id)
         bound = self._bound
         if entry is not None or bound is None or not is_id(response_id):
             return entry
         namespace, codec = bound
         key = entry_key(namespace, response_id)
-        values = self._fetch([key])
+        values = self._fetch([key], view)
         if values is None:
             return None
         entry = self._entry(codec, key, values[0], response_id)
@@ -581,7 +592,7 @@ class RedisLedger:
             self._local.cache(entry)
         return entry
 
-    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+    def _places(self, keys: Sequence[Key], view: View) -> list[tuple[Place, ...]]:
         """Item keys unknown locally, and every text fingerprint (one text may be returned by several responses, and
         the latest of them may be another process's), in one MGET; then the entries they point to in another. What
         Redis names joins what this process holds (a key naming two responses is ambiguous wherever they were
@@ -595,7 +606,7 @@ class RedisLedger:
         asked = [i for i, key in enumerate(keys) if names[i] is not None and (isinstance(key, int) or not found[i])]
         if not asked:
             return found
-        values = self._fetch([names[i] or "" for i in asked])
+        values = self._fetch([names[i] or "" for i in asked], view)
         if values is None:
             return found
         located: dict[int, Location] = {}
@@ -615,7 +626,7 @@ class RedisLedger:
                 remote.append(response_id)
         if remote:
             entry_keys = [entry_key(namespace, response_id) for response_id in remote]
-            fetched = self._fetch(entry_keys)
+            fetched = self._fetch(entry_keys, view)
             for response_id, key, raw in zip(remote, entry_keys, fetched or (), strict=False):
                 entry = self._entry(codec, key, raw, response_id)
                 if entry is not None:
@@ -646,7 +657,7 @@ class RedisLedger:
             return (meta.type, meta.call_id) == key
         return meta.id == key
 
-    def latest_in_conversation(self, conversation_id: str) -> Entry | None:
+    def _latest_in_conversation(self, conversation_id: str, view: View) -> Entry | None:
         """Always asks Redis (when it can): another worker may have written a later turn, and an older local
         entry standing in for it would raise false signals (its tool calls look unanswered)."""
         local = self._local.latest_in_conversation(conversation_id)
@@ -655,7 +666,7 @@ class RedisLedger:
             return local
         namespace, codec = bound
         key = conversation_key(namespace, conversation_id)
-        values = self._fetch([key])
+        values = self._fetch([key], view)
         if values is None:
             return local
         remote = self._entry(codec, key, values[0])
@@ -669,7 +680,7 @@ class RedisLedger:
         self._local.cache(remote)
         return remote
 
-    def has_child(self, response_id: str) -> bool:
+    def _has_child(self, response_id: str, view: View) -> bool:
         if self._local.has_child(response_id):
             return True
         bound = self._bound
@@ -677,14 +688,39 @@ class RedisLedger:
             return False
         namespace, codec = bound
         key = marker_key(namespace, response_id)
-        values = self._fetch([key])
+        values = self._fetch([key], view)
         return values is not None and values[0] is not None and codec.marker(key, values[0])
 
-    def unavailable(self) -> bool:
-        if _UNAVAILABLE.get():
-            _UNAVAILABLE.set(False)
-            return True
-        return False
+    # -- asynchronous reads ----------------------------------------------------------------------------------
+
+    async def prefetch(self, reads: Reads, view: View) -> None:
+        """Read ``reads`` from Redis, awaited (never on the event loop), and keep what is found in the local tier,
+        where ``view`` (local only) then finds it; a failure marks ``view``. The asynchronous reader, and
+        ``redis.asyncio``, are loaded on first use."""
+        reader = self.async_reader()
+        if reader is not None:
+            await reader.prefetch(self, view, reads)
+
+    def async_reader(self) -> Any:
+        """The asynchronous reader of this ledger (``ledger_prefetch.AsyncReader``), made on first use; None around
+        the app's own client."""
+        reader = self._async
+        if reader is None and self.urls:  # around the app's own client, its settings are not ours to copy
+            from .ledger_prefetch import AsyncReader
+
+            reader = self._async = AsyncReader(self.urls, self.cluster, self.timeout_seconds)
+        return reader
+
+    @property
+    def reads_asynchronously(self) -> bool:
+        """An async app's calls await this ledger's reads (``prefetch``) rather than block its event loop."""
+        if not self.urls:
+            return False
+        try:
+            import redis.asyncio  # noqa: F401
+        except ImportError:
+            return False
+        return True
 
     # -- writes --------------------------------------------------------------------------------------------
 
@@ -699,10 +735,6 @@ class RedisLedger:
         """Locally now; to Redis from the background writer (encoded and sealed there). A full queue drops the
         write (counted), never blocks the app."""
         self._local.record(entry, parent_id)
-        if _UNAVAILABLE.get():
-            # A read at the end of a call (the conversation's latest, say) failed after its span began: it must
-            # not mark the next call made in this thread or task.
-            _UNAVAILABLE.set(False)
         bound = self._bound
         if bound is None or self._closed:
             return
@@ -734,6 +766,8 @@ class RedisLedger:
         self._writer.after_fork()
         for client in self._owned or ():
             client.after_fork()
+        if self._async is not None:
+            self._async.after_fork()
         self._retry_at = 0.0
 
     def flush(self, timeout: float = 5.0) -> bool:
@@ -748,6 +782,47 @@ class RedisLedger:
             for client in self._owned:
                 client.close()
         _LIVE.discard(self)
+
+
+class View:
+    """The shared ledger as one call sees it (``RedisLedger.for_call``): whether a read made for this call could not
+    reach Redis (``unavailable``, this call's alone), and, for a call whose reads were awaited already
+    (``local_only``), answers from the local tier without asking Redis. Writes go to the ledger."""
+
+    __slots__ = ("_ledger", "local_only", "unavailable")
+
+    def __init__(self, ledger: RedisLedger, local_only: bool = False) -> None:
+        self._ledger = ledger
+        self.local_only = local_only
+        self.unavailable = False
+
+    def get(self, response_id: str) -> Entry | None:
+        return self._ledger._get(response_id, self)
+
+    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
+        return self._ledger._places(keys, self)
+
+    def latest_in_conversation(self, conversation_id: str) -> Entry | None:
+        return self._ledger._latest_in_conversation(conversation_id, self)
+
+    def has_child(self, response_id: str) -> bool:
+        return self._ledger._has_child(response_id, self)
+
+    def record(self, entry: Entry, parent_id: str | None) -> None:
+        self._ledger.record(entry, parent_id)
+
+    def next_sequence(self) -> int:
+        return self._ledger.next_sequence()
+
+    def enter(self, key: str) -> bool:
+        return self._ledger.enter(key)
+
+    def leave(self, key: str) -> None:
+        self._ledger.leave(key)
+
+    async def prefetch(self, reads: Reads) -> None:
+        """This call's reads, awaited (see ``RedisLedger.prefetch``)."""
+        await self._ledger.prefetch(reads, self)
 
 
 _LIVE: weakref.WeakSet[RedisLedger] = weakref.WeakSet()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import wrapt
 
 from . import attributes as a
-from .call import Call
+from .call import Call, Outcome
 from .facts import ResponseFacts, response_facts, with_stream_items
 from .fingerprint import Fingerprinter
 from .items import OPAQUE_FIELDS, ItemMeta, item_meta
@@ -138,11 +138,11 @@ class StreamObserver:
         now = perf_counter()
         chunk_attrs = self._chunk_attrs
         if chunk_attrs is not None:
-            call.telemetry.next_chunk(now - self._last_chunk, chunk_attrs)
+            call.telemetry.next_chunk(now - self._last_chunk, chunk_attrs, call.context)
         else:
             self._first_chunk = True
-            call.first_chunk = now - call.started  # recorded when the call ends
-            self._chunk_attrs = call.telemetry.chunk_attributes(call.req, call.server)
+            call.chunk(now)  # recorded when the call ends
+            self._chunk_attrs = call.telemetry.chunk_attributes(call)
         self._last_chunk = now
 
     def _observe(self, event: Any, kind: str) -> None:
@@ -166,18 +166,18 @@ class StreamObserver:
         if kind == "response.failed":
             code = getattr(getattr(response, "error", None), "code", None)
             error_type = code if isinstance(code, str) and code else "response_failed"
-        call.finish(resp, error_type=error_type)
+        call.end(Outcome(resp, error_type))
 
     def fail_with(self, error_type: str) -> None:
         """An `error` event the SDK yielded rather than raised."""
         call = self._take()
         if call is not None:
-            call.finish(None, {a.REQUEST_ID: self._request_id} if self._request_id else None, error_type=error_type)
+            call.end(Outcome(None, error_type, extra={a.REQUEST_ID: self._request_id} if self._request_id else None))
 
     def raised(self, exc: BaseException) -> None:
         call = self._take()
         if call is not None:
-            call.failed(exc)
+            call.raised(exc)
 
     def ended(self, how: str) -> None:
         """No terminal event: the app closed the stream, left its context, or dropped it."""
@@ -187,7 +187,7 @@ class StreamObserver:
         extra: dict[str, Any] = {a.STREAM_ENDED: how}
         if self._request_id:
             extra[a.REQUEST_ID] = self._request_id
-        call.finish(None, extra)
+        call.end(Outcome(extra=extra))
 
 
 def _opaque_type(item: Any) -> bool:
@@ -399,10 +399,10 @@ class PaginatorProxy(Proxy):
             page = await self.__wrapped__
         except BaseException as exc:
             if call is not None:
-                call.failed(exc)
+                call.raised(exc)
             raise
         if call is not None:
-            call.succeeded(page, None)
+            call.returned(page)
         return page
 
     def __await__(self) -> Any:
@@ -419,7 +419,7 @@ class PaginatorProxy(Proxy):
     def __del__(self) -> None:
         call, self._self_call = self._self_call, None
         if call is not None:  # never awaited nor iterated: nothing was requested
-            call.finish(None, {a.STREAM_ENDED: "abandoned"})
+            call.end(Outcome(extra={a.STREAM_ENDED: "abandoned"}))
 
 
 def _end_raw(raw: object) -> None:

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from .call import Call
+from .call import NOTHING_READ, Call
 from .operations import OPERATIONS
 from .streams import StreamObserver
 from .telemetry import Telemetry
-from .wrappers import Switch, Wrapper, await_through, begin, begin_async, call_through
+from .wrappers import Method, Switch, Wrapper, await_through, call_through
 
 _log = logging.getLogger(__name__)
 _PENDING = "_otel_responses_pending"  # on the connection: lane (stream_id) -> open calls, oldest first
@@ -65,24 +65,12 @@ def _raw_create_fields(data: Any) -> dict[str, Any] | None:
     return _create_fields(json.loads(data))
 
 
-def _start(switch: Switch, telemetry: Telemetry, connection: Any, instance: Any, fields: dict[str, Any]) -> Any:
+def _exempt(connection: Any, fields: Mapping[str, Any]) -> frozenset[str]:
+    """What a ``response.create`` on this connection may not raise: continuing its own latest response, which the
+    API keeps in memory, is no unstored parent."""
     latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
     previous = fields.get("previous_response_id")
-    own_latest = isinstance(previous, str) and previous in latest.values()
-    exempt = _OWN_LATEST_EXEMPT if own_latest else frozenset()
-    return begin(switch, telemetry, OPERATIONS["chat"], instance, (), fields, exempt)
-
-
-async def _start_async(
-    switch: Switch, telemetry: Telemetry, connection: Any, instance: Any, fields: dict[str, Any]
-) -> Any:
-    """:func:`_start` for an async connection: a shared ledger's reads are awaited (see ``begin_async``)."""
-    latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
-    previous = fields.get("previous_response_id")
-    own_latest = isinstance(previous, str) and previous in latest.values()
-    exempt = _OWN_LATEST_EXEMPT if own_latest else frozenset()
-    call, _ = await begin_async(switch, telemetry, OPERATIONS["chat"], instance, (), fields, exempt)
-    return call
+    return _OWN_LATEST_EXEMPT if isinstance(previous, str) and previous in latest.values() else frozenset()
 
 
 def _track(call: Call, connection: Any, fields: Mapping[str, Any]) -> StreamObserver | None:
@@ -102,7 +90,7 @@ def _sent(call: Call, observer: StreamObserver | None) -> None:
     """The frame left: the span's context ends here; an untracked call ends now (no event will reach it)."""
     call.detach()
     if observer is None:
-        call.finish(None)
+        call.end(NOTHING_READ)
 
 
 def _received(connection: Any, event: Any) -> None:
@@ -153,10 +141,11 @@ def _fields_of(
 
 def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
     """A wrapper of a synchronous send: a ``response.create`` opens a span; the events will end it."""
+    method = Method(switch, telemetry, OPERATIONS["chat"])
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
-        call = None if fields is None else _start(switch, telemetry, connection_of(instance), instance, fields)
+        call = None if fields is None else method.begin(instance, (), fields, _exempt(connection_of(instance), fields))
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:
@@ -178,12 +167,12 @@ def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_
 
 def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
     """The coroutine twin of :func:`_sync_sender`."""
+    method = Method(switch, telemetry, OPERATIONS["chat"])
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
-        call = (
-            None if fields is None else await _start_async(switch, telemetry, connection_of(instance), instance, fields)
-        )
+        exempt = _exempt(connection_of(instance), fields) if fields is not None else frozenset()
+        call = None if fields is None else await method.begin_async(instance, (), fields, exempt)
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:

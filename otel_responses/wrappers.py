@@ -1,4 +1,4 @@
-"""Sync and async wrappers: start a :class:`~otel_responses.call.Call` (facts, checks against the ledger, the
+"""Sync and async wrappers: begin a :class:`~otel_responses.call.Call` (facts, checks against the ledger, the
 span), call, then hand it the result, the stream or the error.
 
 Whatever the instrumentation does, the app gets the same return value and the same exception; a failure
@@ -13,8 +13,7 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .call import LIBRARY_CALL, PARSING, Call
-from .ledger_prefetch import LOCAL_ONLY, reader_for
+from .call import LIBRARY_CALL, NOTHING_READ, PARSING, Call
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
@@ -51,80 +50,53 @@ def stream_proxy(raw_mode: str | None, is_async: bool) -> Callable[[Any, Call], 
     return AsyncRawStreamProxy if is_async else RawStreamProxy
 
 
-def begin(
-    switch: Switch,
-    telemetry: Telemetry,
-    op: Operation,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: Any,
-    exempt: frozenset[str] = frozenset(),
-) -> Call | None:
-    if not switch.active():
-        return None
-    return _new_call(telemetry, op, instance, args, kwargs, exempt, deferred=False)
+class Method:
+    """One wrapped method's share of an ``instrument()``: its switch, its telemetry and the operation it performs.
+    Each invocation of the method begins a :class:`Call` through it."""
 
+    __slots__ = ("op", "switch", "telemetry")
 
-def _new_call(
-    telemetry: Telemetry,
-    op: Operation,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: Any,
-    exempt: frozenset[str],
-    deferred: bool,
-) -> Call | None:
-    """A :class:`Call`, or None (counted) when building it failed: the app's call then goes on unrecorded."""
-    try:
-        return Call(telemetry, op, instance, args, kwargs, exempt, deferred=deferred)
-    except Exception:
-        telemetry.internal_error("start_call")
-        return None
+    def __init__(self, switch: Switch, telemetry: Telemetry, op: Operation) -> None:
+        self.switch = switch
+        self.telemetry = telemetry
+        self.op = op
 
-
-async def begin_async(
-    switch: Switch,
-    telemetry: Telemetry,
-    op: Operation,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: Any,
-    exempt: frozenset[str] = frozenset(),
-) -> tuple[Call | None, bool]:
-    """:func:`begin` for a coroutine: with a shared ledger that reads asynchronously, the facts first, then the
-    ledger's reads awaited (``ledger_prefetch``), then the analysis and the span with the ledger answering from
-    what it now holds. Also says whether the call's ledger is local-only from here on (its end, too, must not read
-    Redis on the loop). Any other ledger: :func:`begin`."""
-    if not switch.active():
-        return None, False
-    reader = reader_for(telemetry.settings.ledger)
-    if reader is None:
-        return begin(switch, telemetry, op, instance, args, kwargs, exempt), False
-    call = _new_call(telemetry, op, instance, args, kwargs, exempt, deferred=True)
-    if call is None:
-        return None, False
-    token = LOCAL_ONLY.set(True)
-    try:
+    def _call(self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str]) -> Call | None:
+        """The invocation's facts; None when the instrumentation is off, or (counted) when they could not be read:
+        the app's call then goes on unrecorded."""
+        if not self.switch.active():
+            return None
         try:
-            await reader.prefetch(telemetry.settings.ledger, call.req)
-        except Exception:  # a bug, not Redis (whose failures mark the call unavailable): the analysis goes on
-            telemetry.internal_error("ledger_prefetch")
-        call.start(exempt)
-    except Exception:
-        telemetry.internal_error("start_call")
-        return None, False
-    finally:
-        LOCAL_ONLY.reset(token)
-    return call, True
+            return Call(self.telemetry, self.op, instance, args, kwargs, exempt)
+        except Exception:
+            self.telemetry.internal_error("start_call")
+            return None
 
+    def _started(self, call: Call) -> Call | None:
+        try:
+            call.start()
+        except Exception:
+            self.telemetry.internal_error("start_call")
+            return None
+        return call
 
-def succeed_local(call: Call, result: Any) -> None:
-    """``call.succeeded`` with the ledger answering locally (what it records may read it)."""
-    token = LOCAL_ONLY.set(True)
-    try:
-        call.succeeded(result, call.raw_mode)
-    finally:
-        LOCAL_ONLY.reset(token)
+    def begin(
+        self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str] = frozenset()
+    ) -> Call | None:
+        """A started call (checked against the ledger, its span open and current), or None."""
+        call = self._call(instance, args, kwargs, exempt)
+        return self._started(call) if call is not None else None
+
+    async def begin_async(
+        self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str] = frozenset()
+    ) -> Call | None:
+        """:meth:`begin` in a coroutine: a shared ledger's reads for the call are awaited first (never run on the
+        event loop), and the call then reads what they found."""
+        call = self._call(instance, args, kwargs, exempt)
+        if call is None:
+            return None
+        await call.await_reads()
+        return self._started(call)
 
 
 def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -135,7 +107,7 @@ def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...],
     try:
         return wrapped(*args, **kwargs)
     except BaseException as exc:
-        call.failed(exc)
+        call.raised(exc)
         raise
 
 
@@ -159,7 +131,7 @@ async def await_through(
     try:
         return await wrapped(*args, **kwargs)
     except BaseException as exc:
-        call.failed(exc)
+        call.raised(exc)
         raise
 
 
@@ -174,64 +146,61 @@ async def await_parse_through(
         PARSING.reset(token)
 
 
-def sync_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: bool = False) -> Wrapper:
+def sync_wrapper(method: Method, parses: bool = False) -> Wrapper:
     """A wrapt wrapper for a synchronous method; ``parses``: the method parses the response (``parse``)."""
     through = parse_through if parses else call_through
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = begin(switch, telemetry, op, instance, args, kwargs)
+        call = method.begin(instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         result = through(call, wrapped, args, kwargs)
         if call.req.stream:
             return call.stream(result, stream_proxy(call.raw_mode, False))
-        call.succeeded(result, call.raw_mode)
+        call.returned(result)
         return result
 
     return wrapper
 
 
-def async_wrapper(switch: Switch, telemetry: Telemetry, op: Operation, parses: bool = False) -> Wrapper:
+def async_wrapper(method: Method, parses: bool = False) -> Wrapper:
     """A wrapt wrapper for a coroutine method; ``parses`` as for :func:`sync_wrapper`."""
     through = await_parse_through if parses else await_through
 
     async def wrapper(
         wrapped: Callable[..., Awaitable[Any]], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        call, local = await begin_async(switch, telemetry, op, instance, args, kwargs)
+        call = await method.begin_async(instance, args, kwargs)
         if call is None:
             return await wrapped(*args, **kwargs)
         result = await through(call, wrapped, args, kwargs)
         if call.req.stream:
             return call.stream(result, stream_proxy(call.raw_mode, True))
-        if local:
-            succeed_local(call, result)
-        else:
-            call.succeeded(result, call.raw_mode)
+        call.returned(result)
         return result
 
     return wrapper
 
 
-def paginator_wrapper(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
+def paginator_wrapper(method: Method) -> Wrapper:
     """A wrapt wrapper for an async ``list``: a plain method returning a paginator that requests when
     awaited or iterated; the span covers that first request."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        call = begin(switch, telemetry, op, instance, args, kwargs)
+        call = method.begin(instance, args, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
         try:
             paginator = wrapped(*args, **kwargs)
         except BaseException as exc:  # an argument the SDK rejects: the span ends with it, its context is left
-            call.failed(exc)
+            call.raised(exc)
             raise
         call.detach()
         try:
             return PaginatorProxy(paginator, call)
         except Exception:
-            telemetry.internal_error("wrap_paginator")
-            call.finish(None)
+            method.telemetry.internal_error("wrap_paginator")
+            call.end(NOTHING_READ)
             return paginator
 
     return wrapper

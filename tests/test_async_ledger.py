@@ -25,7 +25,6 @@ import redis
 from otel_responses import ledger_prefetch
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.emulator import Emulator
-from otel_responses.ledger_prefetch import reader_for
 from otel_responses.redis_ledger import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
@@ -341,7 +340,7 @@ def test_event_loop_keeps_ticking_while_redis_answers_slowly(
     sync_client = redis.Redis(host="127.0.0.1", port=slow.port, socket_timeout=1.0)
     blocking = RedisLedger(client=sync_client)
     ledgers.append(blocking)
-    assert reader_for(blocking) is None
+    assert blocking.reads_asynchronously is False
     sync_signals, _, sync_elapsed, sync_lag = measured(blocking, again)
     assert sync_signals == ("instructions_dropped",)
     assert sync_lag >= DELAY * 0.8
@@ -418,7 +417,7 @@ def test_a_prefetch_that_raises_is_counted_and_the_call_goes_on(
     ledger = new_ledger(ledgers, redis_url)
     (parent,) = parents(client, ledger)  # known here too: the analysis goes on with local knowledge
 
-    async def broken(self: Any, ledger: Any, req: Any) -> None:
+    async def broken(self: Any, ledger: Any, view: Any, reads: Any) -> None:
         raise RuntimeError("a bug in the prefetch")
 
     monkeypatch.setattr(ledger_prefetch.AsyncReader, "prefetch", broken)
@@ -443,7 +442,7 @@ def test_a_client_per_event_loop_and_a_fresh_one_after_fork(
     made = parents(client, new_ledger(ledgers, redis_url), 5)
     ledger = new_ledger(ledgers, redis_url)
     forbid_sync_reads(ledger)
-    reader = reader_for(ledger)
+    reader = ledger.async_reader()
     assert reader is not None
 
     async def turn(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, int]:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.metrics.view import View
 
-from otel_responses import ResponsesInstrumentor, bounds, tally, telemetry
+from otel_responses import ResponsesInstrumentor, bounds, metrics, tally, telemetry
 from otel_responses.bounds import MAX_LENGTH, OTHER
 
 from .conftest import Captured, new_captured
@@ -453,9 +453,11 @@ def test_many_model_names_grow_nothing_of_this_package_and_overflow_in_the_sdk(
     finally:
         client.close()
     (tel,) = made
-    assert len(tel._attr_cache) <= telemetry._ATTR_CACHE_SIZE
+    recorded = tel.metrics
+    assert len(recorded._cache) <= metrics._CACHE_SIZE
+    assert len(recorded._genai_cache) <= metrics._CACHE_SIZE
     assert len(bounds._models) <= bounds._CACHE_SIZE
-    for series in (tel.calls, tel.tokens, tel.encrypted_items):
+    for series in (recorded.calls, recorded.tokens, recorded.encrypted_items):
         assert len(series._totals) <= tally.MAX_SERIES
     # The SDK decides how many series are exported: 50, then one overflow series that keeps summing.
     for name in (DURATION, "gen_ai.client.token.usage", "openai_responses.calls"):
@@ -469,6 +471,6 @@ def test_many_model_names_grow_nothing_of_this_package_and_overflow_in_the_sdk(
     assert sum(p.count for p in durations) == 2 * len(models)
     assert metric_values(cap, "openai_responses.calls", "gen_ai.request.model") <= {*models, OTHER, None}
     # No string held for the metrics is longer than a model name may be.
-    for key, cached in tel._attr_cache.items():
+    for key, cached in recorded._cache.items():
         assert all(len(s) <= bounds.MAX_MODEL for k in key if isinstance(k, str) for s in [k])
         assert all(len(s) <= bounds.MAX_MODEL for v in cached.values() for s in strings(v))

@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
-from otel_responses.analysis import analyse
+from otel_responses.analysis import Analysis, analyse
 from otel_responses.checks import Situation, accepted_by_api, confirmed_by_api, run_request_checks
-from otel_responses.config import settings_from
+from otel_responses.config import Settings, settings_from
 from otel_responses.facts import (
+    RequestFacts,
     ResponseFacts,
     conversation_facts,
     request_facts,
@@ -142,13 +143,24 @@ def test_message_text_is_fingerprinted_where_a_check_compares_it() -> None:
 # -- a request against a ledger ---------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass
+class Ended:
+    """What a call's end tells the ledger from (``operations.CallState``), without a call around it."""
+
+    ledger: InMemoryLedger
+    req: RequestFacts
+    analysis: Analysis
+    settings: Settings = SETTINGS
+    lineage: Lineage = dataclasses.field(default_factory=Lineage)
+
+
 def ledger_with(*responses: tuple[str, list[dict[str, Any]], dict[str, Any]]) -> InMemoryLedger:
     """A ledger that saw each (response id, output items, request kwargs) created, in order."""
     ledger = InMemoryLedger()
     for response_id, output, kwargs in responses:
         req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
         resp = response_facts(_Response(response_id, output, kwargs.get("body_store")), SETTINGS)
-        remember_created(ledger, req, analyse(req, ledger), resp, SETTINGS, Lineage())
+        remember_created(Ended(ledger, req, analyse(req, ledger)), resp)
     return ledger
 
 
@@ -467,7 +479,7 @@ def test_stream_copies_of_a_payload_are_all_accepted() -> None:
     assert streamed.copies == ((0, payload_shape(other)),)
     ledger = InMemoryLedger()
     req = request_facts("chat", {"model": "m", "input": [user("q")]}, SETTINGS)
-    remember_created(ledger, req, analyse(req, ledger), streamed, SETTINGS, Lineage())
+    remember_created(Ended(ledger, req, analyse(req, ledger)), streamed)
     for payload in (TOKEN, other):
         assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": payload}, user("n")]) == set()
     assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": "y" * 11}, user("n")]) == {
@@ -671,7 +683,7 @@ def written_to_conversation(ledger: InMemoryLedger, items: list[dict[str, Any]],
     """What `conversations.items.create(conversation_id=..., items=...)` remembers (the OpenAI Agents SDK's
     `OpenAIConversationsSession` writes each turn so, then replays `conversations.items.list(...)`)."""
     req = conversation_facts("create_conversation_items", conversation, tuple(meta(i) for i in items))
-    remember_conversation_items(ledger, req, analyse(req, ledger), ResponseFacts.empty(), SETTINGS, Lineage())
+    remember_conversation_items(Ended(ledger, req, analyse(req, ledger)), ResponseFacts.empty())
 
 
 def test_items_the_app_wrote_never_stand_for_the_response_they_copy() -> None:
@@ -696,7 +708,7 @@ def test_items_the_app_wrote_still_answer_conversation_questions() -> None:
 def deleted(ledger: InMemoryLedger, response_id: str) -> None:
     """What a successful `responses.delete(response_id)` remembers."""
     req = target_facts("delete_response", response_id, {})
-    remember_deleted(ledger, req, analyse(req, ledger), ResponseFacts.empty(), SETTINGS, Lineage())
+    remember_deleted(Ended(ledger, req, analyse(req, ledger)), ResponseFacts.empty())
 
 
 def read_signals(ledger: InMemoryLedger, operation: str, response_id: str) -> list[Signal]:
@@ -741,8 +753,8 @@ def turns(*requests: dict[str, Any]) -> list[list[Signal]]:
         an = analyse(req, ledger)
         raised.append(run_request_checks(req, an, Situation(zdr=False, concurrent=False)))
         answer = {**ANSWER, "id": f"msg_{number}", "content": [{"type": "output_text", "text": f"ok {number}"}]}
-        remember_created(ledger, req, an, response_facts(_Response(f"resp_{number}", [answer]), SETTINGS), SETTINGS,
-                         lineage_of(req, an))  # fmt: skip
+        resp = response_facts(_Response(f"resp_{number}", [answer]), SETTINGS)
+        remember_created(Ended(ledger, req, an, lineage=lineage_of(req, an)), resp)
     return raised
 
 
@@ -823,8 +835,8 @@ def scripted(ledger: InMemoryLedger, tag: str, reasoning: bool) -> list[dict[str
         call = {**CALL, "id": f"fc_{tag}{turn}", "call_id": f"call_{tag}{turn}"}
         outputs = [{**REASONING, "id": f"rs_{tag}{turn}"}] if reasoning else []
         outputs += [answer, call] if turn == 1 else [answer]  # a tool call on turn 1 only
-        remember_created(ledger, req, an, response_facts(_Response(f"resp_{tag}{turn}", outputs), SETTINGS),
-                         SETTINGS, lineage_of(req, an))  # fmt: skip
+        resp = response_facts(_Response(f"resp_{tag}{turn}", outputs), SETTINGS)
+        remember_created(Ended(ledger, req, an, lineage=lineage_of(req, an)), resp)
         history.append({"role": "assistant", "content": f"ok {turn}"})
         if turn == 1:
             history.append({k: v for k, v in call.items() if k != "id"})

@@ -693,7 +693,7 @@ STEPS: dict[str, tuple[str, str, frozenset[str]]] = {
     "analysis.analyse": ("otel_responses.call", "analyse", ALL_MODES),
     "checks.run_request_checks": ("otel_responses.call", "run_request_checks", ALL_MODES),
     "checks.run_response_checks": ("otel_responses.call", "run_response_checks", ALL_MODES),
-    "telemetry.Telemetry.succeed": ("otel_responses.telemetry.Telemetry", "succeed", ALL_MODES),
+    "telemetry.Telemetry.end": ("otel_responses.telemetry.Telemetry", "end", ALL_MODES),
     "telemetry.Telemetry.start": ("otel_responses.telemetry.Telemetry", "start", ALL_MODES),
     # The operation table holds `read_response` itself; it fails when what it calls fails.
     "operations.read_response": ("otel_responses.operations", "response_facts", PLAIN_MODES),

@@ -20,6 +20,8 @@ from otel_responses.lineage import Lineage
 from otel_responses.operations import remember_created
 from otel_responses.streams import as_fields, streamed_items
 
+from .test_core import Ended
+
 SETTINGS = settings_from({"hash_key": "hot-path-tests"})
 FP = SETTINGS.fingerprinter
 TOKEN = "gAAAAABo" + "Zx9_Kq-" * 40
@@ -47,7 +49,7 @@ def _ledger_with_history() -> InMemoryLedger:
         {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "hi"}]},
     ]
     resp = response_facts(as_fields({"id": "resp_1", "model": "m", "status": "completed", "output": output}), SETTINGS)
-    remember_created(ledger, req, analyse(req, ledger), resp, SETTINGS, Lineage(1))
+    remember_created(Ended(ledger, req, analyse(req, ledger), SETTINGS, Lineage(1)), resp)
     return ledger
 
 

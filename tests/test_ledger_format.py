@@ -454,12 +454,13 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
             f"{ns}:{{resp_parent}}:k": forge(f"{ns}:{{resp_parent}}:k", b"1"),
         }
     )
-    assert reader.get("resp_rich") is None
-    assert reader.latest_in_conversation("conv_1") is None
-    assert reader.places(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [(), (), ()]
-    assert reader.has_child("resp_parent") is False
+    view = reader.for_call()  # as one call reads it
+    assert view.get("resp_rich") is None
+    assert view.latest_in_conversation("conv_1") is None
+    assert view.places(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [(), (), ()]
+    assert view.has_child("resp_parent") is False
     assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 6, "undecodable": 0, "unsigned": 0}
-    assert reader.unavailable() is False  # forged is not unreachable
+    assert view.unavailable is False  # forged is not unreachable
 
 
 # -- hostile content under a valid MAC ----------------------------------------------------------------------

@@ -26,8 +26,7 @@ from otel_responses.emulator import Emulator
 from otel_responses.fingerprint import Fingerprinter, key_from_text
 from otel_responses.ledger import Entry
 from otel_responses.ledger_codec import entry_key, location_key
-from otel_responses.ledger_prefetch import reader_for
-from otel_responses.redis_ledger import LOCAL_ONLY, RedisLedger, seed_nodes
+from otel_responses.redis_ledger import RedisLedger, seed_nodes
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
@@ -87,9 +86,10 @@ def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
     with redis_cluster.node(redis_cluster.ports[0]) as plain:
         old = RedisLedger(client=plain)
         old.bind(Fingerprinter(key_from_text(KEY)))
-        assert old.places([item["id"] for item in output if "id" in item]) == [()] * len(names)
+        view = old.for_call()
+        assert view.places([item["id"] for item in output if "id" in item]) == [()] * len(names)
         assert old.stats()["read_failures"] == 1
-        assert old.unavailable() is True  # (consumed here: the flag is per thread or task, not per ledger)
+        assert view.unavailable is True
         old.close(timeout=1)
 
     b = new_ledger(ledgers, redis_cluster.url, cluster=True)
@@ -202,7 +202,7 @@ def test_cluster_settings() -> None:
 
 
 def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: list[RedisLedger]) -> None:
-    """``LOCAL_ONLY`` answers from the local tier without asking Redis nor marking the call; ``codec`` decodes a
+    """A local-only view answers from the local tier without asking Redis nor marking the call; ``codec`` decodes a
     value read for a key (``entry_key`` & co.); ``cache`` keeps the entry in the local tier, marked shared."""
     redis_cluster.flush()
     writer = new_ledger(ledgers, redis_cluster.url, cluster=True)
@@ -213,10 +213,10 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
     assert reader.codec is None
     assert reader.binding is None
     reader.bind(Fingerprinter(key_from_text(KEY)))
-    token = LOCAL_ONLY.set(True)
-    try:
-        assert reader.get(_entry(1).response_id) is None
-        assert reader.unavailable() is False
+    local = reader.for_call(local_only=True)
+    if local.local_only:  # one call's reads, awaited already
+        assert local.get(_entry(1).response_id) is None
+        assert local.unavailable is False
         assert reader.stats()["reads"] == 0
         assert reader.stats()["reads_skipped"] == 0
         binding = reader.binding
@@ -230,14 +230,12 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
         assert entry is not None
         assert entry.shared is True
         reader.cache(entry)
-        assert reader.get(entry.response_id) == entry
+        assert local.get(entry.response_id) == entry
         own = Entry("resp_cached_unshared", 5, True, None, None, (), 1, 0)
         reader.cache(own)
-        cached = reader.get("resp_cached_unshared")
+        cached = local.get("resp_cached_unshared")
         assert cached is not None
         assert cached.shared is True
-    finally:
-        LOCAL_ONLY.reset(token)
     assert reader.stats()["reads"] == 0
 
 
@@ -258,7 +256,7 @@ def test_seed_node_settings() -> None:
     for ledger in made:
         assert isinstance(ledger, RedisLedger)
         assert (ledger.cluster, ledger.urls, ledger.url) == (True, (first, second), first)
-        reader = reader_for(ledger)
+        reader = ledger.async_reader()
         assert reader is not None
         assert reader.urls == (first, second)  # the async reads get every seed too
         ledger.close(timeout=1)
@@ -381,7 +379,7 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
         assert chat_signals(cap) == [("instructions_dropped",)]
         (span,) = cap.chat_spans()
         assert LEDGER_UNAVAILABLE not in attrs(span)
-        reader = reader_for(awaited)
+        reader = awaited.async_reader()
         assert reader is not None
         assert reader.urls == tuple(seeds)
         assert awaited.stats()["read_failures"] == 0

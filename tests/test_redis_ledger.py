@@ -518,18 +518,21 @@ def test_redis_down_at_startup_breaks_nothing(client: openai.OpenAI) -> None:
     assert elapsed < 1.0
 
 
-def test_a_failed_read_at_the_end_of_a_call_does_not_mark_the_next_one() -> None:
-    """Reads made after a span began (the conversation's latest, when conversation items are written) are
-    followed by a record, which clears the flag: it belonged to a call whose span could no longer say it."""
+def test_a_failed_read_marks_its_own_call_only() -> None:
+    """Each call reads through a view of its own: a read that fails marks that call's view, not the next call's (a
+    read at the end of a call, after its span began, stays with that call)."""
     ledger = RedisLedger(f"redis://127.0.0.1:{free_port()}/0", backoff_seconds=0)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
     try:
-        assert ledger.latest_in_conversation("conv_1") is None
-        ledger.record(_entry(1), None)
-        assert ledger.unavailable() is False
-        assert ledger.get("resp_elsewhere") is None
-        assert ledger.unavailable() is True  # a read for the current call: it says so, once
-        assert ledger.unavailable() is False
+        ending = ledger.for_call()
+        assert ending.latest_in_conversation("conv_1") is None
+        ending.record(_entry(1), None)
+        assert ending.unavailable is True
+        nxt = ledger.for_call()
+        assert nxt.unavailable is False
+        assert nxt.get("resp_elsewhere") is None
+        assert nxt.unavailable is True  # a read for this call: it says so
+        assert ledger.for_call().unavailable is False
         assert ledger.stats()["read_failures"] == 2
     finally:
         ledger.close(timeout=3)
@@ -677,7 +680,9 @@ def test_malformed_or_foreign_values_are_absent(
     assert ledger.latest_in_conversation("conv_other") is None
     stats = ledger.stats()
     assert (stats["unsigned"], stats["undecodable"], stats["forged"]) == (len(unsigned) + 1, len(malformed), len(moved))
-    assert ledger.unavailable() is False  # malformed is not unreachable
+    view = ledger.for_call()
+    assert view.get("resp_junk") is None
+    assert view.unavailable is False  # malformed is not unreachable
     with capture(ledger=ledger, hash_key=KEY) as cap, pytest.raises(openai.APIStatusError):
         client.responses.create(model=MODEL, input="Hi.", previous_response_id="resp_junk")
     assert chat_signals(cap) == [()]
@@ -996,4 +1001,4 @@ def test_redis_package_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch)
         settings_from({"ledger_url": "redis://127.0.0.1:1/0", "hash_key": KEY}, {})
     with pytest.raises(ImportError, match=r"otel-responses\[redis\]"):
         RedisLedger("redis://127.0.0.1:1/0")
-    assert settings_from({}, {}).ledger.unavailable() is False  # the in-process default needs no redis
+    assert settings_from({}, {}).ledger.for_call().unavailable is False  # the in-process default needs no redis

@@ -478,7 +478,9 @@ def test_response_model_prices_first_then_the_request_model() -> None:
         input_tokens=1_000_000, output_tokens=0, input_tokens_details=None, output_tokens_details=None
     )
     for served_by in ("served", "unpriced", None):
-        telemetry._count_cost(req, response_facts(SimpleNamespace(model=served_by, usage=usage), settings), "alias")
+        telemetry.metrics._count_cost(
+            req, response_facts(SimpleNamespace(model=served_by, usage=usage), settings), "alias"
+        )
     data = reader.get_metrics_data()
     assert data is not None
     (point,) = [

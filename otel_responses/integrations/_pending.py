@@ -15,9 +15,8 @@ from contextvars import Token
 from typing import Any
 
 from ..attributes import STREAM_ENDED
-from ..call import LIBRARY_CALL, Call, Endpoint
+from ..call import LIBRARY_CALL, NOTHING_READ, Call, Endpoint, Outcome
 from ..facts import ResponseFacts
-from ..ledger_prefetch import LOCAL_ONLY, reader_for
 from ..operations import Operation
 from ..signals import ContextLossError
 from ..streams import AsyncStreamProxy, StreamObserver, SyncStreamProxy
@@ -36,7 +35,6 @@ class Pending:
         "dropped",
         "endpoint",
         "kwargs",
-        "local",
         "observer",
         "op",
         "opened",
@@ -52,7 +50,6 @@ class Pending:
         self.opened = False
         self.observer: StreamObserver | None = None
         self.attempt_failed: BaseException | None = None  # what ended an attempt the library may retry
-        self.local = False  # the call's ledger answers locally from here on (its reads were awaited)
         self.args: tuple[Any, ...] = ()
         self.kwargs: Mapping[str, Any] = {}
         self.endpoint: Endpoint | None = None
@@ -79,14 +76,7 @@ class Pending:
     def _build(self) -> Call | None:
         try:
             call = Call(
-                self.telemetry,
-                self.op,
-                None,
-                self.args,
-                self.kwargs,
-                deferred=True,
-                endpoint=self.endpoint,
-                dropped=self.dropped,
+                self.telemetry, self.op, None, self.args, self.kwargs, endpoint=self.endpoint, dropped=self.dropped
             )
         except Exception:
             self.telemetry.internal_error("start_call")
@@ -112,28 +102,18 @@ class Pending:
         self, args: tuple[Any, ...], kwargs: Mapping[str, Any], endpoint: Endpoint, dropped: frozenset[str]
     ) -> None:
         """:meth:`prepare` in a coroutine: with a shared ledger that reads asynchronously, its reads awaited first
-        (as ``wrappers.begin_async`` does), then the analysis answered from what it holds."""
-        reader = reader_for(self.telemetry.settings.ledger)
-        if reader is None:
-            self.prepare(args, kwargs, endpoint, dropped)
-            return
+        (as ``wrappers.Method.begin_async`` does), then the analysis answered from what it holds."""
         self.args, self.kwargs, self.endpoint, self.dropped = args, kwargs, endpoint, dropped
         call = self._build()
         if call is None:
             return
-        token = LOCAL_ONLY.set(True)
+        await call.await_reads()
         try:
-            try:
-                await reader.prefetch(self.telemetry.settings.ledger, call.req)
-            except Exception:
-                self.telemetry.internal_error("ledger_prefetch")
             call.check()
         except Exception:
             self.telemetry.internal_error("start_call")
             return
-        finally:
-            LOCAL_ONLY.reset(token)
-        self.call, self.local = call, True
+        self.call = call
 
     def refusal(self) -> ContextLossError | None:
         """Strict mode's refusal of the prepared request, before the library does anything: the span is opened and
@@ -175,13 +155,15 @@ class Pending:
                 previous = self.call
                 if previous is not None:
                     if failure is not None:
-                        previous.failed(failure)
+                        previous.raised(failure)
                     else:
-                        previous.finish(None)
+                        previous.end(NOTHING_READ)
                 self.opened = False
                 self.call = self._build()
                 if self.call is None:
                     return
+                if previous is not None:
+                    self.call.ledger = previous.ledger  # an awaited call's reads were made: the retry's are the same
                 self.call.check()
             call = self.call
             if call is None:
@@ -224,25 +206,20 @@ class Pending:
             return result
         if call.req.stream:
             return call.stream(result, _stream_proxy(result))
-        token = LOCAL_ONLY.set(True) if self.local else None
+        facts: ResponseFacts | None = None
         try:
-            facts: ResponseFacts | None = None
-            try:
-                response, request_id = read(result)
-                facts = self.op.read(response, call.settings, request_id)
-            except Exception:
-                self.telemetry.internal_error("read_response")
-            call.finish(facts)
-        finally:
-            if token is not None:
-                LOCAL_ONLY.reset(token)
+            response, request_id = read(result)
+            facts = self.op.read(response, call.settings, request_id)
+        except Exception:
+            self.telemetry.internal_error("read_response")
+        call.end(Outcome(facts))
         return result
 
     def failed(self, exc: BaseException) -> None:
         """The outer seam raised ``exc`` (what the app sees)."""
         call = self._take()
         if call is not None:
-            call.failed(exc)
+            call.raised(exc)
 
     # -- streams observed from inside (DSPy's provider parses the SSE events itself) -----------------------------
 
@@ -265,7 +242,7 @@ class Pending:
             return
         call = self._take()
         if call is not None:
-            call.finish(None, {STREAM_ENDED: how})
+            call.end(Outcome(extra={STREAM_ENDED: how}))
 
     def stream_failed(self, exc: BaseException) -> None:
         """The library's stream raised ``exc`` (an HTTP error before any event, or mid-stream)."""

@@ -211,12 +211,14 @@ def test_lm_messages_drop_reasoning():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_system_message_sent_once(engine):
     """The scripted mistake: the app sends its system message on the first call only. The vendored provider sends
-    a system message as `instructions`: the first replay without them is named `instructions_dropped`. Through
-    litellm it is an input item of the first request, and the next replay leaves it out: `history_truncated`."""
+    a system message as `instructions`: every replay without them is named `instructions_dropped`. Through litellm
+    it is an input item of the first request, and the next replay leaves it out: `history_truncated`."""
     off, on, emu = off_then_on(_messages_flow(engine, drop_system=True))
     assert_same_behaviour(off, on)
-    named = {"instructions_dropped"} if engine == "auto" else {"history_truncated"}
-    expect_signals(on.telemetry, emu, [set(), named, set(), set(), set()])
+    if engine == "auto":
+        expect_signals(on.telemetry, emu, [set()] + [{"instructions_dropped"} for _ in range(4)])
+    else:
+        expect_signals(on.telemetry, emu, [set(), {"history_truncated"}, set(), set(), set()])
 
 
 def test_merged_messages():

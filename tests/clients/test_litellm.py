@@ -218,11 +218,10 @@ def test_stateless_replay_with_encrypted_reasoning(stream):
 
 def test_chain_without_instructions():
     """The scripted mistake: a `previous_response_id` chain that sends `instructions` on the first turn only. The
-    API does not carry instructions over from the parent: the first call that continues without them is named
-    (the later ones continue a turn that had none)."""
+    API does not carry instructions over from the parent: every call that continues without them is named."""
     off, on, emu = off_then_on(_flow(PLAIN, "previous_response_id", drop_instructions=True))
     assert_same_behaviour(off, on)
-    expect_signals(on.telemetry, emu, [set(), {"instructions_dropped"}, set(), set(), set()])
+    expect_signals(on.telemetry, emu, [set()] + [{"instructions_dropped"} for _ in range(4)])
 
 
 def test_stateless_replay_without_encrypted_reasoning():
@@ -384,7 +383,7 @@ def test_bridged_chain_is_not_held_by_a_server():
     answers, spans, requests = _bridged("previous_response_id", store=False, drop_instructions=True)
     assert len(spans) == len(requests) == 5
     assert [s.attributes["openai_responses.state.mode"] for s in spans] == ["single_turn"] + ["server_chain"] * 4
-    assert [signals_of(s) for s in spans] == [set(), {"instructions_dropped"}, set(), set(), set()]
+    assert [signals_of(s) for s in spans] == [set()] + [{"instructions_dropped"} for _ in range(4)]
     assert answers[1] == "marker=unknown; tool=unknown; code_word=unknown"
     # The same chain against the Responses API: refused (400), and named.
     with Emulator() as emu, capture() as telemetry, pytest.raises(Exception, match="not found"):

@@ -1,0 +1,311 @@
+"""The metrics of a call, recorded once when it ends, from the call and how it ended: duration, time to first chunk,
+token usage (the GenAI conventions' instruments), the calls and signals counters, tokens the usage histogram cannot
+show, encrypted reasoning round trips and, with a price table, cost.
+
+Every recording is made in the context of the call's own span, so exemplars lead to that span (not to whatever span
+the app has open). Attribute sets repeat call after call: each is built once per key, from validated names
+(``bounds``), and shared with the SDK, which only reads them. Per-call counters with many recordings per call are
+summed in-process (``tally``) and read at collection; the signals counter stays synchronous for its exemplars.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from opentelemetry.context import Context
+from opentelemetry.metrics import Meter
+from opentelemetry.util.types import AttributeValue
+
+from . import attributes as a
+from .bounds import metric_code, metric_host, metric_model
+from .config import Settings
+from .facts import RequestFacts, ResponseFacts
+from .pricing import cost_of
+from .tally import Tally, observable_tally
+
+if TYPE_CHECKING:
+    from .call import Call, Outcome
+    from .signals import Signal
+
+Attributes = dict[str, AttributeValue]
+Server = tuple[str | None, int | None]
+
+_CACHE_SIZE = 1024
+_INPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_INPUT)
+_OUTPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_OUTPUT)
+
+
+class GenAIAttributes(NamedTuple):
+    """The attribute sets of the GenAI client metrics for one operation, models and server."""
+
+    duration: Attributes  # also the time to first chunk's and the chunk timings'
+    input: Attributes  # token usage, `gen_ai.token.type` input
+    output: Attributes  # token usage, output
+
+
+class Metrics:
+    """The instruments of one ``instrument()`` and what a call records on them."""
+
+    def __init__(self, meter: Meter, settings: Settings) -> None:
+        self.settings = settings
+        self._cache: dict[tuple[object, ...], Attributes] = {}
+        self._genai_cache: dict[tuple[object, ...], GenAIAttributes] = {}
+        self.duration = meter.create_histogram(
+            a.METRIC_OPERATION_DURATION,
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+        )
+        self.token_usage = meter.create_histogram(
+            a.METRIC_TOKEN_USAGE,
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=list(a.TOKEN_USAGE_BUCKETS),
+        )
+        self.calls = observable_tally(
+            meter,
+            a.METRIC_CALLS,
+            unit="{call}",
+            description="Responses API calls by state mode, store flag, operation and truncation setting.",
+        )
+        self.time_to_first_chunk = meter.create_histogram(
+            a.METRIC_TIME_TO_FIRST_CHUNK,
+            unit="s",
+            description="Time from the request to the first chunk of a streamed response.",
+            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+        )
+        self.tokens = observable_tally(
+            meter,
+            a.METRIC_TOKENS,
+            unit="{token}",
+            description="Tokens the GenAI usage histogram cannot show: cached_input (a part of input) and reasoning "
+            "(a part of output).",
+        )
+        self.encrypted_items = observable_tally(
+            meter,
+            a.METRIC_ENCRYPTED_ITEMS,
+            unit="{item}",
+            description="Reasoning items carrying encrypted_content, returned (output) and replayed (input).",
+        )
+        self.internal_errors = meter.create_counter(
+            a.METRIC_INTERNAL_ERRORS,
+            unit="{error}",
+            description="Failures inside the instrumentation, by step; swallowed, the app never sees them.",
+        )
+        self.signal_counter = meter.create_counter(
+            a.METRIC_SIGNALS,
+            unit="{signal}",
+            description="Context-loss signals raised, by signal name, severity, state mode and model.",
+        )
+        self.time_per_output_chunk = (
+            meter.create_histogram(
+                a.METRIC_TIME_PER_OUTPUT_CHUNK,
+                unit="s",
+                description="Time per output chunk, recorded for each chunk received after the first one, measured "
+                "as the time elapsed from the end of the previous chunk to the end of the current chunk.",
+                explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
+            )
+            if settings.chunk_timing
+            else None
+        )
+        self.cost: Tally | None = None
+        self.cost_saved: Tally | None = None
+        if settings.prices is not None:
+            self.cost = observable_tally(
+                meter,
+                a.METRIC_COST,
+                unit="{currency}",
+                description="Cost of the tokens used, from the configured price table, by token kind (input: "
+                "uncached input; cached_input; output, reasoning included) in openai_responses.cost.currency.",
+            )
+            self.cost_saved = observable_tally(
+                meter,
+                a.METRIC_COST_SAVED,
+                unit="{currency}",
+                description="What cached input tokens saved against the uncached input price of the price table.",
+            )
+
+    # -- one call ---------------------------------------------------------------------------------------------
+
+    def record(self, call: Call, outcome: Outcome, error_type: str | None, context_loss: bool, store: bool) -> None:
+        """Everything the call records, in the context of its span. ``store``: the effective flag (the response
+        body's when it said); ``error_type``: the span's ``error.type``, if any."""
+        req, resp, context = call.req, outcome.response, call.context
+        model = metric_model(req.model)
+        depth = call.lineage.depth()
+        for signal in call.signals:
+            self.signal_counter.add(1, self._signal_attrs(req, signal, model, depth), context=context)
+        self._count_call(req, model, context_loss, store, depth)
+        response_model = metric_model(resp.model) if resp is not None else None
+        genai = self._genai(req.operation, model, response_model, call.server, req.provider)
+        duration = genai.duration if error_type is None else {**genai.duration, a.ERROR_TYPE: metric_code(error_type)}
+        self.duration.record(call.duration, duration, context=context)
+        if call.first_chunk is not None:
+            first = genai.duration if response_model is None else self._genai_base(call, model).duration
+            self.time_to_first_chunk.record(call.first_chunk, first, context=context)
+        if resp is not None and call.op.records_usage:
+            self._count_usage(req, resp, model, genai, context)
+
+    def _genai_base(self, call: Call, model: str | None) -> GenAIAttributes:
+        return self._genai(call.req.operation, model, None, call.server, call.req.provider)
+
+    def chunk_attributes(self, call: Call) -> Attributes | None:
+        """The attributes of a stream's chunk timings (those of the time to first chunk), or None when chunk timing
+        is off. Taken once per stream: each later chunk costs one histogram record."""
+        if self.time_per_output_chunk is None:
+            return None
+        return self._genai_base(call, metric_model(call.req.model)).duration
+
+    def next_chunk(self, seconds: float, attrs: Attributes, context: Context | None) -> None:
+        """A chunk after the first arrived, ``seconds`` after the previous one."""
+        if self.time_per_output_chunk is not None:
+            self.time_per_output_chunk.record(seconds, attrs, context=context)
+
+    # -- attribute sets -----------------------------------------------------------------------------------------
+
+    def _cached(self, key: tuple[object, ...], build: Callable[[], Attributes]) -> Attributes:
+        """The attribute dict for ``key``, built once (bounded: cleared when full, a model name per user, say)."""
+        attrs = self._cache.get(key)
+        if attrs is None:
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.clear()
+            attrs = self._cache[key] = build()
+        return attrs
+
+    def _genai(
+        self, operation: str, model: str | None, response_model: str | None, server: Server, provider: str
+    ) -> GenAIAttributes:
+        """The GenAI client metrics' attribute sets of one call (duration; token usage, input and output), built
+        together once per operation, models, server and provider: one lookup per call."""
+        host = metric_host(server[0])
+        key = (operation, model, response_model, host, server[1], provider)
+        sets = self._genai_cache.get(key)
+        if sets is None:
+            base: Attributes = {a.GEN_AI_OPERATION_NAME: operation, a.GEN_AI_PROVIDER_NAME: provider}
+            _put(base, a.GEN_AI_REQUEST_MODEL, model)
+            _put(base, a.GEN_AI_RESPONSE_MODEL, response_model)
+            _put(base, a.SERVER_ADDRESS, host)
+            _put(base, a.SERVER_PORT, server[1])
+            sets = GenAIAttributes(base, {**base, _INPUT[0]: _INPUT[1]}, {**base, _OUTPUT[0]: _OUTPUT[1]})
+            if len(self._genai_cache) >= _CACHE_SIZE:
+                self._genai_cache.clear()
+            self._genai_cache[key] = sets
+        return sets
+
+    def _signal_attrs(self, req: RequestFacts, signal: Signal, model: str | None, depth: str | None) -> Attributes:
+        def build() -> Attributes:
+            attrs: Attributes = {a.SIGNAL_NAME: signal.name, a.SIGNAL_SEVERITY: signal.severity}
+            _put(attrs, a.STATE_MODE, req.state_mode)
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
+            _put(attrs, a.TURN_DEPTH, depth)
+            return attrs
+
+        return self._cached(("s", signal.name, signal.severity, req.state_mode, model, depth), build)
+
+    def _count_call(
+        self, req: RequestFacts, model: str | None, context_loss: bool, store: bool, depth: str | None
+    ) -> None:
+        """The calls counter, by operation, context loss, state mode and store, model, turn depth, and the request's
+        ``truncation`` when it set one (a validated token: few values), so a breakdown shows the calls whose context
+        the API may cut itself."""
+        mode, truncation = req.state_mode, req.truncation
+        key = ("c", req.operation, context_loss, mode, mode is not None and store, model, depth, truncation)
+        attrs = self._cache.get(key)
+        if attrs is None:
+
+            def build() -> Attributes:
+                built: Attributes = {a.GEN_AI_OPERATION_NAME: req.operation, a.CONTEXT_LOSS: context_loss}
+                if mode is not None:
+                    built[a.STATE_MODE] = mode
+                    built[a.STORE] = store
+                _put(built, a.GEN_AI_REQUEST_MODEL, model)
+                _put(built, a.TURN_DEPTH, depth)
+                _put(built, a.TRUNCATION, truncation)
+                return built
+
+            attrs = self._cached(key, build)
+        self.calls.add(key, attrs, 1)
+
+    def _count_by_model(
+        self, tally: Tally, operation: str, model: str | None, name: str, value: str, amount: int
+    ) -> None:
+        """Add to a counter by operation, (validated) request model and one more attribute (token kind, direction)."""
+        key = ("k", operation, model, name, value)
+        attrs = self._cache.get(key)
+        if attrs is None:
+
+            def build() -> Attributes:
+                built: Attributes = {a.GEN_AI_OPERATION_NAME: operation, name: value}
+                _put(built, a.GEN_AI_REQUEST_MODEL, model)
+                return built
+
+            attrs = self._cached(key, build)
+        tally.add(key, attrs, amount)
+
+    def _count_usage(
+        self, req: RequestFacts, resp: ResponseFacts, model: str | None, genai: GenAIAttributes, context: Context | None
+    ) -> None:
+        """Token usage (the GenAI histogram: input and output), the parts of it the histogram cannot show (cached
+        input, reasoning output) and encrypted reasoning items sent and returned. Zero counts are not recorded: a
+        counter's missing series reads as zero."""
+        if resp.input_tokens is not None:
+            self.token_usage.record(resp.input_tokens, genai.input, context=context)
+        if resp.output_tokens is not None:
+            self.token_usage.record(resp.output_tokens, genai.output, context=context)
+        operation = req.operation
+        if resp.cached_tokens:
+            self._count_by_model(
+                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens
+            )
+        if resp.reasoning_tokens:
+            self._count_by_model(
+                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens
+            )
+        if req.encrypted_input_count:
+            self._count_by_model(
+                self.encrypted_items, operation, model, a.DIRECTION, "input", req.encrypted_input_count
+            )
+        if resp.encrypted_output_count:
+            self._count_by_model(
+                self.encrypted_items, operation, model, a.DIRECTION, "output", resp.encrypted_output_count
+            )
+        if self.settings.prices is not None:
+            self._count_cost(req, resp, model)
+
+    def _count_cost(self, req: RequestFacts, resp: ResponseFacts, model: str | None) -> None:
+        """Cost by token kind and the cached-input saving, priced by the response's model (else the request's) and
+        service tier (else the request's); nothing without a price table or a price for the model."""
+        prices, cost_tally, saved_tally = self.settings.prices, self.cost, self.cost_saved
+        if prices is None or cost_tally is None or saved_tally is None:
+            return
+        tier = resp.service_tier if resp.service_tier is not None else req.service_tier
+        price = prices.price(resp.model, tier) if resp.model is not None else None
+        if price is None:
+            price = prices.price(req.model, tier)
+        if price is None:
+            return
+        cost = cost_of(price, resp.input_tokens, resp.cached_tokens, resp.output_tokens)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_INPUT, cost.input)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_CACHED_INPUT, cost.cached_input)
+        self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_OUTPUT, cost.output)
+        self._add_cost(saved_tally, model, cost.currency, None, cost.saved)
+
+    def _add_cost(self, tally: Tally, model: str | None, currency: str, kind: str | None, amount: float) -> None:
+        """Add to a cost counter by request model, currency and (``cost`` only) token kind; zero adds nothing."""
+        if not amount:
+            return
+
+        def build() -> Attributes:
+            attrs: Attributes = {a.COST_CURRENCY: currency}
+            _put(attrs, a.GEN_AI_REQUEST_MODEL, model)
+            _put(attrs, a.TOKEN_KIND, kind)
+            return attrs
+
+        key = ("$", model, currency, kind)
+        tally.add(key, self._cached(key, build), amount)
+
+
+def _put(attrs: Attributes, key: str, value: AttributeValue | None) -> None:
+    if value is not None:
+        attrs[key] = value
