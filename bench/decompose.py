@@ -48,7 +48,7 @@ def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.trace import SpanKind
+    from opentelemetry.trace import SpanKind, set_span_in_context
 
     from otel_responses import ResponsesInstrumentor
     from otel_responses.telemetry import Telemetry
@@ -59,10 +59,9 @@ def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -
     at_start: dict[str, Any] = {}
     original_start = Telemetry.start
 
-    def spy(self: Telemetry, *args: Any, **kwargs: Any) -> Any:
-        span = original_start(self, *args, **kwargs)
-        at_start.update(span.attributes)  # type: ignore[attr-defined]
-        return span
+    def spy(self: Telemetry, call: Any) -> None:
+        original_start(self, call)
+        at_start.update(call.span.attributes)
 
     Telemetry.start = spy  # type: ignore[method-assign]
     instrumentor = ResponsesInstrumentor()
@@ -99,8 +98,9 @@ def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -
                 for _ in result:
                     pass
             current.set_attributes(end_attrs)
-        for metric_name, value, attributes in recordings:  # as ours: after the span's context is left
-            histograms[metric_name].record(value, attributes)
+        context = set_span_in_context(current)
+        for metric_name, value, attributes in recordings:  # as ours: in the span's context, once it ended
+            histograms[metric_name].record(value, attributes, context=context)
         return result
 
     wrapt.wrap_function_wrapper(Responses, "create", contract)

@@ -52,8 +52,9 @@ REDIS = f"{OURS}_redis"  # our instrumentation with the shared ledger on a local
 # litellm.responses() with litellm's instrumentor, in a virtualenv of its own with litellm and this checkout: its
 # paired figure is the added time per call through litellm (its own baseline is litellm's, not the bare SDK's).
 LITELLM = f"{OURS}_litellm"
+SAMPLED = f"{OURS}_sampled"  # our instrumentation under a 10 % trace-id ratio sampler
 LITELLM_PIN = "litellm==1.110.2"
-SUBJECTS = (BARE, OURS, f"{OURS}_strict", REDIS, LITELLM, *PEERS)
+SUBJECTS = (BARE, OURS, f"{OURS}_strict", SAMPLED, REDIS, LITELLM, *PEERS)
 WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
 HUGE = "replay_10000"
 

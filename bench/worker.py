@@ -32,6 +32,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
 MODEL = "gpt-5-mini"
 ENCRYPTED = "gAAAAAB" + "x9Kq2mZ7" * 127  # ~1 KB, the size of a typical encrypted reasoning payload
@@ -302,6 +303,7 @@ PEERS = {
     # subject: (distribution, module, class)
     "otel_responses": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "otel_responses_strict": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    "otel_responses_sampled": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     # The shared ledger on Redis (issue 9): run.py starts redis-server and passes its URL in REDIS_URL_ENV.
     "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
@@ -319,9 +321,15 @@ PEERS = {
 }
 
 
+# A tenth of the traces sampled (the rest not recording): what an app that samples pays per call.
+SAMPLED = "otel_responses_sampled"
+SAMPLED_RATIO = 0.1
+
+
 def build(subject: str, ledger: Any = None) -> Harness:
     exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
+    sampler = ParentBased(TraceIdRatioBased(SAMPLED_RATIO)) if subject == SAMPLED else None
+    tracer_provider = TracerProvider(sampler=sampler)
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])

@@ -284,16 +284,14 @@ class InMemoryLedger:
             self._conversations[conversation] = response_id
 
     def _index(self, key: Key, response_id: str, index: int) -> None:
-        where = self._locations.get(key)
+        locations = self._locations
+        where = locations.get(key)
         if where is None:
-            self._locations[key] = ((response_id, index),)
-            return
-        where = (*where, (response_id, index))
-        if len(where) > MAX_PLACES:  # the oldest entry's place goes
-            entries = self._entries
-            oldest = min(where, key=lambda place: e.sequence if (e := entries.get(place[0])) is not None else -1)
-            where = tuple(place for place in where if place is not oldest)
-        self._locations[key] = where
+            locations[key] = ((response_id, index),)
+        elif len(where) < MAX_PLACES:
+            locations[key] = (*where, (response_id, index))
+        else:  # the first-indexed place goes (the oldest, but for an older entry read back from a shared store)
+            locations[key] = (*where[1:], (response_id, index))
 
     def _older(self, response_id: str | None, entry: Entry) -> bool:
         """True when ``response_id`` names no entry, or one not newer than ``entry``."""
@@ -308,15 +306,22 @@ class InMemoryLedger:
         entry = self._entries.pop(response_id)
         if not entry.written_by_app:
             locations = self._locations
-            for key in {key for meta in entry.outputs for key in location_keys(meta)}:
-                where = locations.get(key)
-                if where is None:
-                    continue
-                kept = tuple(place for place in where if place[0] != response_id)
-                if kept:
-                    locations[key] = kept
-                else:
-                    del locations[key]
+            for meta in entry.outputs:
+                for key in location_keys(meta):
+                    where = locations.get(key)
+                    if where is None:
+                        continue
+                    if len(where) == 1:
+                        if where[0][0] == response_id:
+                            del locations[key]
+                        continue
+                    kept = tuple([place for place in where if place[0] != response_id])
+                    if len(kept) == len(where):
+                        continue
+                    if kept:
+                        locations[key] = kept
+                    else:
+                        del locations[key]
         if entry.conversation_id is not None and self._conversations.get(entry.conversation_id) == response_id:
             del self._conversations[entry.conversation_id]
         self._children.discard(response_id)
