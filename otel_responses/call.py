@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from time import perf_counter
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
@@ -40,6 +40,7 @@ from .ledger import AsyncCallLedger, CallLedger, Reads
 from .lineage import Lineage, lineage_of
 from .operations import Operation
 from .providers import provider_of_client
+from .recorded import NOTHING_READ, Outcome
 from .signals import ContextLossError, Signal
 from .telemetry import Server, Telemetry
 
@@ -115,21 +116,6 @@ def parsing(call: Call) -> Iterator[None]:
         yield
     finally:
         PARSING.reset(token)
-
-
-class Outcome(NamedTuple):
-    """How a call ended, handed whole to ``Telemetry.end``: what the API answered (when it was read), or the exception
-    the call raised, and what only the end knows."""
-
-    response: ResponseFacts | None = None
-    # A response that arrived but failed (a stream's `response.failed`, an `error` event: the server's code), or
-    # whose parsing failed (the exception's class name).
-    error_type: str | None = None
-    exception: BaseException | None = None  # the call raised, with no answer read
-    extra: Mapping[str, AttributeValue] | None = None  # a stream's end, the request id of a body left unread
-
-
-NOTHING_READ = Outcome()
 
 
 class Call:
@@ -261,6 +247,10 @@ class Call:
         flight, self.flight = self.flight, None
         if flight is not None:
             self.ledger.leave(flight)
+
+    @property
+    def records_usage(self) -> bool:
+        return self.op.records_usage
 
     def tool_check(self, resp: ResponseFacts | None = None) -> str | None:
         """``openai_responses.tool_calls.check``; None for a call that carries no state (not a model call)."""

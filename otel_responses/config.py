@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from .facts import InstructionsVersion
 from .fingerprint import Fingerprinter, key_from_text
 from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger, adapt
 from .pricing import PriceError, PriceTable, load_prices
@@ -30,7 +31,6 @@ _HASH_KEY_HINT = (
     "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
 )
 
-InstructionsVersion = str | Callable[[str | None], str | None] | None
 
 _log = logging.getLogger(__name__)
 
@@ -199,15 +199,3 @@ def _metering_settings(config: Mapping[str, Any], environ: Mapping[str, str]) ->
     except PriceError as exc:
         raise ConfigError(str(exc)) from None
     return prices, _bool_setting(config, "chunk_timing", environ)
-
-
-def resolve_version(version: InstructionsVersion, instructions: str | None) -> str | None:
-    """The configured instructions version; a failing resolver yields none rather than an error."""
-    if version is None or isinstance(version, str):
-        return version
-    try:
-        resolved = version(instructions)
-    except Exception:  # a user callback must not break the app's call
-        _log.debug("otel-responses: the instructions_version resolver failed; no version recorded")
-        return None
-    return resolved if isinstance(resolved, str) else None

@@ -5,14 +5,14 @@ Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from .attributes import PROVIDER_OPENAI
-from .config import Settings, resolve_version
 from .fingerprint import Fingerprinter
 from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
 from .ledger import MAX_INPUT_MESSAGES, Key
@@ -23,6 +23,34 @@ CLIENT_REPLAY = "client_replay"
 SINGLE_TURN = "single_turn"
 CONFLICT = "conflict"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+_log = logging.getLogger(__name__)
+
+InstructionsVersion = str | Callable[[str | None], str | None] | None
+
+
+class Reading(Protocol):
+    """What facts are read with (``config.Settings`` is one): the keyed fingerprinter and the instructions version
+    setting."""
+
+    @property
+    def fingerprinter(self) -> Fingerprinter: ...
+
+    @property
+    def instructions_version(self) -> InstructionsVersion: ...
+
+
+def resolve_version(version: InstructionsVersion, instructions: str | None) -> str | None:
+    """The configured instructions version; a failing resolver yields none rather than an error."""
+    if version is None or isinstance(version, str):
+        return version
+    try:
+        resolved = version(instructions)
+    except Exception:  # a user callback must not break the app's call
+        _log.debug("otel-responses: the instructions_version resolver failed; no version recorded")
+        return None
+    return resolved if isinstance(resolved, str) else None
 
 
 @dataclass(slots=True)
@@ -247,7 +275,7 @@ def _state_mode(previous: str | None, conversation: str | None, scan: _Scan) -> 
     return SINGLE_TURN if scan.only_app_messages and scan.user_messages <= 1 else CLIENT_REPLAY
 
 
-def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Settings) -> RequestFacts:
+def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) -> RequestFacts:
     """Facts of a create/parse request. Unset parameters may be ``omit`` sentinels: only real types count."""
     raw_input = kwargs.get("input")
     if isinstance(raw_input, str):  # one user message: its metadata and scan written out, the most common call
@@ -351,7 +379,7 @@ def target_facts(operation: str, response_id: object, kwargs: Mapping[str, Any])
     )
 
 
-def response_facts(response: object, settings: Settings, request_id: str | None = None) -> ResponseFacts:
+def response_facts(response: object, settings: Reading, request_id: str | None = None) -> ResponseFacts:
     """Facts of a ``Response`` (or anything shaped like one); missing fields become ``None``."""
     raw_output = getattr(response, "output", None)
     fingerprints = settings.fingerprinter

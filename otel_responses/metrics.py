@@ -25,7 +25,8 @@ from .pricing import cost_of
 from .tally import Tally, observable_tally
 
 if TYPE_CHECKING:
-    from .call import Call, Outcome
+    from .recorded import Outcome
+    from .recorded import Recorded as Call
     from .signals import Signal
 
 Attributes = dict[str, AttributeValue]
@@ -144,7 +145,7 @@ class Metrics:
         if call.first_chunk is not None:
             first = genai.duration if response_model is None else self._genai_base(call, model).duration
             self.time_to_first_chunk.record(call.first_chunk, first, context=context)
-        if resp is not None and call.op.records_usage:
+        if resp is not None and call.records_usage:
             self._count_usage(req, resp, model, genai, context)
 
     def _genai_base(self, call: Call, model: str | None) -> GenAIAttributes:

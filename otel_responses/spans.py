@@ -18,7 +18,8 @@ from .facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types
 from .lineage import Lineage
 
 if TYPE_CHECKING:
-    from .call import Call, Outcome
+    from .recorded import Outcome
+    from .recorded import Recorded as Call
 
 Attributes = dict[str, AttributeValue]
 _NO_SIGNALS: tuple[str, ...] = ()

@@ -23,10 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import wrapt
 
 from . import attributes as a
-from .call import Call, Outcome
+from .call import Call
 from .facts import ResponseFacts, response_facts, with_stream_items
 from .fingerprint import Fingerprinter
 from .items import OPAQUE_FIELDS, ItemMeta, item_meta
+from .recorded import Outcome
 from .telemetry import Attributes
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ from .metrics import Attributes, Metrics, Server
 from .signals import LOSS_SEVERITIES
 
 if TYPE_CHECKING:
-    from .call import Call, Outcome
+    from .recorded import Outcome
+    from .recorded import Recorded as Call
 
 __all__ = ["Attributes", "Server", "Telemetry"]
 

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from .call import NOTHING_READ, Call
+from .call import Call
 from .operations import OPERATIONS
+from .recorded import NOTHING_READ
 from .streams import StreamObserver
 from .telemetry import Telemetry
 from .wrappers import Method, Switch, Wrapper, await_through, call_through

@@ -13,9 +13,10 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .call import LIBRARY_CALL, NOTHING_READ, PARSING, Call
+from .call import LIBRARY_CALL, PARSING, Call
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
+from .recorded import NOTHING_READ
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 from .telemetry import Telemetry
 

@@ -20,11 +20,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler
 
 from otel_responses import spans as span_side
-from otel_responses.call import Call, Outcome
+from otel_responses.call import Call
 from otel_responses.config import settings_from
 from otel_responses.facts import response_facts
 from otel_responses.ledger import InMemoryLedger
 from otel_responses.operations import OPERATIONS
+from otel_responses.recorded import Outcome
 from otel_responses.telemetry import Telemetry
 
 ENDPOINT = (("api.example.test", 443), "openai")

@@ -15,9 +15,10 @@ from contextvars import Token
 from typing import Any
 
 from ..attributes import STREAM_ENDED
-from ..call import LIBRARY_CALL, NOTHING_READ, Call, Endpoint, Outcome
+from ..call import LIBRARY_CALL, Call, Endpoint
 from ..facts import ResponseFacts
 from ..operations import Operation
+from ..recorded import NOTHING_READ, Outcome
 from ..signals import ContextLossError
 from ..streams import AsyncStreamProxy, StreamObserver, SyncStreamProxy
 from ..telemetry import Telemetry

@@ -1,0 +1,55 @@
+"""What telemetry reads of a call, and how a call ended: the one shape both sides agree on, so telemetry depends on
+no wrapper (a :class:`~otel_responses.call.Call` is a ``Recorded``, and tests may record plain ones)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import NamedTuple, Protocol
+
+from opentelemetry.context import Context
+from opentelemetry.trace import Span
+from opentelemetry.util.types import AttributeValue
+
+from .facts import RequestFacts, ResponseFacts
+from .ledger import CallLedger
+from .lineage import Lineage
+from .signals import Signal
+
+Server = tuple[str | None, int | None]
+
+
+class Outcome(NamedTuple):
+    """How a call ended, handed whole to ``Telemetry.end``: what the API answered (when it was read), or the exception
+    the call raised, and what only the end knows."""
+
+    response: ResponseFacts | None = None
+    # A response that arrived but failed (a stream's `response.failed`, an `error` event: the server's code), or
+    # whose parsing failed (the exception's class name).
+    error_type: str | None = None
+    exception: BaseException | None = None  # the call raised, with no answer read
+    extra: Mapping[str, AttributeValue] | None = None  # a stream's end, the request id of a body left unread
+
+
+NOTHING_READ = Outcome()
+
+
+class Recorded(Protocol):
+    """A call as telemetry reads it: its request, where it went, its ledger view (was a shared read out of reach?),
+    its lineage and signals; the span and context telemetry gives it; its times."""
+
+    req: RequestFacts
+    server: Server
+    ledger: CallLedger
+    lineage: Lineage
+    signals: list[Signal]
+    span: Span
+    context: Context | None
+    duration: float
+    first_chunk: float | None
+
+    @property
+    def records_usage(self) -> bool:
+        """The call consumes tokens: token usage is recorded."""
+        ...
+
+    def tool_check(self, resp: ResponseFacts | None = None) -> str | None: ...
