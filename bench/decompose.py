@@ -51,7 +51,7 @@ def install_contract(workload: str, tracer_provider: Any, meter_provider: Any) -
     from opentelemetry.trace import SpanKind, set_span_in_context
 
     from otel_responses import ResponsesInstrumentor
-    from otel_responses.telemetry import Telemetry
+    from otel_responses._telemetry.telemetry import Telemetry
 
     exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
     scratch = TracerProvider()

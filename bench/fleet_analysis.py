@@ -8,7 +8,7 @@ from typing import Any
 from fleet_dispatch import Conversation
 from stats import percentile
 
-from otel_responses import scenarios
+from otel_responses.tools import scenarios
 
 
 def raising_turns(reference: list[Conversation]) -> dict[tuple[str, str], int]:

@@ -16,7 +16,7 @@ from typing import Any
 from fleet_infra import log
 from fleet_worker import worker_main
 
-from otel_responses import scenarios
+from otel_responses.tools import scenarios
 
 
 class RemoteError(Exception):

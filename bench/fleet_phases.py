@@ -12,7 +12,7 @@ from fleet_analysis import analyse, raising_turns
 from fleet_dispatch import Conversation, ConversationClient, Fleet, run_phase
 from fleet_infra import KeyWatcher, log
 
-from otel_responses import scenarios
+from otel_responses.tools import scenarios
 
 
 def phase(

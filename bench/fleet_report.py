@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from otel_responses import scenarios
+from otel_responses.tools import scenarios
 
 
 def render(results: dict[str, Any]) -> str:

@@ -26,10 +26,10 @@ _CORE = """
 import sys
 sys.path.insert(0, {bench!r})
 from worker import replay_input
-from otel_responses.analysis import analyse
-from otel_responses.checks import Situation, run_request_checks
+from otel_responses._analysis.analysis import analyse
+from otel_responses._analysis.checks import Situation, run_request_checks
 from otel_responses.config import settings_from
-from otel_responses.facts import request_facts
+from otel_responses._analysis.facts import request_facts
 from otel_responses.ledger import InMemoryLedger
 
 settings = settings_from({{"hash_key": "bench"}})

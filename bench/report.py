@@ -52,8 +52,8 @@ def demo_lines(directory: Path) -> list[str]:
     """The demo's spans as OTLP/JSON lines, one line per span."""
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from otel_responses.demo import Exporters, run_scenarios
     from otel_responses.export import OTLPJsonFileExporter
+    from otel_responses.tools.demo import Exporters, run_scenarios
 
     path = directory / "demo.jsonl"
     exporters = Exporters()
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = parser.parse_args(argv)
 
-    from otel_responses.report import command
+    from otel_responses.tools.report import command
 
     directory = args.out or Path(tempfile.mkdtemp(prefix="report-bench-"))
     directory.mkdir(parents=True, exist_ok=True)

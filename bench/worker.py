@@ -349,7 +349,7 @@ def build(subject: str, ledger: Any = None) -> Harness:
         if subject == "otel_responses_strict":
             options["strict"] = True
         if subject == "otel_responses_redis":  # one ledger (one writer thread) across instrument() cycles
-            from otel_responses.redis_ledger import RedisLedger
+            from otel_responses.ledger.redis import RedisLedger
 
             options["ledger"] = RedisLedger(os.environ[REDIS_URL_ENV])
             options["hash_key"] = "bench-fleet-key"

@@ -9,10 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .facts import InstructionsVersion
-from .fingerprint import Fingerprinter, key_from_text
+from ._analysis.facts import InstructionsVersion
+from ._fingerprint import Fingerprinter, key_from_text
+from ._telemetry.pricing import PriceError, PriceTable, load_prices
 from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger, adapt
-from .pricing import PriceError, PriceTable, load_prices
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
@@ -99,7 +99,7 @@ def _as_seconds(name: str, value: object) -> float:
 def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool, cluster: bool) -> Ledger:
     """A ``RedisLedger`` for ``ledger_url`` (a Redis Cluster with ``ledger_cluster``: one or several seed nodes,
     comma-separated or, as a keyword, a list); errors never repeat a URL (it may hold a password)."""
-    from .redis_ledger import RedisLedger, RedisURLError, check_urls
+    from .ledger.redis import RedisLedger, RedisURLError, check_urls
 
     try:
         valid = check_urls(url, cluster=cluster)

@@ -12,13 +12,13 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
-from . import websocket
-from .integrations import _shared
-from .operations import OPERATIONS, Operation
+from ._patching import shared as _shared
+from ._patching import websocket
+from ._patching.operations import OPERATIONS, Operation
+from ._patching.streams import end_with_async_helper_close, end_with_helper_close
+from ._patching.wrappers import Method, Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
+from ._telemetry.telemetry import Telemetry
 from .package import _instruments
-from .streams import end_with_async_helper_close, end_with_helper_close
-from .telemetry import Telemetry
-from .wrappers import Method, Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 
 _log = logging.getLogger(__name__)
 _USER = "ResponsesInstrumentor"

@@ -430,7 +430,7 @@ def _write_report(test: _Test, checked: list[ReadableSpan]) -> str:
         context = span.context
         spans.setdefault((context.trace_id, context.span_id) if context is not None else (id(span), 0), span)
     try:
-        from .report import Options, write_sdk_spans
+        from .tools.report import Options, write_sdk_spans
 
         path = test.report or _report_path(test.item)
         write_sdk_spans(list(spans.values()), path, Options(title=f"otel-responses: {test.item.nodeid}"))

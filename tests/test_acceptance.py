@@ -12,10 +12,10 @@ import openai
 import pytest
 
 from otel_responses import ContextLossError, ResponsesInstrumentor
-from otel_responses import scenarios as sc
 from otel_responses.emulator import Emulator
 from otel_responses.ledger import InMemoryLedger
 from otel_responses.signals import CATALOGUE, STRICT
+from otel_responses.tools import scenarios as sc
 
 from .conftest import Captured, new_captured
 

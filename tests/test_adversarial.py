@@ -50,9 +50,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
 
 from otel_responses import ConfigError, ResponsesInstrumentor
-from otel_responses.fingerprint import Fingerprinter, key_from_text
+from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.ledger import LEDGER_METHODS, InMemoryLedger, Key
-from otel_responses.ledger_codec import conversation_key, entry_key, location_key
+from otel_responses.ledger._codec import conversation_key, entry_key, location_key
 
 from .hostile import (
     FakeRedis,

@@ -22,10 +22,10 @@ import openai
 import pytest
 import redis
 
-from otel_responses import ledger_prefetch
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.emulator import Emulator
-from otel_responses.redis_ledger import RedisLedger
+from otel_responses.ledger import _async as ledger_async
+from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, tool_request
@@ -420,7 +420,7 @@ def test_a_prefetch_that_raises_is_counted_and_the_call_goes_on(
     async def broken(self: Any, ledger: Any, view: Any, reads: Any) -> None:
         raise RuntimeError("a bug in the prefetch")
 
-    monkeypatch.setattr(ledger_prefetch.AsyncReader, "prefetch", broken)
+    monkeypatch.setattr(ledger_async.AsyncReader, "prefetch", broken)
 
     async def main(cap: CapturedTelemetry) -> tuple[tuple[str, ...], bool]:
         async with aclient(emulator) as async_client:

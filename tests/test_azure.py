@@ -15,8 +15,8 @@ import openai
 import openai._base_client as base_client
 import pytest
 
+from otel_responses._patching.providers import is_azure_host
 from otel_responses.emulator import Emulator
-from otel_responses.providers import is_azure_host
 from otel_responses.testing import capture
 
 _http: Any = getattr(base_client, "httpx2", None) or base_client.httpx  # openai 3 uses httpx2, older ones httpx

@@ -17,8 +17,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.metrics.view import View
 
-from otel_responses import ResponsesInstrumentor, bounds, metrics, tally, telemetry
-from otel_responses.bounds import MAX_LENGTH, OTHER
+from otel_responses import ResponsesInstrumentor
+from otel_responses._telemetry import bounds, metrics, tally, telemetry
+from otel_responses._telemetry.bounds import MAX_LENGTH, OTHER
 
 from .conftest import Captured, new_captured
 from .test_faults import (

@@ -18,8 +18,8 @@ from typing import ClassVar
 
 import pytest
 
-from otel_responses import dashboard_files, scenarios
-from otel_responses.doctor import STEPS
+from otel_responses.tools import dashboard_files, scenarios
+from otel_responses.tools.doctor import STEPS
 from otel_responses.version import __version__
 
 COMMAND = str(Path(sys.executable).parent / "otel-responses")

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from otel_responses.analysis import Analysis, analyse
-from otel_responses.checks import Situation, accepted_by_api, confirmed_by_api, run_request_checks
-from otel_responses.config import Settings, settings_from
-from otel_responses.facts import (
+from otel_responses._analysis.analysis import Analysis, analyse
+from otel_responses._analysis.checks import Situation, accepted_by_api, confirmed_by_api, run_request_checks
+from otel_responses._analysis.facts import (
     RequestFacts,
     ResponseFacts,
     conversation_facts,
@@ -22,7 +21,8 @@ from otel_responses.facts import (
     target_facts,
     with_stream_items,
 )
-from otel_responses.items import (
+from otel_responses._analysis.lineage import Lineage, lineage_of
+from otel_responses._items import (
     MAX_NAME,
     SHAPE_FOREIGN,
     SHAPE_STANDARD,
@@ -32,9 +32,9 @@ from otel_responses.items import (
     payload_shape,
     reshaped,
 )
+from otel_responses._patching.operations import remember_conversation_items, remember_created, remember_deleted
+from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import Entry, InMemoryLedger
-from otel_responses.lineage import Lineage, lineage_of
-from otel_responses.operations import remember_conversation_items, remember_created, remember_deleted
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
 
 SETTINGS = settings_from({"hash_key": "core-tests"})

@@ -55,7 +55,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
 from prometheus_client import start_http_server
 from otel_responses import ResponsesInstrumentor
-from otel_responses.doctor import Probe, compaction
+from otel_responses.tools.doctor import Probe, compaction
 from otel_responses.emulator import Emulator
 
 start_http_server(int(sys.argv[1]), addr="127.0.0.1")

@@ -165,7 +165,7 @@ def test_strict_mode_never_refuses_on_a_stale_fact_read_from_redis(redis_server:
     """A writer without the key can put back an older genuine value: the conversation's pointer to the turn whose
     tool call has since been answered. The next turn then looks like it leaves the call unanswered: the signal is
     recorded (marked as resting on the shared ledger), but the request, which the API accepts, is not refused."""
-    from otel_responses.redis_ledger import RedisLedger
+    from otel_responses.ledger.redis import RedisLedger
 
     url = redis_server.url(db=3)
     with redis_server.client(db=3) as admin:

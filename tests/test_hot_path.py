@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_responses.analysis import analyse
-from otel_responses.checks import REQUEST_CHECKS, SINGLE_TURN_CHECKS, Situation, run_request_checks
+from otel_responses._analysis.analysis import analyse
+from otel_responses._analysis.checks import REQUEST_CHECKS, SINGLE_TURN_CHECKS, Situation, run_request_checks
+from otel_responses._analysis.facts import SINGLE_TURN, ResponseFacts, request_facts, response_facts, with_stream_items
+from otel_responses._analysis.lineage import Lineage
+from otel_responses._items import item_meta
+from otel_responses._patching.operations import remember_created
+from otel_responses._patching.streams import as_fields, streamed_items
 from otel_responses.config import settings_from
-from otel_responses.facts import SINGLE_TURN, ResponseFacts, request_facts, response_facts, with_stream_items
-from otel_responses.items import item_meta
 from otel_responses.ledger import InMemoryLedger
-from otel_responses.lineage import Lineage
-from otel_responses.operations import remember_created
-from otel_responses.streams import as_fields, streamed_items
 
 from .test_core import Ended
 

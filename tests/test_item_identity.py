@@ -1,9 +1,9 @@
 """How a replayed item is recognised, end to end: the real `openai` client against the emulator, one habit of a client
 or a compatible server per test, the exact signals of every chat span, and the near miss that still names a loss.
 
-The rule (``otel_responses.analysis``): an item is known by its id when the ledger knows it, else by its call, else by
-its text; a match by anything but the item's own identity, or an ambiguous one, only clears a missing item in a
-response the request already links, never accuses. The same rows, as item shapes, are in tests/test_core.py.
+The rule (``otel_responses._analysis.analysis``): an item is known by its id when the ledger knows it, else by its
+call, else by its text; a match by anything but the item's own identity, or an ambiguous one, only clears a missing
+item in a response the request already links, never accuses. The same rows, as item shapes, are in tests/test_core.py.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from otel_responses.emulator import Emulator, EmulatorConfig
-from otel_responses.redis_ledger import RedisLedger
+from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import TOOL_NAME, TOOLS, tool_request, user

@@ -1326,6 +1326,6 @@ def test_the_detector_finds_a_leak(exports: Exports) -> None:
         with pytest.raises(AssertionError, match="secret exported"):
             exports.assert_clean(s)
     exports.reset()
-    logging.getLogger("otel_responses.wrappers").debug("failed on %s", secret[-14:])
+    logging.getLogger("otel_responses._patching.wrappers").debug("failed on %s", secret[-14:])
     with pytest.raises(AssertionError, match="secret exported"):
         exports.assert_clean(s)

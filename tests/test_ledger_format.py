@@ -23,10 +23,10 @@ import pytest
 import redis
 from redis.crc import key_slot
 
-from otel_responses.fingerprint import Fingerprinter, key_from_text
-from otel_responses.items import ItemMeta, payload_shape
+from otel_responses._fingerprint import Fingerprinter, key_from_text
+from otel_responses._items import ItemMeta, payload_shape
 from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry
-from otel_responses.ledger_codec import (
+from otel_responses.ledger._codec import (
     FORMAT,
     FORMATS,
     MAC_PURPOSE,
@@ -42,7 +42,7 @@ from otel_responses.ledger_codec import (
     marker_key,
     shareable,
 )
-from otel_responses.redis_ledger import COUNTS, RedisLedger
+from otel_responses.ledger.redis import COUNTS, RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request

@@ -17,11 +17,11 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otel_responses.analysis import Analysis
+from otel_responses._analysis.analysis import Analysis
+from otel_responses._analysis.facts import request_facts
+from otel_responses._analysis.lineage import DEPTHS, Lineage, lineage_of
 from otel_responses.config import ENV_PREFIX, settings_from
-from otel_responses.facts import request_facts
 from otel_responses.ledger import Entry
-from otel_responses.lineage import DEPTHS, Lineage, lineage_of
 from otel_responses.testing import capture
 
 from .conftest import Captured
@@ -214,7 +214,7 @@ def test_a_turn_served_by_another_process_links_back(redis_server: Any, emulator
     )
     assert done.returncode == 0, done.stderr
     a = json.loads(done.stdout)
-    from otel_responses.redis_ledger import RedisLedger
+    from otel_responses.ledger.redis import RedisLedger
 
     ledger = RedisLedger(url)
     try:

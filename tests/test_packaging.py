@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_responses.dashboard_files import FILES, PACKAGE_DIR
+from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR
 from otel_responses.version import __version__
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +83,7 @@ def test_the_wheel_holds_the_package_alone(wheel: Path) -> None:
     assert {name.split("/", 1)[0] for name in names} == {"otel_responses", f"otel_responses-{__version__}.dist-info"}
     assert not [name for name in names if name.startswith("dashboards/") or name.endswith("/build.py")]
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc")]
-    assert "otel_responses/dashboard_files.py" in names
+    assert "otel_responses/tools/dashboard_files.py" in names
     assert "otel_responses/py.typed" in names
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from otel_responses import scenarios
+from otel_responses.tools import scenarios
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -104,7 +104,7 @@ def _section(title: str) -> str:
 
 
 def test_readme_command_section_documents_version_and_every_exit_code() -> None:
-    from otel_responses import cli
+    from otel_responses.tools import cli
 
     section = _section("The `otel-responses` command")
     assert "otel-responses --version" in section

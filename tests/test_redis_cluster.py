@@ -20,13 +20,13 @@ import pytest
 from redis.exceptions import ClusterCrossSlotError
 
 from otel_responses import ConfigError
+from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.fingerprint import Fingerprinter, key_from_text
 from otel_responses.ledger import Entry
-from otel_responses.ledger_codec import entry_key, location_key
-from otel_responses.redis_ledger import RedisLedger, seed_nodes
+from otel_responses.ledger._codec import entry_key, location_key
+from otel_responses.ledger.redis import RedisLedger, seed_nodes
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
@@ -328,13 +328,13 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
         lone = settings_from({"hash_key": KEY, "ledger_url": seeds[0], **timeout}).ledger
         assert isinstance(lone, RedisLedger)
         ledgers.append(lone)
-        with caplog.at_level(logging.WARNING, "otel_responses.redis_ledger"), capture(ledger=lone, hash_key=KEY) as cap:
+        with caplog.at_level(logging.WARNING, "otel_responses.ledger.redis"), capture(ledger=lone, hash_key=KEY) as cap:
             client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parents[0])
         assert chat_signals(cap) == [()]  # the parent is another worker's: unseen
         (span,) = cap.chat_spans()
         assert attrs(span)[LEDGER_UNAVAILABLE] is True
         # Said once (by this ledger: others still connecting may say it too), naming no URL.
-        warned = [r.getMessage() for r in caplog.records if r.name == "otel_responses.redis_ledger"]
+        warned = [r.getMessage() for r in caplog.records if r.name == "otel_responses.ledger.redis"]
         told = (
             "otel-responses: the Redis Cluster ledger could not read the cluster's topology from its seed nodes (1 "
             "given; RedisClusterException): its checks use this process's knowledge until a seed answers. Several "

@@ -27,14 +27,14 @@ import pytest
 import redis
 
 from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
+from otel_responses._fingerprint import Fingerprinter, key_from_text
+from otel_responses._items import ItemMeta, payload_shape
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.fingerprint import Fingerprinter, key_from_text
-from otel_responses.items import ItemMeta, payload_shape
 from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
-from otel_responses.ledger_codec import Codec, conversation_key, entry_fields, entry_key, location_key
-from otel_responses.redis_ledger import RedisLedger, decode_entry, encode_entry
+from otel_responses.ledger._codec import Codec, conversation_key, entry_fields, entry_key, location_key
+from otel_responses.ledger.redis import RedisLedger, decode_entry, encode_entry
 from otel_responses.signals import SHARED_FACT
 from otel_responses.testing import CapturedTelemetry, capture
 

@@ -17,11 +17,11 @@ import openai
 import pytest
 
 from otel_responses import attributes as a
-from otel_responses.demo import Exporters, Outcome, run_scenarios, write_report
-from otel_responses.report import Options, from_sdk, render
-from otel_responses.report.assets import SCRIPT
-from otel_responses.report.records import SpanRecord
 from otel_responses.testing import capture
+from otel_responses.tools.demo import Exporters, Outcome, run_scenarios, write_report
+from otel_responses.tools.report import Options, from_sdk, render
+from otel_responses.tools.report.assets import SCRIPT
+from otel_responses.tools.report.records import SpanRecord
 
 from .hostile import LoopbackAPI, Received, Reply, json_reply
 from .real_traffic.replay import Replayer, Unsupported, all_cassettes, load
@@ -252,7 +252,7 @@ def _hostile_records() -> list[SpanRecord]:
 
 
 def _event(attributes: dict[str, Any]) -> Any:
-    from otel_responses.report.records import EventRecord
+    from otel_responses.tools.report.records import EventRecord
 
     return EventRecord(a.SIGNAL_EVENT, 0, attributes)
 

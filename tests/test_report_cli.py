@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from otel_responses import scenarios
 from otel_responses.export import to_json_line
-from otel_responses.report.page import DOCS_URL
 from otel_responses.testing import capture
+from otel_responses.tools import scenarios
+from otel_responses.tools.report.page import DOCS_URL
 
 from .report_support import conversations, parse
 from .test_cli import run
@@ -139,7 +139,7 @@ class Block(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, Block())
-from otel_responses.cli import main
+from otel_responses.tools.cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from otel_responses.emulator import Emulator
 from otel_responses.export import to_json_line
-from otel_responses.report import from_sdk, render
-from otel_responses.report.otlp_json import read_text
+from otel_responses.tools.report import from_sdk, render
+from otel_responses.tools.report.otlp_json import read_text
 
 from .conftest import Captured
 from .test_leaks import (

@@ -13,9 +13,10 @@ import openai
 import pytest
 
 from otel_responses import attributes as a
-from otel_responses import scenarios
-from otel_responses.report import from_sdk
-from otel_responses.report.model import (
+from otel_responses.testing import capture
+from otel_responses.tools import scenarios
+from otel_responses.tools.report import from_sdk
+from otel_responses.tools.report.model import (
     CHANGED,
     CONTINUES,
     DROPPED,
@@ -28,8 +29,7 @@ from otel_responses.report.model import (
     Gap,
     conversations,
 )
-from otel_responses.report.records import EventRecord, SpanRecord
-from otel_responses.testing import capture
+from otel_responses.tools.report.records import EventRecord, SpanRecord
 
 MODEL = "gpt-5.4"
 

@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from otel_responses import scenarios
-from otel_responses.report import DOCS_URL, Options, from_sdk, render
-from otel_responses.report.page import BadTemplate, check_trace_url
-from otel_responses.report.records import SpanRecord
 from otel_responses.testing import capture
+from otel_responses.tools import scenarios
+from otel_responses.tools.report import DOCS_URL, Options, from_sdk, render
+from otel_responses.tools.report.page import BadTemplate, check_trace_url
+from otel_responses.tools.report.records import SpanRecord
 
 from .report_support import conversations, parse
 

@@ -23,12 +23,12 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from otel_responses import attributes as a
-from otel_responses import scenarios
 from otel_responses.export import OTLPJsonFileExporter, to_json_line
-from otel_responses.report import from_sdk
-from otel_responses.report.otlp_json import Problem, read, read_text
-from otel_responses.report.records import is_own
 from otel_responses.testing import capture
+from otel_responses.tools import scenarios
+from otel_responses.tools.report import from_sdk
+from otel_responses.tools.report.otlp_json import Problem, read, read_text
+from otel_responses.tools.report.records import is_own
 
 SCENARIO = "replay_tool_pair_broken"  # four calls: reasoning, a tool call, a refused replay with two signals
 
@@ -296,8 +296,8 @@ def test_an_app_writes_the_file_with_a_batch_processor(emulator: Any, tmp_path: 
 def test_the_kit_and_the_reader_load_no_protobuf() -> None:
     """The pytest plugin is imported by every pytest run, the reader by the command: neither needs protobuf."""
     code = (
-        "import sys\nimport otel_responses.testing, otel_responses.report, otel_responses.report.command\n"
-        "from otel_responses.report.otlp_json import read_text\nfrom otel_responses.report import render\n"
+        "import sys\nimport otel_responses.testing, otel_responses.tools.report, otel_responses.tools.report.command\n"
+        "from otel_responses.tools.report.otlp_json import read_text\nfrom otel_responses.tools.report import render\n"
         "render(read_text('').spans)\n"
         "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry.proto', "
         "'opentelemetry.exporter', 'opentelemetry.sdk', 'openai'))))"

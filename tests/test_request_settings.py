@@ -19,11 +19,11 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_responses import ConfigError, ResponsesInstrumentor
+from otel_responses._analysis.facts import ReasoningSettings, reasoning_settings, request_facts, response_facts
+from otel_responses._telemetry.pricing import Price, PriceTable, cost_of, parse_prices
+from otel_responses._telemetry.telemetry import Telemetry
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.facts import ReasoningSettings, reasoning_settings, request_facts, response_facts
-from otel_responses.pricing import Price, PriceTable, cost_of, parse_prices
-from otel_responses.telemetry import Telemetry
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .conftest import Captured

@@ -492,7 +492,7 @@ def test_an_error_mid_stream_is_recorded_as_on_a_plain_stream(
 def test_a_failing_tap_never_reaches_the_app(
     client: openai.OpenAI, captured: Captured, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from otel_responses import raw_streams as streams
+    from otel_responses._patching import raw_streams as streams
 
     def broken(self: Any, kind: Any, data: Any) -> None:
         raise RuntimeError("injected")

@@ -10,8 +10,8 @@ import openai
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 
-from otel_responses import scenarios
 from otel_responses.emulator import Emulator
+from otel_responses.tools import scenarios
 
 from .conftest import Captured
 

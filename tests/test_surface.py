@@ -10,8 +10,8 @@ import openai
 import pytest
 from openai.resources.responses.responses import Responses
 
-from otel_responses import scenarios as sc
 from otel_responses.emulator import Emulator
+from otel_responses.tools import scenarios as sc
 
 from .conftest import Captured
 

@@ -1,4 +1,4 @@
-"""The per-call counters summed in process (otel_responses.tally) and reported by asynchronous counters."""
+"""The per-call counters summed in process (otel_responses._telemetry.tally) and reported by asynchronous counters."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import threading
 import pytest
 from opentelemetry.metrics import CallbackOptions
 
-from otel_responses import ResponsesInstrumentor, tally
+from otel_responses import ResponsesInstrumentor
+from otel_responses._telemetry import tally
 from otel_responses.emulator import Emulator
 
 from .conftest import new_captured

@@ -1,5 +1,5 @@
-"""Telemetry from a call, tested with a plain :class:`~otel_responses.call.Call` and the real OpenTelemetry SDK: no
-client, no server. What a call's span and metrics carry is read from the call and its outcome alone; metrics are
+"""Telemetry from a call, tested with a plain :class:`~otel_responses._patching.call.Call` and the real OpenTelemetry
+SDK: no client, no server. What a call's span and metrics carry is read from the call and its outcome alone; metrics are
 recorded in the context of the call's own span (their exemplars lead to it, not to the app's span); a span that
 is not recording gets nothing more built, while the metrics, the signals and the ledger work as for any call.
 """
@@ -19,14 +19,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler
 
-from otel_responses import spans as span_side
-from otel_responses.call import Call
+from otel_responses._analysis.facts import response_facts
+from otel_responses._patching.call import Call
+from otel_responses._patching.operations import OPERATIONS
+from otel_responses._telemetry import spans as span_side
+from otel_responses._telemetry.recorded import Outcome
+from otel_responses._telemetry.telemetry import Telemetry
 from otel_responses.config import settings_from
-from otel_responses.facts import response_facts
 from otel_responses.ledger import InMemoryLedger
-from otel_responses.operations import OPERATIONS
-from otel_responses.recorded import Outcome
-from otel_responses.telemetry import Telemetry
 
 ENDPOINT = (("api.example.test", 443), "openai")
 

@@ -19,14 +19,14 @@ from typing import Any
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from .. import attributes as a
-from ..operations import OPERATIONS
-from ..providers import is_azure_host, server_of
-from ..streams import OBSERVED_EVENTS, as_fields
-from ..telemetry import Telemetry
-from ..wrappers import Switch
-from . import _shared
-from ._hooks import Hooks, Seam, Wrapper
-from ._pending import Pending, current
+from .._patching import shared as _shared
+from .._patching.hooks import Hooks, Seam, Wrapper
+from .._patching.operations import OPERATIONS
+from .._patching.pending import Pending, current
+from .._patching.providers import is_azure_host, server_of
+from .._patching.streams import OBSERVED_EVENTS, as_fields
+from .._patching.wrappers import Switch
+from .._telemetry.telemetry import Telemetry
 
 _instruments = ("dspy >= 3.0.2",)
 _USER = "DSPyResponsesInstrumentor"

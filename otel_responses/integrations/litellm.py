@@ -17,15 +17,15 @@ from typing import Any
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from ..call import Endpoint
-from ..operations import OPERATIONS, Operation
-from ..providers import provider_of_litellm, server_of
+from .._patching import shared as _shared
+from .._patching.call import Endpoint
+from .._patching.hooks import Hooks, Seam, Wrapper
+from .._patching.operations import OPERATIONS, Operation
+from .._patching.pending import Pending, current
+from .._patching.providers import provider_of_litellm, server_of
+from .._patching.wrappers import Switch
+from .._telemetry.telemetry import Telemetry
 from ..signals import SERVER_PREMISED
-from ..telemetry import Telemetry
-from ..wrappers import Switch
-from . import _shared
-from ._hooks import Hooks, Seam, Wrapper
-from ._pending import Pending, current
 
 _instruments = ("litellm >= 1.81.0",)
 _USER = "LiteLLMResponsesInstrumentor"

@@ -18,7 +18,7 @@ import litellm
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
-from otel_responses.call import Call
+from otel_responses._patching.call import Call
 from otel_responses.emulator import Emulator
 from otel_responses.integrations.dspy import DSPyResponsesInstrumentor
 from otel_responses.integrations.litellm import LiteLLMResponsesInstrumentor

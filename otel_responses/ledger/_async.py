@@ -36,9 +36,9 @@ from collections.abc import AsyncGenerator, Awaitable, Sequence
 from enum import Enum
 from typing import Any
 
-from .ledger import Key, Reads
-from .ledger_codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
-from .redis_ledger import RedisLedger, View, seed_nodes
+from . import Key, Reads
+from ._codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
+from .redis import RedisLedger, View, seed_nodes
 
 __all__ = ["AsyncReader"]
 

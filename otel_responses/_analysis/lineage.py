@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT
+from ..ledger import Entry
 from .analysis import Analysis
-from .attributes import OPERATION_CHAT, OPERATION_COMPACT
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, RequestFacts
-from .ledger import Entry
 
 # Turn-depth buckets for metrics: few enough to keep series low, split where context trouble changes (truncation
 # and compaction live deep).

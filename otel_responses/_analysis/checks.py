@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from opentelemetry.util.types import AttributeValue
 
-from .analysis import Analysis
-from .attributes import (
+from .._items import pending_calls
+from ..attributes import (
     INSTRUCTIONS_LAST_RESPONSE_ID,
     INSTRUCTIONS_LAST_TURN,
     OPERATION_CHAT,
@@ -20,6 +20,8 @@ from .attributes import (
     PARENT_DELETED,
     PARENT_ID,
 )
+from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
+from .analysis import Analysis
 from .facts import (
     CLIENT_REPLAY,
     CONFLICT,
@@ -30,8 +32,6 @@ from .facts import (
     ResponseFacts,
     effective_store,
 )
-from .items import pending_calls
-from .signals import SHARED_FACT, TOOL_SIGNALS, Signal
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
+from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
+from ..attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
+from ..ledger import Entry, Key, LedgerView, Place, Reads
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
-from .items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
-from .ledger import Entry, Key, LedgerView, Place, Reads
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
 # (hosted tool calls such as web searches need not be).

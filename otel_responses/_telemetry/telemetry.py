@@ -17,12 +17,12 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import SpanKind, Tracer
 
-from . import attributes as a
+from .. import attributes as a
+from .._analysis.facts import effective_store
+from ..config import Settings
+from ..signals import LOSS_SEVERITIES
 from . import spans
-from .config import Settings
-from .facts import effective_store
 from .metrics import Attributes, Metrics, Server
-from .signals import LOSS_SEVERITIES
 
 if TYPE_CHECKING:
     from .recorded import Outcome

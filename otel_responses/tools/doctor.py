@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
-from .signals import CATALOGUE, LOSS_SEVERITIES
+from ..signals import CATALOGUE, LOSS_SEVERITIES
 
 if TYPE_CHECKING:
     from openai import OpenAI

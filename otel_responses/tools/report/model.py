@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from .. import attributes as a
-from ..signals import CATALOGUE, ERROR, INFO, LOSS_SEVERITIES, WARNING
+from ... import attributes as a
+from ...signals import CATALOGUE, ERROR, INFO, LOSS_SEVERITIES, WARNING
 from .records import SpanRecord, Value
 
 SEVERITIES: Final = (ERROR, WARNING, INFO)

@@ -14,8 +14,8 @@ from typing import Any
 
 from opentelemetry import metrics, trace
 
+from .._telemetry.telemetry import Telemetry
 from ..config import ConfigError, settings_from
-from ..telemetry import Telemetry
 from ..version import __version__
 
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"

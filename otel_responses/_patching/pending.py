@@ -3,8 +3,9 @@ a request really going out reaches (the inner observers).
 
 The outer seam makes a :class:`Pending` and puts it in ``call.LIBRARY_CALL`` for the duration of the call; the inner
 observers find it there (a copied context, as litellm's executor and lm15's worker threads use, holds the same
-object) and tell it what they see. It drives the generic :class:`~otel_responses.call.Call`: checked when the request
-is known (facts, analysis, strict mode), opened (the span) when the request leaves, ended with what the app gets.
+object) and tell it what they see. It drives the generic :class:`~otel_responses._patching.call.Call`: checked when
+the request is known (facts, analysis, strict mode), opened (the span) when the request leaves, ended with what the
+app gets.
 A call that never sent (a cache hit, a mock answer) leaves nothing. Every method swallows its own failures.
 """
 
@@ -14,14 +15,14 @@ from collections.abc import Callable, Mapping
 from contextvars import Token
 from typing import Any
 
+from .._analysis.facts import ResponseFacts
+from .._telemetry.recorded import NOTHING_READ, Outcome
+from .._telemetry.telemetry import Telemetry
 from ..attributes import STREAM_ENDED
-from ..call import LIBRARY_CALL, Call, Endpoint
-from ..facts import ResponseFacts
-from ..operations import Operation
-from ..recorded import NOTHING_READ, Outcome
 from ..signals import ContextLossError
-from ..streams import AsyncStreamProxy, StreamObserver, SyncStreamProxy
-from ..telemetry import Telemetry
+from .call import LIBRARY_CALL, Call, Endpoint
+from .operations import Operation
+from .streams import AsyncStreamProxy, StreamObserver, SyncStreamProxy
 
 Reader = Callable[[Any], "tuple[Any, str | None]"]  # a result -> (the response to read, its request id)
 

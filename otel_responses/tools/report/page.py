@@ -18,9 +18,9 @@ from datetime import datetime, timezone
 from typing import Final
 from urllib.parse import quote
 
-from .. import attributes as a
-from ..signals import CATALOGUE, ERROR, INFO, WARNING
-from ..version import __version__
+from ... import attributes as a
+from ...signals import CATALOGUE, ERROR, INFO, WARNING
+from ...version import __version__
 from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
 from .records import SpanRecord, Value

@@ -1,4 +1,4 @@
-"""Sync and async wrappers: begin a :class:`~otel_responses.call.Call` (facts, checks against the ledger, the
+"""Sync and async wrappers: begin a :class:`~otel_responses._patching.call.Call` (facts, checks against the ledger, the
 span), call, then hand it the result, the stream or the error.
 
 Whatever the instrumentation does, the app gets the same return value and the same exception; a failure
@@ -13,12 +13,12 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from .._telemetry.recorded import NOTHING_READ
+from .._telemetry.telemetry import Telemetry
 from .call import LIBRARY_CALL, PARSING, Call
 from .operations import Operation
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
-from .recorded import NOTHING_READ
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
-from .telemetry import Telemetry
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
 

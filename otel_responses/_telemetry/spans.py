@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Link, Span, SpanContext, Status, StatusCode, TraceFlags
 from opentelemetry.util.types import AttributeValue
 
-from . import attributes as a
+from .. import attributes as a
+from .._analysis.facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types
+from .._analysis.lineage import Lineage
 from .bounds import cap, cap_all, cap_attributes, cap_list
-from .facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types
-from .lineage import Lineage
 
 if TYPE_CHECKING:
     from .recorded import Outcome

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Any, NamedTuple, TypeGuard
 
-from .fingerprint import Fingerprinter
+from ._fingerprint import Fingerprinter
 
 # Opaque payloads the API returns and the app must replay byte for byte: never exported, never parsed.
 OPAQUE_FIELDS = {"reasoning": "encrypted_content", "compaction": "encrypted_content", "program": "fingerprint"}

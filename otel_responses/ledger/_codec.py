@@ -38,11 +38,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .items import ItemMeta
-from .ledger import MAX_INPUT_MESSAGES, MAX_OUTPUT_ITEMS, Entry, Key, location_keys
+from .._items import ItemMeta
+from . import MAX_INPUT_MESSAGES, MAX_OUTPUT_ITEMS, Entry, Key, location_keys
 
 if TYPE_CHECKING:
-    from .fingerprint import Fingerprinter
+    from .._fingerprint import Fingerprinter
 
 DEFAULT_MAX_ENTRY_BYTES = 8192
 # Version 6 adds an entry's facts field (deleted, written by the app, the last instructed turn, a system message in

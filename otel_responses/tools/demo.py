@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..signals import CATALOGUE, LOSS_SEVERITIES
 from .scenarios import SCENARIOS, Transcript, run
-from .signals import CATALOGUE, LOSS_SEVERITIES
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan
@@ -151,8 +151,8 @@ def run_scenarios(
 ) -> list[Outcome]:
     """Run every scenario once against a fresh emulator with the instrumentation on; `stop` ends the round
     after the current scenario (each takes a fraction of a second), so Ctrl-C need not wait for the round."""
-    from .emulator import Emulator
-    from .instrumentor import ResponsesInstrumentor
+    from ..emulator import Emulator
+    from ..instrumentor import ResponsesInstrumentor
 
     instrumentor = ResponsesInstrumentor()
     instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)

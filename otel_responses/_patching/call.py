@@ -25,9 +25,8 @@ from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Span
 from opentelemetry.util.types import AttributeValue
 
-from .analysis import Analysis, analyse, reads_of
-from .attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
-from .checks import (
+from .._analysis.analysis import Analysis, analyse, reads_of
+from .._analysis.checks import (
     Situation,
     accepted_by_api,
     confirmed_by_api,
@@ -35,14 +34,15 @@ from .checks import (
     run_response_checks,
     tool_calls_check,
 )
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
-from .ledger import AsyncCallLedger, CallLedger, Reads
-from .lineage import Lineage, lineage_of
+from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .._analysis.lineage import Lineage, lineage_of
+from .._telemetry.recorded import NOTHING_READ, Outcome
+from .._telemetry.telemetry import Server, Telemetry
+from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
+from ..ledger import AsyncCallLedger, CallLedger, Reads
+from ..signals import ContextLossError, Signal
 from .operations import Operation
 from .providers import provider_of_client
-from .recorded import NOTHING_READ, Outcome
-from .signals import ContextLossError, Signal
-from .telemetry import Server, Telemetry
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _RAW_HEADER = "X-Stainless-Raw-Response"

@@ -17,11 +17,11 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from .._telemetry.recorded import NOTHING_READ
+from .._telemetry.telemetry import Telemetry
 from .call import Call
 from .operations import OPERATIONS
-from .recorded import NOTHING_READ
 from .streams import StreamObserver
-from .telemetry import Telemetry
 from .wrappers import Method, Switch, Wrapper, await_through, call_through
 
 _log = logging.getLogger(__name__)

@@ -8,9 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .attributes import OPERATION_CHAT, OPERATION_COMPACT
-from .config import Settings
-from .facts import (
+from .._analysis.facts import (
     CONVERSATION,
     SERVER_CHAIN,
     RequestFacts,
@@ -21,12 +19,14 @@ from .facts import (
     response_facts,
     target_facts,
 )
-from .items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
-from .ledger import CallLedger, Entry, outputs_to_keep
+from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT
+from ..config import Settings
+from ..ledger import CallLedger, Entry, outputs_to_keep
 
 if TYPE_CHECKING:
-    from .analysis import Analysis
-    from .lineage import Lineage
+    from .._analysis.analysis import Analysis
+    from .._analysis.lineage import Lineage
 
 Args = tuple[Any, ...]
 FactsBuilder = Callable[[Args, Mapping[str, Any], Settings], RequestFacts]
@@ -34,7 +34,8 @@ Reader = Callable[[Any, Settings, "str | None"], "ResponseFacts | None"]
 
 
 class CallState(Protocol):
-    """What a call's end tells the ledger from: a :class:`~otel_responses.call.Call` has all of it (so may a test)."""
+    """What a call's end tells the ledger from: a :class:`~otel_responses._patching.call.Call` has all of it (so
+    may a test)."""
 
     @property
     def ledger(self) -> CallLedger: ...

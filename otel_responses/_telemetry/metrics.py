@@ -17,17 +17,17 @@ from opentelemetry.context import Context
 from opentelemetry.metrics import Meter
 from opentelemetry.util.types import AttributeValue
 
-from . import attributes as a
+from .. import attributes as a
+from .._analysis.facts import RequestFacts, ResponseFacts
+from ..config import Settings
 from .bounds import metric_code, metric_host, metric_model
-from .config import Settings
-from .facts import RequestFacts, ResponseFacts
 from .pricing import cost_of
 from .tally import Tally, observable_tally
 
 if TYPE_CHECKING:
+    from ..signals import Signal
     from .recorded import Outcome
     from .recorded import Recorded as Call
-    from .signals import Signal
 
 Attributes = dict[str, AttributeValue]
 Server = tuple[str | None, int | None]

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from .items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
+from .._items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
 if TYPE_CHECKING:
-    from .fingerprint import Fingerprinter
+    from .._fingerprint import Fingerprinter
 
 DEFAULT_CAPACITY = 4096
 # Memory per entry is bounded whatever the history length: only this many output items are kept.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from urllib.parse import urlsplit
 
-from . import attributes as a
+from .. import attributes as a
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 

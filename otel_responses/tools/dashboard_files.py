@@ -53,13 +53,13 @@ class WouldOverwrite(Exception):
 
 def contents() -> dict[ShippedFile, bytes]:
     """Each shipped file's bytes: from the package data, or else from the source checkout."""
-    packaged = importlib.resources.files(__package__ or "otel_responses").joinpath(PACKAGE_DIR)
+    packaged = importlib.resources.files("otel_responses").joinpath(PACKAGE_DIR)
     if packaged.is_dir():
         try:
             return {file: packaged.joinpath(file.name).read_bytes() for file in FILES}
         except FileNotFoundError as error:
             raise NotShipped(f"{PACKAGE_DIR}/ lacks a file ({error.filename or error})") from None
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # otel_responses/tools/ -> the checkout
     if (root / CHECKOUT_DIR).is_dir():
         try:
             return {file: (root / file.source).read_bytes() for file in FILES}

@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import wrapt
 
-from . import attributes as a
+from .. import attributes as a
+from .._analysis.facts import ResponseFacts, response_facts, with_stream_items
+from .._fingerprint import Fingerprinter
+from .._items import OPAQUE_FIELDS, ItemMeta, item_meta
+from .._telemetry.recorded import Outcome
+from .._telemetry.telemetry import Attributes
 from .call import Call
-from .facts import ResponseFacts, response_facts, with_stream_items
-from .fingerprint import Fingerprinter
-from .items import OPAQUE_FIELDS, ItemMeta, item_meta
-from .recorded import Outcome
-from .telemetry import Attributes
 
 if TYPE_CHECKING:
     Proxy = wrapt.ObjectProxy[Any]

@@ -1,5 +1,5 @@
 """What telemetry reads of a call, and how a call ended: the one shape both sides agree on, so telemetry depends on
-no wrapper (a :class:`~otel_responses.call.Call` is a ``Recorded``, and tests may record plain ones)."""
+no wrapper (a :class:`~otel_responses._patching.call.Call` is a ``Recorded``, and tests may record plain ones)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
-from .facts import RequestFacts, ResponseFacts
-from .ledger import CallLedger
-from .lineage import Lineage
-from .signals import Signal
+from .._analysis.facts import RequestFacts, ResponseFacts
+from .._analysis.lineage import Lineage
+from ..ledger import CallLedger
+from ..signals import Signal
 
 Server = tuple[str | None, int | None]
 

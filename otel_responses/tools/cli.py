@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from .version import __version__
+from ..version import __version__
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -265,9 +265,9 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+    from ..emulator import Emulator
+    from ..instrumentor import ResponsesInstrumentor
     from .doctor import Refused, Unreachable, diagnose
-    from .emulator import Emulator
-    from .instrumentor import ResponsesInstrumentor
 
     emulator: Emulator | None = None
     if args.base_url:

@@ -12,10 +12,10 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
-from .attributes import PROVIDER_OPENAI
-from .fingerprint import Fingerprinter
-from .items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
-from .ledger import MAX_INPUT_MESSAGES, Key
+from .._fingerprint import Fingerprinter
+from .._items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
+from ..attributes import PROVIDER_OPENAI
+from ..ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
 CONVERSATION = "conversation"
