@@ -79,6 +79,11 @@ def payload_shape(payload: str) -> int:
     return len(payload) << _SHAPE_BITS | bits
 
 
+def payload_length(shape: int) -> int:
+    """The length a payload shape records (its alphabet aside)."""
+    return shape >> _SHAPE_BITS
+
+
 def reshaped(sent: int, returned: int) -> bool:
     """Whether a payload of shape ``sent`` cannot be a fresh encryption of one of shape ``returned``: another
     length, characters outside base64 where the API's copy had none, or the other base64 alphabet."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, reshaped
+from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
 from ..attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
 from ..ledger import Entry, Key, LedgerView, Place, Reads
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
@@ -125,14 +125,17 @@ def _one_response(places: tuple[Place, ...]) -> tuple[Place, ...] | None:
 
 
 def _as_judged(entry: Entry) -> tuple[object, ...]:
-    """What the checks read of a response a replay carries: its output items (ids and call ids aside), its storage and
-    its history's size."""
+    """What the checks read of a response a replay carries: its output items (ids and call ids aside; an opaque
+    payload by its length, as every encryption of it has another alphabet by chance), its storage and its history's
+    size."""
     return (
         entry.store,
         entry.input_app_messages,
         entry.input_compactions,
-        entry.copies,
-        tuple((m.type, m.role, m.phase, m.fingerprint, m.encrypted, m.awaits, m.shape) for m in entry.outputs),
+        tuple(
+            (m.type, m.role, m.phase, m.fingerprint, m.encrypted, m.awaits, m.shape and payload_length(m.shape))
+            for m in entry.outputs
+        ),
     )
 
 
