@@ -7,11 +7,13 @@ offline with the build backend of the test extra (`--no-build-isolation`).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tarfile
+import textwrap
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,3 +147,29 @@ def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists:
     promtool = _binary("promtool")
     _run([promtool, "check", "rules", str(out / "otel-responses.rules.yaml")], cwd=tmp_path)
     _run([promtool, "test", "rules", str(out / "otel-responses.rules_test.yaml")], cwd=tmp_path)
+
+
+def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
+    """`instrument()` and a call with the default (in-memory) ledger import no module of the Redis backend, nor
+    `redis` itself, and register no exit or fork hook: the backend is reached only through a Redis ledger."""
+    probe = textwrap.dedent(
+        """
+        import atexit, json, sys
+        import openai
+        from otel_responses import ResponsesInstrumentor
+        from otel_responses.emulator import Emulator
+        before = atexit._ncallbacks()
+        with Emulator() as emulator:
+            ResponsesInstrumentor().instrument()
+            with emulator.client() as client:
+                first = client.responses.create(model="gpt-4.1-mini", input="Hello.")
+                client.responses.create(model="gpt-4.1-mini", input="And?", previous_response_id=first.id)
+        backend = ("otel_responses.ledger.redis", "otel_responses.ledger._codec", "otel_responses.ledger._writer",
+                   "otel_responses.ledger._async", "otel_responses.redis_ledger")
+        loaded = sorted(m for m in sys.modules if m in backend or m == "redis" or m.startswith("redis."))
+        print(json.dumps({"loaded": loaded, "hooks": atexit._ncallbacks() - before}))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"loaded": [], "hooks": 0}
