@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,10 +31,49 @@ def loss_signals(spans: Any) -> list[str]:
     return [name for name in signals_of(spans) if CATALOGUE[name].severity in LOSS]
 
 
+def per_span(spans: Any) -> list[tuple[str, ...]]:
+    """The signals of each span, in the order the spans ended: exact, so a false signal anywhere shows."""
+    return [tuple(span.attributes.get("openai_responses.signals", ())) for span in spans]
+
+
+# What each scripted session raises, span by span (a conversation's first span is its create_conversation). Beside
+# the mistake's own signal: an unstored turn of a reasoning model is not replayable; a progress update re-sent as
+# text loses its phase; a replay that drops a call is incomplete as well as orphaning its output.
+SCENARIO_SPANS: dict[str, list[tuple[str, ...]]] = {
+    "server_chain": [(), (), (), ()],
+    "conversation": [(), (), (), (), ()],
+    "client_replay": [(), (), (), ()],
+    "client_replay_compacted": [(), ("compaction",), ("compaction",), ("compaction",)],
+    "chain_unstored_parent": [("reasoning_not_replayable",), ("unstored_parent",)],
+    "chain_instructions_dropped": [(), ("instructions_dropped",), ("instructions_dropped",), ("instructions_dropped",)],
+    "chain_tool_output_missing": [(), (), ("missing_tool_output",)],
+    "chain_context_duplicated": [(), (), ("phase_dropped", "context_duplicated"), ()],
+    "conversation_and_previous_id": [(), (), ("state_mode_conflict",)],
+    "replay_output_text_only": [
+        (),
+        ("reasoning_dropped", "phase_dropped"),
+        ("reasoning_dropped", "phase_dropped"),
+        ("reasoning_dropped", "phase_dropped"),
+    ],
+    "replay_reasoning_altered": [(), ("encrypted_content_modified",)],
+    "replay_phase_lost": [(), ("phase_dropped",), ("phase_dropped",), ("phase_dropped",)],
+    "replay_tool_pair_broken": [(), (), ("replay_incomplete", "orphan_tool_output")],
+    "replay_history_cut": [(), (), (), ("history_truncated",)],
+}
+
+
+def test_every_scenario_has_its_exact_spans() -> None:
+    """The table covers every scripted session, and names at least the signals its mistake must raise."""
+    assert set(SCENARIO_SPANS) == {s.name for s in sc.SCENARIOS}
+    for scenario in sc.SCENARIOS:
+        assert set(scenario.raises) <= {name for names in SCENARIO_SPANS[scenario.name] for name in names}
+
+
 @pytest.mark.parametrize("scenario", sc.SCENARIOS, ids=lambda s: s.name)
 def test_scenario_done_right_or_wrong(emulator: Emulator, captured: Captured, scenario: sc.Scenario) -> None:
     transcript = sc.run(emulator.client(), scenario, "MK-31337")
     spans = captured.spans()
+    assert per_span(spans) == SCENARIO_SPANS[scenario.name]
     assert set(scenario.raises) <= set(signals_of(spans))
     if scenario.mistake is None:
         assert transcript.error is None
@@ -100,7 +140,7 @@ def test_strict_mode_lets_warnings_through(strict_emulator: tuple[Emulator, Capt
     emulator, cap = strict_emulator
     transcript = sc.run(emulator.client(), sc.BY_NAME["chain_instructions_dropped"], "MK-2")
     assert transcript.error is None
-    assert "instructions_dropped" in signals_of(cap.spans())
+    assert per_span(cap.spans()) == SCENARIO_SPANS["chain_instructions_dropped"]
     assert transcript.remembered["constraints"] is False
 
 
@@ -150,8 +190,9 @@ def test_long_session_compacted_keeps_context_without_truncation_signal(emulator
     answer, compactions = long_session(emulator.client(), compact=True)
     raised = signals_of(captured.spans())
     assert compactions, "the low threshold must trigger compaction"
-    assert "compaction" in raised
-    assert "history_truncated" not in raised
+    # The info signal on each call whose response compacted (the final answer's too), nothing else.
+    assert per_span(captured.spans()) == [()] * 4 + [("compaction",)] * 9
+    assert raised == [*compactions, "compaction"]
     assert loss_signals(captured.spans()) == []
     assert answer == "marker=LONG-7"
     compacted = [s for s in captured.spans() if s.attributes["openai_responses.compaction"]]
@@ -160,7 +201,8 @@ def test_long_session_compacted_keeps_context_without_truncation_signal(emulator
 
 def test_long_session_cut_raises_history_truncated(emulator: Emulator, captured: Captured) -> None:
     answer, _ = long_session(emulator.client(), compact=False)
-    assert "history_truncated" in signals_of(captured.spans())
+    # Every call from the first cut on, the final question's too.
+    assert per_span(captured.spans()) == [()] * 4 + [("history_truncated",)] * 9
     assert answer == "marker=unknown"
 
 
@@ -187,8 +229,9 @@ def test_threads_raise_no_false_signal(emulator: Emulator, captured: Captured) -
     assert all(t.error is None and all(t.remembered.values()) for t in transcripts)
     spans = captured.chat_spans()
     assert len(spans) == 12 * 4
-    # Only the compacted sessions' own info signal; not even concurrent_branch: no two sessions share a parent.
-    assert set(signals_of(spans)) <= {"compaction"}
+    # Only the compacted sessions' own info signal (3 sessions, on each turn after their first); not even
+    # concurrent_branch: no two sessions share a parent.
+    assert Counter(per_span(spans)) == {(): 12 * 4 - 3 * 3, ("compaction",): 3 * 3}
 
 
 async def async_replay_session(client: openai.AsyncOpenAI, marker: str) -> str:

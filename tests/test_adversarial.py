@@ -779,7 +779,11 @@ FORGED = _forged_cases()
 # What a forged value read as a fact raises (recorded, marked as resting on the shared ledger, never refused).
 # (A forged pending call in a conversation, read, is dropped when the API accepts the request: a conversation's latest
 # turn may be stale.)
-RAISED_WHEN_READ = {"unstored_parent": "unstored_parent"}
+RAISED_WHEN_READ: dict[str, tuple[str, ...]] = {"unstored_parent": ("unstored_parent",)}
+# A forged location pointing a replayed message at a response with a pending call, read as a fact, makes the replay
+# look incomplete: whether a value nobody vouches for should raise that is not settled, so what it raises is not
+# pinned here (every other case's signals are, exactly).
+UNPINNED_WHEN_READ = frozenset({"text_location_with_pending_call", "id_location_with_pending_call"})
 
 
 @pytest.mark.parametrize("accept_unsigned", [False, True], ids=["sealed_only", "accept_unsigned"])
@@ -800,9 +804,11 @@ def test_forged_redis_values_never_refuse_a_request(
     pair = compare(action, setup)
     expect(pair.off.outcome[0] == "returned", pair.off.outcome)
     assert_same(pair)
-    raised = {name for names in pair.rig.signals() for name in names}
-    if case in RAISED_WHEN_READ:
-        expect((RAISED_WHEN_READ[case] in raised) is accept_unsigned, (case, accept_unsigned, raised))
+    raised = pair.rig.signals()
+    if accept_unsigned and case in UNPINNED_WHEN_READ:
+        return
+    expected = [RAISED_WHEN_READ.get(case, ()) if accept_unsigned else ()]
+    expect(raised == expected, (case, accept_unsigned, raised))
 
 
 def _session(app: App) -> Any:
@@ -1250,9 +1256,9 @@ def test_the_in_flight_record_is_released_after_a_span_start_failure() -> None:
     signals = pair.rig.signals()
     expect(len(signals) == 3, signals)
     expect(
-        not any("concurrent_branch" in s for s in signals),
-        f"concurrent_branch raised on sequential calls after a failed span start (the in-flight record leaked): "
-        f"{signals}",
+        signals == [(), (), ()],
+        f"a signal raised on sequential calls to an unknown parent after a failed span start (concurrent_branch: "
+        f"the in-flight record leaked): {signals}",
     )
 
 
@@ -1283,7 +1289,7 @@ def test_the_in_flight_record_is_released_after_a_sampler_failure() -> None:
     assert_same(pair)
     signals = pair.rig.signals()
     expect(len(signals) == 3, signals)
-    expect(not any("concurrent_branch" in s for s in signals), f"in-flight record leaked: {signals}")
+    expect(signals == [(), (), ()], f"a signal raised (concurrent_branch: the in-flight record leaked): {signals}")
 
 
 def test_suppress_instrumentation_is_honoured() -> None:

@@ -144,7 +144,7 @@ def test_a_span_that_fails_to_start_releases_the_in_flight_record(emulator: Emul
     finally:
         instrumentor.uninstrument()
     (attrs,) = chat_attrs(cap)
-    assert "concurrent_branch" not in attrs["openai_responses.signals"]
+    assert attrs["openai_responses.signals"] == ()
 
 
 # -- strict mode and the shared ledger -----------------------------------------------------------------------------
@@ -236,7 +236,7 @@ def test_a_worker_with_a_stale_conversation_turn_raises_no_false_error(client: o
         )
         with pytest.raises(openai.BadRequestError):
             client.responses.create(model=MODEL, conversation=other.id, input="Thanks!", tools=TOOLS)
-    assert "missing_tool_output" in (cap.chat_spans()[-1].attributes or {})["openai_responses.signals"]
+    assert (cap.chat_spans()[-1].attributes or {})["openai_responses.signals"] == ("missing_tool_output",)
 
 
 def test_strict_mode_still_refuses_on_what_this_process_recorded(client: openai.OpenAI) -> None:

@@ -960,9 +960,9 @@ def test_tool_check_reports_the_first_failing_signal_in_catalogue_order(
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=MODEL, input=[tool_request(), call, call], store=False, tools=TOOLS)
     _, orphan_and_missing, missing_and_duplicate = captured.spans()
-    assert set(signals_of(orphan_and_missing)) == {"orphan_tool_output", "missing_tool_output"}
+    assert signals_of(orphan_and_missing) == ("orphan_tool_output", "missing_tool_output")
     assert attrs(orphan_and_missing)[TOOL_CHECK] == "orphan_tool_output"
-    assert set(signals_of(missing_and_duplicate)) == {"missing_tool_output", "duplicate_call_id"}
+    assert signals_of(missing_and_duplicate) == ("missing_tool_output", "duplicate_call_id")
     assert attrs(missing_and_duplicate)[TOOL_CHECK] == "missing_tool_output"
     for name in ("orphan_tool_output", "missing_tool_output"):
         assert_signal(captured, orphan_and_missing, name, mode="client_replay", model=MODEL)

@@ -64,7 +64,7 @@ def test_stream_incomplete(emulator: Emulator, captured: Captured) -> None:
     assert [e.type for e in stream][-1] == "response.incomplete"
     a = attrs(captured.only_span())
     assert a["gen_ai.response.finish_reasons"] == ("max_output_tokens",)
-    assert "response_incomplete" in a["openai_responses.signals"]
+    assert a["openai_responses.signals"] == ("response_incomplete",)
     assert a["openai_responses.context_loss"] is True
 
 
@@ -163,8 +163,8 @@ def test_streamed_output_items_feed_the_ledger(emulator: Emulator, captured: Cap
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=REASONER, input="again", previous_response_id=final.id)
     first, second = captured.spans()
-    assert "reasoning_not_replayable" in attrs(first)["openai_responses.signals"]
-    assert "unstored_parent" in attrs(second)["openai_responses.signals"]
+    assert attrs(first)["openai_responses.signals"] == ("reasoning_not_replayable",)
+    assert attrs(second)["openai_responses.signals"] == ("unstored_parent",)
 
 
 def test_retrieve_stream_resume_is_one_fetch_span(emulator: Emulator, captured: Captured) -> None:
@@ -228,7 +228,7 @@ def test_async_stream_endings(emulator: Emulator, captured: Captured) -> None:
         for s in spans
     ]
     assert outcome == ["resp_", "resp_", "server_error", "APIError", "closed", "closed", "resp_", "closed"]
-    assert "response_incomplete" in attrs(spans[1])["openai_responses.signals"]
+    assert attrs(spans[1])["openai_responses.signals"] == ("response_incomplete",)
     assert attrs(spans[6])["gen_ai.response.time_to_first_chunk"] > 0
 
 

@@ -38,7 +38,7 @@ def test_delete_makes_a_span_and_the_response_unchainable(emulator: Emulator, ca
     (deleted,) = by_operation(captured, "delete_response")
     assert deleted["gen_ai.response.id"] == created.id
     assert captured.spans()[1].name == "delete_response"
-    assert "unstored_parent" in captured.spans()[-1].attributes["openai_responses.signals"]
+    assert attrs(captured.spans()[-1])["openai_responses.signals"] == ("unstored_parent",)
 
 
 def test_background_response_polled_to_completion_feeds_the_ledger(emulator: Emulator, captured: Captured) -> None:
@@ -54,7 +54,7 @@ def test_background_response_polled_to_completion_feeds_the_ledger(emulator: Emu
     # The call arrived with the polled response: a next turn without its output is caught.
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=MODEL, previous_response_id=created.id, input="go on", tools=sc.TOOLS)
-    assert "missing_tool_output" in captured.spans()[-1].attributes["openai_responses.signals"]
+    assert attrs(captured.spans()[-1])["openai_responses.signals"] == ("missing_tool_output",)
     answered = client.responses.create(
         model=MODEL,
         previous_response_id=created.id,

@@ -68,9 +68,9 @@ def test_unstored_parent_over_the_socket(emulator: Emulator, captured: Captured)
     _, failed, own_span, continued = captured.spans()
     assert failed.status.status_code is StatusCode.ERROR
     assert attrs(failed)["error.type"] == "previous_response_not_found"
-    assert "unstored_parent" in attrs(failed)["openai_responses.signals"]
+    assert attrs(failed)["openai_responses.signals"] == ("unstored_parent",)
     assert attrs(own_span)["openai_responses.store"] is False
-    assert "unstored_parent" not in attrs(continued)["openai_responses.signals"]
+    assert attrs(continued)["openai_responses.signals"] == ()
 
 
 def test_connection_closed_before_the_answer_ends_the_span(emulator: Emulator, captured: Captured) -> None:
