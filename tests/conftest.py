@@ -13,6 +13,8 @@ from otel_responses import testing
 from otel_responses.emulator import Emulator
 from otel_responses.testing import CapturedTelemetry
 
+from .corpus import Exports
+
 Captured = CapturedTelemetry
 
 
@@ -72,3 +74,11 @@ def client(emulator: Emulator) -> Iterator[openai.OpenAI]:
 def captured(responses_telemetry: Captured) -> Captured:
     """The instrumentation on, exporting to in-memory SDK exporters; off again after the test."""
     return responses_telemetry
+
+
+@pytest.fixture
+def exports(captured: Captured, caplog: pytest.LogCaptureFixture) -> Exports:
+    """What left the process, as the leak tests read it: spans, metrics and every `otel_responses` log record, at
+    any level (debug included: a leak there reaches whoever turns logging up)."""
+    caplog.set_level(logging.DEBUG, logger="otel_responses")
+    return Exports(captured, caplog)

@@ -71,9 +71,9 @@ from .hostile import (
     json_reply,
     sse_reply,
 )
+from .support import fuzz_settings
 from .test_faults import describe, normal_events, response_body
 from .test_faults import dump as _dump
-from .test_leaks import fuzz_settings
 from .test_redis_ledger import RedisServer
 
 MODEL = "gpt-4.1-mini"

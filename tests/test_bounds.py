@@ -22,6 +22,7 @@ from otel_responses._telemetry import bounds, metrics, tally, telemetry
 from otel_responses._telemetry.bounds import MAX_LENGTH, OTHER
 
 from .conftest import Captured, new_captured
+from .support import mock_client
 from .test_faults import (
     Seen,
     differential,
@@ -35,7 +36,6 @@ from .test_faults import (
     run_sync,
     stream_create,
 )
-from .test_leaks import mock_client
 
 MODEL = "gpt-4.1-mini"
 HUGE = 1_000_000

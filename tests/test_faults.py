@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from otel_responses import ResponsesInstrumentor
 
 from .conftest import Captured
-from .test_leaks import HTTPX, fuzz_settings, mock_async_client, mock_client, sse, usage
+from .support import HTTPX, fuzz_settings, mock_async_client, mock_client, sse, usage
 
 MODEL = "gpt-4.1-mini"
 SELF_METRIC = "openai_responses.instrumentation.errors"

@@ -40,7 +40,7 @@ from otel_responses.emulator import Emulator
 from otel_responses.instrumentor import _OBSERVERS, TARGETS
 from otel_responses.ledger import InMemoryLedger
 
-from .test_leaks import HTTPX, mock_async_client, mock_client, usage
+from .support import HTTPX, mock_async_client, mock_client, usage
 
 FULL = os.environ.get("OTEL_RESPONSES_FULL_LOAD") == "1"
 THREADS = 16

@@ -38,6 +38,7 @@ from otel_responses.ledger.redis import RedisLedger, decode_entry, encode_entry
 from otel_responses.signals import SHARED_FACT
 from otel_responses.testing import CapturedTelemetry, capture
 
+from .corpus import EMULATOR_SAFE_UNITS, PARAMS, WINDOW, Secrets, client_kwargs, emulator_session
 from .ledger_scenarios import (
     ENCRYPTED,
     INSTRUCTIONS,
@@ -52,7 +53,7 @@ from .ledger_scenarios import (
     user,
 )
 from .redis_cluster import LocalCluster, cluster_fixture
-from .test_leaks import _WINDOW, EMULATOR_SAFE_UNITS, PARAMS, Secrets, client_kwargs, closing, emulator_session
+from .support import closing
 
 ROOT = Path(__file__).resolve().parents[1]
 REDIS_SERVER = shutil.which("redis-server") or next(
@@ -901,8 +902,8 @@ def test_redis_holds_no_secret_nor_payload(
 
 def _leaks(haystack: list[tuple[str, str]], needles: dict[str, tuple[str, str]]) -> list[str]:
     joined = "\x00".join(text for _, text in haystack)
-    grams = {joined[i : i + _WINDOW] for i in range(len(joined) - _WINDOW + 1)}
-    return [needle for needle in needles if needle[:_WINDOW] in grams and needle in joined]
+    grams = {joined[i : i + WINDOW] for i in range(len(joined) - WINDOW + 1)}
+    return [needle for needle in needles if needle[:WINDOW] in grams and needle in joined]
 
 
 # -- configuration -------------------------------------------------------------------------------------------

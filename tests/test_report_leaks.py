@@ -1,4 +1,4 @@
-"""The report holds no payload: the leak-fuzzing workloads of tests/test_leaks.py (a secret planted in every payload
+"""The report holds no payload: the leak-fuzzing workloads of tests/corpus.py (a secret planted in every payload
 and secret field, through the real client, against the emulator and canned JSON), reported from the SDK's spans and
 through the exporter's file, leave no secret on the page — nor a 12-character piece, base64 or hex digest of one —
 in its source or in its text once HTML entities are read."""
@@ -6,7 +6,6 @@ in its source or in its text once HTML entities are read."""
 from __future__ import annotations
 
 import html
-import logging
 
 import pytest
 from hypothesis import given
@@ -17,33 +16,23 @@ from otel_responses.export import to_json_line
 from otel_responses.tools.report import from_sdk, render
 from otel_responses.tools.report.otlp_json import read_text
 
-from .conftest import Captured
-from .test_leaks import (
-    _WINDOW,
+from .corpus import (
     MODELS,
+    WINDOW,
     Canned,
     Exports,
     Secrets,
-    _every_method_sync,
     client_kwargs,
-    closing,
     decorations,
     emulator_session,
-    fuzz_settings,
+    every_method_sync,
     input_units,
-    mock_client,
     output_units,
     param_sets,
     safe_units,
     seeds,
 )
-
-
-@pytest.fixture
-def exports(captured: Captured, caplog: pytest.LogCaptureFixture) -> Exports:
-    """What left the process, as the leak suite reads it (spans, metrics, this package's log records)."""
-    caplog.set_level(logging.DEBUG, logger="otel_responses")
-    return Exports(captured, caplog)
+from .support import closing, fuzz_settings, mock_client
 
 
 def assert_page_clean(exports: Exports, s: Secrets) -> None:
@@ -54,9 +43,9 @@ def assert_page_clean(exports: Exports, s: Secrets) -> None:
     for page in (render(from_sdk(spans)), render(from_file.spans)):
         assert page.count('<tbody class="call') == len(spans)
         haystack = page + "\x00" + html.unescape(page)
-        grams = {haystack[i : i + _WINDOW] for i in range(len(haystack) - _WINDOW + 1)}
+        grams = {haystack[i : i + WINDOW] for i in range(len(haystack) - WINDOW + 1)}
         needles = s.needles()
-        leaks = [needle for needle in needles if needle[:_WINDOW] in grams and needle in haystack]
+        leaks = [needle for needle in needles if needle[:WINDOW] in grams and needle in haystack]
         assert leaks == [], [(needles[n], n) for n in leaks[:5]]
 
 
@@ -108,7 +97,7 @@ def test_the_report_of_every_method_on_canned_answers_holds_no_secret(
     exports.reset()
     s = Secrets(seed, deco)
     with closing(mock_client(Canned(s, units, status=status), **client_kwargs(s))) as client:
-        _every_method_sync(client, s, sent, params)
+        every_method_sync(client, s, sent, params)
     exports.assert_clean(s)
     assert_page_clean(exports, s)
 

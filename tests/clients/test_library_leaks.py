@@ -1,7 +1,7 @@
 """Leak fuzzing through the litellm and DSPy seams: secrets and payloads planted in the request (items of every type
 the emulator accepts, instructions, metadata, end-user ids, headers, the API key) and returned by the emulator
 (encrypted reasoning, text) never leave the process, whichever library sent the request. The sentinels and the
-detector are those of tests/test_leaks.py (any 12-character piece, base64, hex digests).
+detector are the leak corpus's (tests/corpus.py) (any 12-character piece, base64, hex digests).
 """
 
 from __future__ import annotations
@@ -19,19 +19,18 @@ import litellm
 
 from otel_responses.emulator import Emulator
 
-from ..test_leaks import (
+from ..corpus import (
     FUNCTION_TOOL,
     Exports,
     Secrets,
-    _answers,
+    answers,
     decorations,
-    exports,  # noqa: F401  (the fixture)
-    fuzz_settings,
     items_of,
     request_kwargs,
     safe_units,
     seeds,
 )
+from ..support import fuzz_settings
 
 # litellm takes these request parameters as the SDK does (MCP tools are left out: litellm would connect to them).
 PARAMS = ("instructions", "metadata", "user", "safety_identifier", "prompt_cache_key", "extra_headers")
@@ -74,11 +73,11 @@ def _session(
     if first is None:
         return
     _observe(s, first)
-    history += [*first.output, *_answers(first, s), *items_of(units, s)]
+    history += [*first.output, *answers(first, s), *items_of(units, s)]
     second = _quietly(lambda: call(input=history, stream=stream, **request_kwargs(s, params, "turn2")))
     _observe(s, second)
     if store:
-        answer = [*_answers(first, s), {"role": "user", "content": s.text("turn3.question") + " What is the marker?"}]
+        answer = [*answers(first, s), {"role": "user", "content": s.text("turn3.question") + " What is the marker?"}]
         _observe(
             s, _quietly(lambda: call(input=answer, previous_response_id=first.id, **request_kwargs(s, params, "turn3")))
         )
@@ -96,7 +95,7 @@ def _session(
 )
 def test_litellm_exports_no_secret(
     emulator: Emulator,
-    exports: Exports,  # noqa: F811
+    exports: Exports,
     seed: bytes,
     deco: tuple[str, str],
     model: str,
@@ -115,7 +114,7 @@ def test_litellm_exports_no_secret(
 @given(seed=seeds, deco=decorations, model=st.sampled_from(MODELS))
 def test_litellm_other_operations_export_no_secret(
     emulator: Emulator,
-    exports: Exports,  # noqa: F811
+    exports: Exports,
     seed: bytes,
     deco: tuple[str, str],
     model: str,
@@ -148,7 +147,7 @@ dspy = pytest.importorskip("dspy")
 @given(seed=seeds, deco=decorations, stream=st.booleans())
 def test_dspy_exports_no_secret(
     emulator: Emulator,
-    exports: Exports,  # noqa: F811
+    exports: Exports,
     seed: bytes,
     deco: tuple[str, str],
     stream: bool,
