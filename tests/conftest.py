@@ -3,6 +3,7 @@ session, real SDK exporters, the instrumentation on per test."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Iterator
 
@@ -24,9 +25,13 @@ def new_captured() -> Captured:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The kit comes through its `pytest11` entry point; register it here when plugin autoloading is off."""
+    """The kit comes through its `pytest11` entry point; register it here when plugin autoloading is off. The
+    shared-ledger fixtures (a `redis-server`, the store, the ledgers a test made, process A's first turns) are
+    registered for every module that asks for them, where the `redis` package is installed."""
     if not config.pluginmanager.is_registered(testing):
         config.pluginmanager.register(testing, "otel_responses")
+    if importlib.util.find_spec("redis") is not None and not config.pluginmanager.has_plugin("tests.shared_ledger"):
+        config.pluginmanager.import_plugin("tests.shared_ledger")
 
 
 class _EndedSpanWarnings(logging.Handler):

@@ -1,4 +1,4 @@
-"""Turns of a session split over two processes, for tests/test_redis_ledger.py: process A (a subprocess) makes
+"""Turns of a session split over two processes, for the shared-ledger tests: process A (a subprocess) makes
 the first turns, process B the next ones. Importing this needs only `openai`, so the subprocess starts quickly."""
 
 from __future__ import annotations
@@ -56,8 +56,8 @@ def first_turns(client: openai.OpenAI) -> dict[str, Any]:
     return out
 
 
-def replay(client: openai.OpenAI, variant: str, output: list[dict[str, Any]]) -> None:
-    """Process B: the client replays A's output, as ``variant`` says, with the tool's output."""
+def replay_input(variant: str, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history a client sends replaying A's output as ``variant`` says, with the tool's output."""
     assert [item["type"] for item in output] == ["reasoning", "message", "function_call"]
     items = [dict(item) for item in output]
     if variant == "no_reasoning":
@@ -72,6 +72,11 @@ def replay(client: openai.OpenAI, variant: str, output: list[dict[str, Any]]) ->
         text = "".join(part["text"] for part in items[1]["content"])
         items[1] = {"role": "assistant", "content": text}
     call_id = output[2]["call_id"]
-    history = [tool_request(), *items, {"type": "function_call_output", "call_id": call_id, "output": "shipped"}]
+    return [tool_request(), *items, {"type": "function_call_output", "call_id": call_id, "output": "shipped"}]
+
+
+def replay(client: openai.OpenAI, variant: str, output: list[dict[str, Any]]) -> None:
+    """Process B: the client replays A's output, as ``variant`` says, with the tool's output."""
+    history: Any = replay_input(variant, output)
     with contextlib.suppress(openai.APIStatusError):  # a modified payload is a 400; the span has the signal
         client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, tools=TOOLS)

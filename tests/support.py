@@ -1,12 +1,15 @@
-"""What several test modules share: an in-process transport answering canned JSON (the real client, no socket),
-Hypothesis settings for fuzzing through it, and small readers of spans. Nothing here is a test."""
+"""What several test modules share: readers of spans, a Python subprocess, an in-process transport answering canned
+JSON (the real client, no socket) and Hypothesis settings for fuzzing through it. Nothing here is a test."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import openai
 from hypothesis import HealthCheck, settings
@@ -16,8 +19,12 @@ try:  # openai 3.x sends through the `httpx2` fork, 1.x through `httpx`
 except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx
 
+if TYPE_CHECKING:
+    from otel_responses.testing import CapturedTelemetry
+
 HTTPX: Any = httpx
 BASE_URL = "http://fuzz.invalid/v1"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def fuzz_settings(examples: int) -> settings:
@@ -72,3 +79,42 @@ def closing(client: Any) -> Iterator[Any]:
         yield client
     finally:
         client.close()
+
+
+# -- spans -----------------------------------------------------------------------------------------------------
+
+
+def attrs(span: Any) -> dict[str, Any]:
+    """A span's attributes as a plain dict (the SDK's may be None)."""
+    return dict(span.attributes or {})
+
+
+def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
+    """The exact signals of each chat span, in the order they ended: what a false signal cannot hide in."""
+    return [tuple(attrs(span)["openai_responses.signals"]) for span in cap.chat_spans()]
+
+
+# -- another process ----------------------------------------------------------------------------------------------
+
+
+def run_python(
+    code: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code args`` with this interpreter, from the repository root (so ``tests.`` modules import), its
+    output captured as text: a fresh process, for what one process cannot show (imports, exits, a second worker)."""
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env=None if env is None else dict(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def json_from_python(code: str, *args: str, env: Mapping[str, str] | None = None, timeout: float = 60) -> Any:
+    """What ``code`` printed as JSON on its last line, run as ``run_python`` runs it; its stderr when it failed."""
+    done = run_python(code, *args, env=env, timeout=timeout)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -71,10 +71,10 @@ from .hostile import (
     json_reply,
     sse_reply,
 )
+from .shared_ledger import RedisServer
 from .support import fuzz_settings
 from .test_faults import describe, normal_events, response_body
 from .test_faults import dump as _dump
-from .test_redis_ledger import RedisServer
 
 MODEL = "gpt-4.1-mini"
 KEY = "adversarial-fleet-key-0badf00d"
@@ -660,16 +660,6 @@ def _meta(item_type: str, item_id: str | None, call_id: str | None = None, **kw:
         kw.get("awaits", 0),
         None,
     ]
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("adversarial-redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def _planting(server: RedisServer, values: dict[str, bytes]) -> Callable[[], None]:

@@ -1,11 +1,10 @@
-"""Async reads of the shared ledger (issue 16, part 2), against a real `redis-server` on 127.0.0.1.
+"""Async reads of the shared ledger, against a real `redis-server` on 127.0.0.1.
 
 An async call awaits its shared-ledger reads with `redis.asyncio` before its analysis, which then answers from the
 local tier only: the event loop keeps running while Redis is slow, the signals are those of the synchronous path,
 and Redis slow, hung or down never reaches the app. One client per event loop, a fresh one after a fork.
 """
 
-# ruff: noqa: F811  (the fixtures imported from test_redis_ledger are parameters here)
 from __future__ import annotations
 
 import asyncio
@@ -28,24 +27,20 @@ from otel_responses.ledger import _async as ledger_async
 from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
-from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, tool_request
-from .test_redis_ledger import (  # noqa: F401  (fixtures, by name)
-    KEY,
-    RedisServer,
-    Store,
-    attrs,
-    chat_signals,
-    free_port,
-    ledgers,
-    new_ledger,
-    process_a,
-    process_cluster,
-    pytestmark,
-    redis_cluster,
-    redis_server,
-    redis_url,
-    store,
+from .ledger_scenarios import (
+    ENCRYPTED,
+    INSTRUCTIONS,
+    MODEL,
+    REASONING_MODEL,
+    REPLAYS,
+    TOOLS,
+    replay_input,
+    tool_request,
 )
+from .shared_ledger import KEY, RedisServer, Store, achained, free_port, needs_redis_server, new_ledger
+from .support import attrs, chat_signals
+
+pytestmark = needs_redis_server
 
 LAG_LIMIT = 0.010  # the loop's worst lag while an async call waits on a slow Redis
 DELAY = 0.040  # what the slow proxy adds to every command sent to Redis
@@ -71,7 +66,7 @@ def forbid_sync_reads(ledger: RedisLedger) -> None:
 async def achain_turns(
     client: openai.AsyncOpenAI, out: dict[str, Any], cap: CapturedTelemetry
 ) -> dict[str, tuple[str, ...]]:
-    """``test_redis_ledger.chain_turns``, awaited."""
+    """``shared_ledger.chain_turns``, awaited."""
     cap.clear()
     with pytest.raises(openai.BadRequestError):
         await client.responses.create(model=MODEL, input="What is the marker?", previous_response_id=out["unstored"])
@@ -81,24 +76,6 @@ async def achain_turns(
     assert "constraints=none" in second.output_text
     unstored, instructions = chat_signals(cap)
     return {"unstored": unstored, "instructions": instructions}
-
-
-def replay_input(variant: str, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The history ``ledger_scenarios.replay`` sends for ``variant``."""
-    items = [dict(item) for item in output]
-    if variant == "no_reasoning":
-        items = [item for item in items if item["type"] != "reasoning"]
-    elif variant == "no_progress_message":
-        items = [item for item in items if item["type"] != "message"]
-    elif variant == "truncated_encrypted_content":
-        items[0]["encrypted_content"] = items[0]["encrypted_content"][:64]
-    elif variant == "call_without_id":
-        items[2] = {key: value for key, value in items[2].items() if key not in ("id", "status")}
-    elif variant == "text_only":
-        text = "".join(part["text"] for part in items[1]["content"])
-        items[1] = {"role": "assistant", "content": text}
-    call_id = output[2]["call_id"]
-    return [tool_request(), *items, {"type": "function_call_output", "call_id": call_id, "output": "shipped"}]
 
 
 async def areplay_turns(
@@ -216,13 +193,6 @@ def parents(client: openai.OpenAI, ledger: RedisLedger, count: int = 1) -> list[
     return made
 
 
-async def chained(client: openai.AsyncOpenAI, cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool]:
-    cap.clear()
-    await client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parent)
-    (span,) = cap.chat_spans()
-    return tuple(attrs(span)["openai_responses.signals"]), attrs(span).get(LEDGER_UNAVAILABLE, False)
-
-
 def run(factory: Callable[[], Awaitable[Any]]) -> Any:
     async def main() -> Any:
         return await factory()
@@ -322,7 +292,7 @@ def test_event_loop_keeps_ticking_while_redis_answers_slowly(
         async def main() -> tuple[tuple[str, ...], bool, float, float]:
             async with aclient(emulator) as async_client:
                 await async_client.responses.create(model=MODEL, input="Warm up.")  # the SDK's first-call costs
-                (signals, unavailable), elapsed, lag = await with_lag(chained(async_client, cap, parent))
+                (signals, unavailable), elapsed, lag = await with_lag(achained(async_client, cap, parent))
             return signals, unavailable, elapsed, lag
 
         with capture(ledger=ledger, hash_key=KEY) as cap:
@@ -374,7 +344,7 @@ def test_redis_hung_or_down_never_reaches_an_async_app(
         async with aclient(emulator) as async_client:
             _, baseline, _ = await with_lag(async_client.responses.create(model=MODEL, input="Warm up."))
             for parent in made:  # hung: waits out the timeout once; then the backoff: Redis not asked
-                (signals, unavailable), elapsed, lag = await with_lag(chained(async_client, cap, parent))
+                (signals, unavailable), elapsed, lag = await with_lag(achained(async_client, cap, parent))
                 out.append((signals, unavailable, elapsed - baseline, lag))
         return out
 
@@ -397,7 +367,7 @@ def test_redis_hung_or_down_never_reaches_an_async_app(
     async def down_main(cap: CapturedTelemetry) -> tuple[tuple[str, ...], bool, float]:
         async with aclient(emulator) as async_client:
             started = time.perf_counter()
-            result = await chained(async_client, cap, made[0])
+            result = await achained(async_client, cap, made[0])
             return (*result, time.perf_counter() - started)
 
     with capture(ledger=down, hash_key=KEY) as cap:
@@ -424,7 +394,7 @@ def test_a_prefetch_that_raises_is_counted_and_the_call_goes_on(
 
     async def main(cap: CapturedTelemetry) -> tuple[tuple[str, ...], bool]:
         async with aclient(emulator) as async_client:
-            return await chained(async_client, cap, parent)
+            return await achained(async_client, cap, parent)
 
     with capture(ledger=ledger, hash_key=KEY) as cap:
         signals, unavailable = asyncio.run(main(cap))
@@ -447,7 +417,7 @@ def test_a_client_per_event_loop_and_a_fresh_one_after_fork(
 
     async def turn(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, int]:
         async with aclient(emulator) as async_client:
-            result = await chained(async_client, cap, parent)
+            result = await achained(async_client, cap, parent)
         return (*result, reader.clients())
 
     with capture(ledger=ledger, hash_key=KEY) as cap:

@@ -20,6 +20,7 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import TOOL_NAME, TOOLS, tool_request, user
+from .shared_ledger import KEY, RedisServer, needs_redis_server
 
 REASONING = "gpt-5-mini"  # reasoning, no `phase`
 MODEL = "gpt-4.1-mini"
@@ -228,14 +229,10 @@ def test_every_turn_without_the_instructions_is_named(client: openai.OpenAI) -> 
 
 # -- the same habits through a shared ledger, read by an async worker ---------------------------------------------
 
-redis_ledger_tests = pytest.importorskip("tests.test_redis_ledger")
-redis_server = redis_ledger_tests.redis_server
-KEY = redis_ledger_tests.KEY
 
-
-@pytest.mark.skipif(redis_ledger_tests.REDIS_SERVER is None, reason="redis-server is not installed")
+@needs_redis_server
 def test_an_async_worker_reading_the_shared_ledger_recognises_the_same_items(
-    redis_server: Any, emulator: Emulator, client: openai.OpenAI
+    redis_server: RedisServer, emulator: Emulator, client: openai.OpenAI
 ) -> None:
     """Worker A makes the turns; worker B, asynchronous (its ledger's reads awaited before each call), replays them
     as the clients above do: the same signals as in one process."""

@@ -46,9 +46,9 @@ from otel_responses.ledger.redis import COUNTS, RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request
-from .test_redis_ledger import KEY, REDIS_SERVER, RedisServer
+from .shared_ledger import KEY, RedisServer, needs_redis_server, server_fixture
 
-pytestmark = pytest.mark.skipif(REDIS_SERVER is None, reason="redis-server is not installed (see .ci/run)")
+pytestmark = needs_redis_server
 
 CASSETTES = Path(__file__).parent / "real_traffic" / "cassettes"
 FLEET = Fingerprinter(key_from_text(KEY))
@@ -234,14 +234,7 @@ def v2_commands(namespace: str, entry: Entry, parent_id: str | None) -> dict[str
 # -- fixtures ------------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    running = RedisServer(tmp_path_factory.mktemp("redis-format"))
-    running.start()
-    try:
-        yield running
-    finally:
-        running.stop()
+server = server_fixture(name="server")
 
 
 @pytest.fixture

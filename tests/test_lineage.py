@@ -1,4 +1,4 @@
-"""Turns linked across traces (issue 15): each chat span links to the span of the turn it continues and carries
+"""Turns linked across traces: each chat span links to the span of the turn it continues and carries
 `openai_responses.turn` and `openai_responses.lineage.id`, in every state mode, across processes through the shared
 ledger, and for a replay that skips turns; an unknown parent gives neither (never a false turn 1). The metrics carry
 a turn-depth bucket."""
@@ -21,12 +21,15 @@ from otel_responses._analysis.analysis import Analysis
 from otel_responses._analysis.facts import request_facts
 from otel_responses._analysis.lineage import DEPTHS, Lineage, lineage_of
 from otel_responses.config import ENV_PREFIX, settings_from
+from otel_responses.emulator import Emulator
 from otel_responses.ledger import Entry
+from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import capture
 
 from .conftest import Captured
+from .shared_ledger import KEY, RedisServer, needs_redis_server
+from .support import json_from_python
 
-ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gpt-4.1-mini"
 TURN = "openai_responses.turn"
 LINEAGE = "openai_responses.lineage.id"
@@ -179,10 +182,6 @@ def test_calls_and_signals_carry_the_turn_depth(client: openai.OpenAI, captured:
 
 # -- across processes, through the shared ledger -----------------------------------------------------------------
 
-redis_ledger_tests = pytest.importorskip("tests.test_redis_ledger")
-redis_server = redis_ledger_tests.redis_server
-KEY = redis_ledger_tests.KEY
-
 PROCESS_A = """
 import json, sys
 import openai
@@ -197,24 +196,15 @@ print(json.dumps({"first": first.id, "second": second.id, "trace": span.trace_id
 """
 
 
-@pytest.mark.skipif(redis_ledger_tests.REDIS_SERVER is None, reason="redis-server is not installed")
-def test_a_turn_served_by_another_process_links_back(redis_server: Any, emulator: Any, client: openai.OpenAI) -> None:
+@needs_redis_server
+def test_a_turn_served_by_another_process_links_back(
+    redis_server: RedisServer, emulator: Emulator, client: openai.OpenAI
+) -> None:
     url = redis_server.url(db=4)
     with redis_server.client(db=4) as admin:
         admin.flushdb()
     env = {**os.environ, f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}HASH_KEY": KEY}
-    done = subprocess.run(
-        [sys.executable, "-c", PROCESS_A, emulator.base_url],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    a = json.loads(done.stdout)
-    from otel_responses.ledger.redis import RedisLedger
+    a = json_from_python(PROCESS_A, emulator.base_url, env=env)
 
     ledger = RedisLedger(url)
     try:

@@ -1,4 +1,4 @@
-"""The shared ledger on a Redis Cluster (issue 16): three masters and a replica each, started here
+"""The shared ledger on a Redis Cluster: three masters and a replica each, started here
 (``tests/redis_cluster.py``).
 
 The key tests of tests/test_redis_ledger.py run against a single node and this cluster (``store``/``process_a``
@@ -27,22 +27,15 @@ from otel_responses.emulator import Emulator
 from otel_responses.ledger import Entry
 from otel_responses.ledger._codec import entry_key, location_key
 from otel_responses.ledger.redis import RedisLedger, seed_nodes
-from otel_responses.testing import CapturedTelemetry, capture
+from otel_responses.testing import capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
 from .redis_cluster import LocalCluster, cluster_fixture
-from .test_redis_ledger import CLUSTER_OPTIONS, KEY, _entry, attrs, chat_signals, free_port, new_ledger
+from .shared_ledger import CLUSTER_OPTIONS, KEY, chained, entry_with_calls, free_port, new_ledger
+from .support import attrs, chat_signals
 
 redis_cluster = cluster_fixture("module")
 failover_cluster = cluster_fixture("module", name="failover_cluster")
-
-
-@pytest.fixture
-def ledgers() -> Any:
-    made: list[RedisLedger] = []
-    yield made
-    for ledger in made:
-        ledger.close(timeout=1)
 
 
 def _replayed_output(client: openai.OpenAI, ledger: RedisLedger) -> tuple[list[dict[str, Any]], str]:
@@ -119,27 +112,19 @@ def test_a_master_killed_mid_run_never_reaches_the_app(
     ns = a.namespace
     assert ns is not None
 
-    def chained(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, float]:
-        cap.clear()
-        started = time.perf_counter()
-        client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parent)
-        elapsed = time.perf_counter() - started
-        (span,) = cap.chat_spans()
-        return tuple(attrs(span)["openai_responses.signals"]), attrs(span).get(LEDGER_UNAVAILABLE, False), elapsed
-
     with capture(ledger=b, hash_key=KEY) as cap:
-        healthy = chained(cap, parents[0])
+        healthy = chained(client, cap, parents[0])
         assert healthy[:2] == (("instructions_dropped",), False)
         victim = cluster.master_of(entry_key(ns, parents[1]))
         cluster.kill(victim)
-        down = chained(cap, parents[1])
+        down = chained(client, cap, parents[1])
         assert down[:2] == ((), True)  # the app got its answer; the check fell back to local knowledge
         assert down[2] < healthy[2] + timeout + 0.5
         assert b.stats()["read_failures"] >= 1
         # A parent in a slot of a live master is still checked (after the backoff).
         time.sleep(backoff + 0.05)
         alive = next(p for p in parents[2:] if cluster.master_of(entry_key(ns, p)) != victim)
-        assert chained(cap, alive)[0] == ("instructions_dropped",)
+        assert chained(client, cap, alive)[0] == ("instructions_dropped",)
 
     # Writes while the master is gone: the call goes on (the batch may be retried or dropped, never the app's).
     with capture(ledger=a, hash_key=KEY) as cap_a:
@@ -155,7 +140,7 @@ def test_a_master_killed_mid_run_never_reaches_the_app(
     with capture(ledger=b, hash_key=KEY) as cap:
         resumed = []
         for parent in late:
-            resumed.append(chained(cap, parent))
+            resumed.append(chained(client, cap, parent))
             if resumed[-1][1]:  # the client's topology still named the dead node: that failure refreshed it
                 time.sleep(backoff + 0.05)
     assert b.stats()["read_failures"] <= failures + 1
@@ -207,7 +192,7 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
     redis_cluster.flush()
     writer = new_ledger(ledgers, redis_cluster.url, cluster=True)
     writer.bind(Fingerprinter(key_from_text(KEY)))
-    writer.record(_entry(1), None)
+    writer.record(entry_with_calls(1), None)
     assert writer.flush(5)
     reader = new_ledger(ledgers, redis_cluster.url, cluster=True)
     assert reader.codec is None
@@ -215,7 +200,7 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
     reader.bind(Fingerprinter(key_from_text(KEY)))
     local = reader.for_call(local_only=True)
     if local.local_only:  # one call's reads, awaited already
-        assert local.get(_entry(1).response_id) is None
+        assert local.get(entry_with_calls(1).response_id) is None
         assert local.unavailable is False
         assert reader.stats()["reads"] == 0
         assert reader.stats()["reads_skipped"] == 0
@@ -223,7 +208,7 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
         assert binding is not None
         assert reader.codec is binding[1]
         namespace, codec = binding
-        key = entry_key(namespace, _entry(1).response_id)
+        key = entry_key(namespace, entry_with_calls(1).response_id)
         with redis_cluster.client() as admin:
             raw = admin.get(key)
         entry = codec.entry(key, raw)

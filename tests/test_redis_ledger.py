@@ -1,9 +1,10 @@
-"""The Redis-backed shared ledger (issue 9), against a real `redis-server` on 127.0.0.1 started here.
+"""The Redis-backed shared ledger, against a real `redis-server` on 127.0.0.1 started here.
 
 Two OS processes (a subprocess and this one) share one Redis and the real `openai` client talks to the emulator:
 checks that need a parent created in the other process raise what they raise in one process. Redis stopped or
 hung mid-run never reaches the app nor slows a call past the read timeout, the span says the ledger was
-unavailable, and checks resume when Redis is back. Entries expire; nothing in Redis holds a planted secret.
+unavailable, and checks resume when Redis is back. Entries expire; nothing in Redis holds a planted secret. What a
+value forged in Redis can and cannot do: tests/test_forged_ledger_values.py.
 """
 
 from __future__ import annotations
@@ -12,13 +13,8 @@ import asyncio
 import json
 import math
 import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,19 +24,17 @@ import redis
 
 from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
 from otel_responses._fingerprint import Fingerprinter, key_from_text
-from otel_responses._items import ItemMeta, payload_shape
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
 from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
-from otel_responses.ledger._codec import Codec, conversation_key, entry_fields, entry_key, location_key
+from otel_responses.ledger._codec import Codec, conversation_key, entry_key, location_key
 from otel_responses.ledger.redis import RedisLedger, decode_entry, encode_entry
 from otel_responses.signals import SHARED_FACT
-from otel_responses.testing import CapturedTelemetry, capture
+from otel_responses.testing import capture
 
 from .corpus import EMULATOR_SAFE_UNITS, PARAMS, WINDOW, Secrets, client_kwargs, emulator_session
 from .ledger_scenarios import (
-    ENCRYPTED,
     INSTRUCTIONS,
     MODEL,
     REASONING_MODEL,
@@ -48,230 +42,26 @@ from .ledger_scenarios import (
     TOOL_NAME,
     TOOLS,
     first_turns,
-    replay,
     tool_request,
     user,
 )
-from .redis_cluster import LocalCluster, cluster_fixture
-from .support import closing
-
-ROOT = Path(__file__).resolve().parents[1]
-REDIS_SERVER = shutil.which("redis-server") or next(
-    (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None
+from .shared_ledger import (
+    KEY,
+    OTHER_KEY,
+    RedisServer,
+    Store,
+    all_keys,
+    chain_turns,
+    chained,
+    entry_with_calls,
+    free_port,
+    needs_redis_server,
+    new_ledger,
+    replay_turns,
 )
-pytestmark = pytest.mark.skipif(
-    REDIS_SERVER is None, reason="redis-server is not installed (CI installs Debian's redis-server: see .ci/run)"
-)
+from .support import attrs, chat_signals, closing
 
-KEY = "fleet-shared-test-key-4c0ffee"
-OTHER_KEY = "another-fleet-key-after-rotation"
-
-
-# -- a real redis-server ---------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class RedisServer:
-    """`redis-server` on 127.0.0.1, no persistence, in a temporary directory; restartable on the same port."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
-
-    def client(self, db: int = 0) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, db=db, socket_timeout=5)
-
-    def start(self) -> None:
-        assert REDIS_SERVER is not None
-        command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-        self.process = subprocess.Popen(
-            [*command, "--dir", str(self.directory), "--daemonize", "no"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                with self.client() as probe:
-                    if probe.ping():
-                        return
-            except redis.ConnectionError:
-                if self.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {self.port}") from None
-                time.sleep(0.02)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGCONT)  # in case a test left it paused
-            self.process.terminate()
-            self.process.wait(10)
-        self.process = None
-
-    def pause(self) -> None:
-        """SIGSTOP: connections are still accepted by the kernel, nothing answers (a hung Redis)."""
-        assert self.process is not None
-        self.process.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGCONT)
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis"))
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
-    """Database 0, emptied for the test (database 1 holds the two-process session)."""
-    with redis_server.client() as admin:
-        admin.flushdb()
-    return redis_server.url()
-
-
-class Store:
-    """Where a test's shared ledger lives: one Redis node (database 0, emptied) or the Redis Cluster (emptied)."""
-
-    def __init__(self, kind: str, url: str, options: dict[str, Any], admin: Callable[[], Any]) -> None:
-        self.kind = kind
-        self.url = url
-        self.options = options  # for RedisLedger: cluster=True on the cluster
-        self.admin = admin  # a client for planting and reading keys (redis.Redis or RedisCluster)
-
-
-redis_cluster = cluster_fixture("session")
-process_cluster = cluster_fixture("module", name="process_cluster")
-
-
-@pytest.fixture(params=["single", "cluster"])
-def store(request: pytest.FixtureRequest, redis_server: RedisServer) -> Store:
-    """The key tests run against a single node and against a Redis Cluster (three masters, a replica each)."""
-    if request.param == "single":
-        with redis_server.client() as admin:
-            admin.flushdb()
-        return Store("single", redis_server.url(), {}, redis_server.client)
-    cluster: LocalCluster = request.getfixturevalue("redis_cluster")
-    cluster.flush()
-    return Store("cluster", cluster.url, CLUSTER_OPTIONS, cluster.client)
-
-
-@pytest.fixture
-def ledgers() -> Iterator[list[RedisLedger]]:
-    """Ledgers the test made, closed after it."""
-    made: list[RedisLedger] = []
-    yield made
-    for ledger in made:
-        ledger.close(timeout=1)
-
-
-# On the cluster, reads that fan out over three masters share a loaded 2-core CI machine with six redis-servers: a
-# generous read budget, so that these tests check what is read, not how fast (timeouts have tests of their own).
-CLUSTER_OPTIONS: dict[str, Any] = {"cluster": True, "timeout_seconds": 0.5}
-
-
-def new_ledger(made: list[RedisLedger], url: str, **options: Any) -> RedisLedger:
-    ledger = RedisLedger(url, **options)
-    made.append(ledger)
-    return ledger
-
-
-def all_keys(admin: redis.Redis) -> list[bytes]:
-    return list(admin.scan_iter(match="*", count=1000))
-
-
-def attrs(span: Any) -> dict[str, Any]:
-    return dict(span.attributes or {})
-
-
-def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
-    return [tuple(attrs(span)["openai_responses.signals"]) for span in cap.chat_spans()]
-
-
-# -- the scenarios both processes run ------------------------------------------------------------------------
-
-
-def chain_turns(client: openai.OpenAI, out: dict[str, Any], cap: CapturedTelemetry) -> dict[str, tuple[str, ...]]:
-    """Process B chains to A's unstored response and to its response with instructions, without them."""
-    cap.clear()
-    with pytest.raises(openai.BadRequestError):
-        client.responses.create(model=MODEL, input="What is the marker?", previous_response_id=out["unstored"])
-    second = client.responses.create(
-        model=MODEL, input="What are the constraints?", previous_response_id=out["instructions"]
-    )
-    assert "constraints=none" in second.output_text  # the model really lost them
-    unstored, instructions = chat_signals(cap)
-    return {"unstored": unstored, "instructions": instructions}
-
-
-def replay_turns(client: openai.OpenAI, out: dict[str, Any], cap: CapturedTelemetry) -> dict[str, tuple[str, ...]]:
-    """Process B replays A's output, once per variant; the signals of each."""
-    raised: dict[str, tuple[str, ...]] = {}
-    for variant in REPLAYS:
-        cap.clear()
-        replay(client, variant, out[variant])
-        (raised[variant],) = chat_signals(cap)
-    return raised
-
-
-PROCESS_A = """
-import json, sys
-import openai
-from otel_responses import ResponsesInstrumentor
-from tests.ledger_scenarios import first_turns
-
-ResponsesInstrumentor().instrument()  # the ledger URL and hash key come from the environment
-client = openai.OpenAI(base_url=sys.argv[1], api_key="emulator-key", max_retries=0)
-print(json.dumps(first_turns(client)))
-# No flush here: the ledger hands its queued writes to Redis at exit.
-"""
-
-
-@pytest.fixture(scope="module", params=["single", "cluster"])
-def process_a(request: pytest.FixtureRequest, redis_server: RedisServer, emulator: Emulator) -> dict[str, Any]:
-    """Process A's first turns, made in a subprocess sharing database 1 of the Redis, or a Redis Cluster of its
-    own (``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true``)."""
-    env = dict(os.environ)
-    if request.param == "single":
-        url = redis_server.url(db=1)
-        with redis_server.client(db=1) as admin:
-            admin.flushdb()
-        options: dict[str, Any] = {}
-        admin_client: Callable[[], Any] = lambda: redis_server.client(db=1)  # noqa: E731
-    else:
-        cluster: LocalCluster = request.getfixturevalue("process_cluster")
-        cluster.flush()
-        url = cluster.url
-        options = CLUSTER_OPTIONS
-        admin_client = cluster.client
-        env[f"{ENV_PREFIX}LEDGER_CLUSTER"] = "true"
-    env = {**env, f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}HASH_KEY": KEY}
-    done = subprocess.run(
-        [sys.executable, "-c", PROCESS_A, emulator.base_url],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out: dict[str, Any] = json.loads(done.stdout)
-    return {**out, "url": url, "options": options, "admin": admin_client}
+pytestmark = needs_redis_server
 
 
 # -- two OS processes ----------------------------------------------------------------------------------------
@@ -456,21 +246,13 @@ def test_redis_hung_or_stopped_mid_run_never_reaches_the_app(
             ]
         assert a.flush(5)
 
-        def chained(cap: CapturedTelemetry, parent: str) -> tuple[tuple[str, ...], bool, float]:
-            cap.clear()
-            started = time.perf_counter()
-            client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parent)
-            elapsed = time.perf_counter() - started
-            (span,) = cap.chat_spans()
-            return tuple(attrs(span)["openai_responses.signals"]), attrs(span).get(LEDGER_UNAVAILABLE, False), elapsed
-
         with capture(ledger=b, hash_key=KEY) as cap:
-            healthy = chained(cap, parents[0])
+            healthy = chained(client, cap, parents[0])
             assert healthy[:2] == (("instructions_dropped",), False)
 
             server.pause()  # hung: the read waits out the timeout, once
-            hung = chained(cap, parents[1])
-            within_backoff = chained(cap, parents[1])  # Redis not asked again until the backoff ends
+            hung = chained(client, cap, parents[1])
+            within_backoff = chained(client, cap, parents[1])  # Redis not asked again until the backoff ends
             server.resume()
             assert hung[:2] == ((), True)
             assert within_backoff[:2] == ((), True)
@@ -481,7 +263,7 @@ def test_redis_hung_or_stopped_mid_run_never_reaches_the_app(
 
             server.stop()  # down: refused at once
             time.sleep(backoff + 0.1)
-            down = chained(cap, parents[2])
+            down = chained(client, cap, parents[2])
             assert down[:2] == ((), True)
             assert down[2] < healthy[2] + timeout + 0.5
             assert b.stats()["read_failures"] == 2
@@ -498,7 +280,7 @@ def test_redis_hung_or_stopped_mid_run_never_reaches_the_app(
             late = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS).id
         assert a.flush(5)
         with capture(ledger=b, hash_key=KEY) as cap:
-            resumed = chained(cap, late)
+            resumed = chained(client, cap, late)
         assert resumed[:2] == (("instructions_dropped",), False)
     finally:
         server.stop()
@@ -527,7 +309,7 @@ def test_a_failed_read_marks_its_own_call_only() -> None:
     try:
         ending = ledger.for_call()
         assert ending.latest_in_conversation("conv_1") is None
-        ending.record(_entry(1), None)
+        ending.record(entry_with_calls(1), None)
         assert ending.unavailable is True
         nxt = ledger.for_call()
         assert nxt.unavailable is False
@@ -544,9 +326,9 @@ def test_a_forked_worker_writes_through_its_own_writer(redis_url: str, ledgers: 
     """A pre-forking server builds the ledger in its master: each worker needs a writer thread of its own."""
     ledger = new_ledger(ledgers, redis_url)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
-    ledger.record(_entry(1), None)  # the writer thread starts in the parent
+    ledger.record(entry_with_calls(1), None)  # the writer thread starts in the parent
     assert ledger.flush(5)
-    child = _entry(1)
+    child = entry_with_calls(1)
     child = Entry("resp_from_child", 2, True, None, None, child.outputs, 1, 0)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child
@@ -588,16 +370,8 @@ def test_entries_expire(redis_url: str, client: openai.OpenAI, ledgers: list[Red
     assert chat_signals(cap) == [()]  # gone: the check is silent, not wrong
 
 
-def _entry(outputs: int, id_chars: int = 40) -> Entry:
-    metas = tuple(
-        ItemMeta("function_call", f"fc_{i:03d}_" + "x" * id_chars, f"call_{i}", None, None, False)
-        for i in range(outputs)
-    )
-    return Entry("resp_big", 1, True, "0123456789abcdef", "conv_big", metas, 3, 0)
-
-
 def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> None:
-    entry = _entry(MAX_OUTPUT_ITEMS, id_chars=100)
+    entry = entry_with_calls(MAX_OUTPUT_ITEMS, id_chars=100)
     whole = encode_entry(entry, 1 << 20)
     assert whole is not None
     assert whole[1] == MAX_OUTPUT_ITEMS
@@ -638,7 +412,7 @@ def test_malformed_or_foreign_values_are_absent(
     ns = ledger.namespace
     assert ns is not None
     codec = Codec(Fingerprinter(key_from_text(KEY)))
-    good = encode_entry(_entry(2), 8192)
+    good = encode_entry(entry_with_calls(2), 8192)
     assert good is not None
 
     def sealed(key: str, content: bytes) -> bytes:
@@ -687,167 +461,6 @@ def test_malformed_or_foreign_values_are_absent(
     with capture(ledger=ledger, hash_key=KEY) as cap, pytest.raises(openai.APIStatusError):
         client.responses.create(model=MODEL, input="Hi.", previous_response_id="resp_junk")
     assert chat_signals(cap) == [()]
-
-
-# -- forged facts (issue 14) ---------------------------------------------------------------------------------
-# Anyone who can write to the shared Redis without the hash key, one key per victim. Sealed with a guessed key or
-# written in the previous release's unsigned format, the fact is ignored and counted, and no signal is raised. With
-# accept_unsigned=True (a rolling deploy) the unsigned forgery is believed again: what the option reopens, and the
-# proof each scenario does raise its signal when the forged value is read.
-
-GUESSED = Codec(Fingerprinter(key_from_text("an attacker's guess at the fleet key")))
-FORGERS = [
-    pytest.param("sealed", False, "forged", id="sealed-with-a-guessed-key"),
-    pytest.param("format-2", False, "unsigned", id="unsigned-format-2"),
-    pytest.param("format-2", True, None, id="unsigned-format-2-accepted"),
-]
-
-
-def forge(admin: Any, how: str, key: str, content: bytes, *, entry: bool = True) -> None:
-    """Plant ``content`` (format-3 field lists) under ``key`` as a writer without the hash key can."""
-    if how == "sealed":
-        admin.set(key, GUESSED.seal(key, content))
-    else:
-        admin.set(key, b"[2," + content[1:] if entry else content)
-
-
-def forged_entry(entry: Entry) -> bytes:
-    """An entry's fields as format 2 carried them (format 4's without the lineage; ``forge`` adds the version)."""
-    return json.dumps(entry_fields(entry)[:11], separators=(",", ":")).encode()
-
-
-def forged_ledger(ledgers: list[RedisLedger], store: Store, accept_unsigned: bool) -> RedisLedger:
-    ledger = new_ledger(ledgers, store.url, accept_unsigned=accept_unsigned, **store.options)
-    ledger.bind(Fingerprinter(key_from_text(KEY)))
-    return ledger
-
-
-def assert_ignored(ledger: RedisLedger, cap: CapturedTelemetry, count: str | None, signal: str) -> None:
-    if count is None:  # accepted: the forged fact is believed
-        assert chat_signals(cap) == [(signal,)]
-        return
-    assert chat_signals(cap) == [()]
-    assert ledger.stats()[count] >= 1
-    assert ledger.stats()["undecodable"] == 0
-
-
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
-def test_a_forged_unstored_parent_raises_nothing(
-    how: str,
-    accept_unsigned: bool,
-    count: str | None,
-    store: Store,
-    client: openai.OpenAI,
-    ledgers: list[RedisLedger],
-) -> None:
-    """`r:<id>` with store=0: a false `unstored_parent` (refused in strict mode) on a parent that was stored."""
-    with capture(hash_key=KEY):
-        parent = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
-    key = f"{ledger.namespace}:{{{parent.id}}}:r"
-    with store.admin() as admin:
-        forge(admin, how, key, forged_entry(Entry(parent.id, 1, False, None, None, (), 1, 0)))
-    with capture(ledger=ledger, hash_key=KEY) as cap:
-        client.responses.create(model=MODEL, input="Again.", previous_response_id=parent.id, instructions=INSTRUCTIONS)
-    assert_ignored(ledger, cap, count, "unstored_parent")
-    if count is None:
-        entry = ledger.get(parent.id)
-        assert entry is not None
-        assert entry.shared is True  # read from a shared store: strict mode never refuses on it
-
-
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
-def test_a_forged_pending_call_in_a_conversation_raises_nothing(
-    how: str,
-    accept_unsigned: bool,
-    count: str | None,
-    store: Store,
-    client: openai.OpenAI,
-    ledgers: list[RedisLedger],
-) -> None:
-    """`c:<conversation>` naming a turn with a call pending: a false `missing_tool_output` on the next turn."""
-    conversation = client.conversations.create()
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
-    call = ItemMeta("function_call", "fc_forged", "call_forged", None, None, False, None, True)
-    turn = Entry("resp_forged", time.time_ns(), True, None, conversation.id, (call,), 1, 0)
-    with store.admin() as admin:
-        forge(admin, how, f"{ledger.namespace}:{{{conversation.id}}}:c", forged_entry(turn))
-    with capture(ledger=ledger, hash_key=KEY) as cap:
-        client.responses.create(model=MODEL, input="Hello.", conversation=conversation.id)
-    # Read (accept_unsigned), the forged pending call rests on the conversation's latest turn: when the API accepts
-    # the request, it is dropped as stale rather than recorded. Ignored, it is counted.
-    assert chat_signals(cap) == [()]
-    if count is not None:
-        assert ledger.stats()[count] >= 1
-
-
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
-def test_a_forged_item_location_raises_nothing(
-    how: str,
-    accept_unsigned: bool,
-    count: str | None,
-    store: Store,
-    client: openai.OpenAI,
-    ledgers: list[RedisLedger],
-) -> None:
-    """`i:<reasoning item>` pointing to a made-up entry whose payload had another length: a false
-    `encrypted_content_modified` on a replay that sends the payload unchanged."""
-    with capture(hash_key=KEY):
-        first = client.responses.create(
-            model=REASONING_MODEL, input=[tool_request()], store=False, include=ENCRYPTED, tools=TOOLS
-        )
-    output = [item.model_dump(mode="json", exclude_none=True) for item in first.output]
-    reasoning = output[0]
-    shape = payload_shape(reasoning["encrypted_content"] + "QUJD")
-    item = ItemMeta("reasoning", reasoning["id"], None, None, None, True, None, False, shape)
-    made_up = Entry("resp_forged", 1, False, None, None, (item,), 1, 0)
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
-    ns = ledger.namespace
-    with store.admin() as admin:
-        forge(admin, how, f"{ns}:{{{reasoning['id']}}}:i", b"0:resp_forged", entry=False)
-        forge(admin, how, f"{ns}:{{resp_forged}}:r", forged_entry(made_up))
-    with capture(ledger=ledger, hash_key=KEY) as cap:
-        replay(client, "whole", output)
-    assert_ignored(ledger, cap, count, "encrypted_content_modified")
-
-
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
-def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
-    how: str,
-    accept_unsigned: bool,
-    count: str | None,
-    store: Store,
-    client: openai.OpenAI,
-    ledgers: list[RedisLedger],
-) -> None:
-    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode)."""
-    with capture(hash_key=KEY):
-        parent = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
-    call = next(item for item in parent.output if item.type == "function_call")
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
-    text = ItemMeta("message", "msg_forged", None, "assistant", None, False)
-    made_up = Entry(parent.id, 1, True, None, None, (text,), 1, 0)
-    with store.admin() as admin:
-        forge(admin, how, f"{ledger.namespace}:{{{parent.id}}}:r", forged_entry(made_up))
-    with capture(ledger=ledger, hash_key=KEY) as cap:
-        client.responses.create(
-            model=MODEL,
-            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "shipped"}],
-            previous_response_id=parent.id,
-            tools=TOOLS,
-        )
-    assert_ignored(ledger, cap, count, "orphan_tool_output")
-
-
-def test_a_forged_continued_marker_is_ignored(store: Store, ledgers: list[RedisLedger]) -> None:
-    """`k:<id>`: a false `concurrent_branch` on the next child of that response."""
-    ledger = forged_ledger(ledgers, store, False)
-    with store.admin() as admin:
-        forge(admin, "sealed", f"{ledger.namespace}:{{resp_lonely}}:k", b"1", entry=False)
-        forge(admin, "format-2", f"{ledger.namespace}:{{resp_lonely_2}}:k", b"1", entry=False)
-    assert ledger.has_child("resp_lonely") is False
-    assert ledger.has_child("resp_lonely_2") is False
-    assert (ledger.stats()["forged"], ledger.stats()["unsigned"]) == (1, 1)
 
 
 # -- nothing in Redis but metadata ---------------------------------------------------------------------------
