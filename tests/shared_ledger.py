@@ -1,7 +1,7 @@
 """The shared-ledger tests' kit: a real `redis-server` on 127.0.0.1 (no persistence, restartable on its port), the
 store a test's ledgers share (a single node or a Redis Cluster), the ledgers a test made (closed after it), and the
 two-process session: process A's first turns made in a subprocess, process B's next ones here, and the signals each
-of B's turns raised. Nothing here is a test; a module takes the fixtures by importing their names.
+of B's turns raised. Nothing here is a test; tests/conftest.py registers it, so a test takes its fixtures by name.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The project's own adversarial suite (issue 14): hostile servers, hostile Redis, hostile inputs and raising
-telemetry components, each compared with the instrumentation off and on.
+"""The app sees the same with the instrumentation on as off, whatever is hostile: servers, Redis, the app's own
+inputs and raising telemetry components, each case compared with the instrumentation off and on.
 
 Every case runs the same app action twice through the real ``openai`` client over loopback HTTP (127.0.0.1, a
 scripted deterministic server from ``tests/hostile.py``): once uninstrumented, once with

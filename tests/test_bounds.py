@@ -1,4 +1,4 @@
-"""Bounds on what reaches telemetry (issue 14): model names, ids, codes and item types come from the app or the
+"""Bounds on what reaches telemetry: model names, ids, codes and item types come from the app or the
 server, unbounded in length and number. Span strings are capped (`bounds.MAX_LENGTH`), metric attribute values
 validated (else `_OTHER`), and no structure of this package grows with the number of distinct values; the number
 of series is the OpenTelemetry SDK's cardinality limit. The app sees the same results and errors throughout.

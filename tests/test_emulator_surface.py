@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +14,8 @@ import pytest
 from openai.resources.responses import Responses
 
 from otel_responses.emulator import Emulator, EmulatorConfig
+
+from .support import json_from_python
 
 MODEL = "gpt-4.1"
 REASONER = "o4-mini"
@@ -410,8 +410,7 @@ with Emulator() as emulator:
     answer = connection.getresponse()
     print(json.dumps([answer.status, json.loads(answer.read())]))
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
-    status, body = json.loads(done.stdout)
+    status, body = json_from_python(script)
     assert status == 501
     assert "websockets" in body["error"]["message"]
     assert body["error"]["type"] == "server_error"

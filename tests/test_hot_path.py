@@ -1,4 +1,4 @@
-"""The hot path's shortcuts (issue 17) against the general code they stand for: each shortcut must give exactly what
+"""The hot path's shortcuts against the general code they stand for: each shortcut must give exactly what
 the general path gives, on every input it takes. Pure core, no client: the end-to-end suites prove the wiring."""
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ offline with the build backend of the test extra (`--no-build-isolation`).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,6 +21,8 @@ import pytest
 
 from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR
 from otel_responses.version import __version__
+
+from .support import json_from_python
 
 ROOT = Path(__file__).resolve().parent.parent
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
@@ -170,6 +171,4 @@ def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
         print(json.dumps({"loaded": loaded, "hooks": atexit._ncallbacks() - before}))
         """
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"loaded": [], "hooks": 0}
+    assert json_from_python(probe, timeout=120) == {"loaded": [], "hooks": 0}

@@ -3,7 +3,7 @@
 
 The key tests of tests/test_redis_ledger.py run against a single node and this cluster (``store``/``process_a``
 parametrized); here: a replay's lookup of many keys works on the cluster where one ``MGET`` would fail with
-``CROSSSLOT`` (and did, silently, before), a master killed mid-run never reaches the app and checks resume once its
+``CROSSSLOT`` (silently, were it swallowed), a master killed mid-run never reaches the app and checks resume once its
 replica took over, a cluster down at startup breaks nothing, the settings, and the hooks the async reads use.
 """
 
@@ -55,9 +55,9 @@ def _replayed_output(client: openai.OpenAI, ledger: RedisLedger) -> tuple[list[d
 def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
     redis_cluster: LocalCluster, client: openai.OpenAI, ledgers: list[RedisLedger]
 ) -> None:
-    """Before, every key of a replay's lookup went into one MGET: on a cluster, CROSSSLOT (a plain client) or a
-    client-side refusal (a cluster client), swallowed, and the replay's checks went silent. Now the lookup fans out
-    per slot: the replay drops an output item and the other process says so."""
+    """A replay's lookup fans out per slot: one MGET over all its keys would meet CROSSSLOT (a plain client) or a
+    client-side refusal (a cluster client), and swallowed, silence the replay's checks. The replay drops an output
+    item and the other process says so."""
     redis_cluster.flush()
     a = new_ledger(ledgers, redis_cluster.url, cluster=True)
     output, _ = _replayed_output(client, a)

@@ -19,6 +19,7 @@ from otel_responses.tools import scenarios
 from otel_responses.tools.report.page import DOCS_URL
 
 from .report_support import conversations, parse
+from .support import run_python
 from .test_cli import run
 
 SCENARIO = "chain_unstored_parent"
@@ -146,7 +147,7 @@ sys.exit(main(sys.argv[1:]))
 
 def _blocked(blocked: list[str], *args: str) -> subprocess.CompletedProcess[str]:
     code = f"BLOCKED = {blocked!r}\n" + BLOCKER
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60, check=False)
+    return run_python(code, *args)
 
 
 def test_the_base_install_is_enough(traces: Path, tmp_path: Path) -> None:

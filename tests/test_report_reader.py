@@ -8,7 +8,6 @@ import gzip
 import io
 import json
 import struct
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,8 @@ from otel_responses.tools import scenarios
 from otel_responses.tools.report import from_sdk
 from otel_responses.tools.report.otlp_json import Problem, read, read_text
 from otel_responses.tools.report.records import is_own
+
+from .support import run_python
 
 SCENARIO = "replay_tool_pair_broken"  # four calls: reasoning, a tool call, a refused replay with two signals
 
@@ -302,6 +303,6 @@ def test_the_kit_and_the_reader_load_no_protobuf() -> None:
         "print(sorted(m for m in sys.modules if m.startswith(('google.protobuf', 'opentelemetry.proto', "
         "'opentelemetry.exporter', 'opentelemetry.sdk', 'openai'))))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

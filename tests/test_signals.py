@@ -1376,7 +1376,7 @@ def test_signal_metadata_never_carries_payload(client: openai.OpenAI, captured: 
     )
 
 
-# -- what real client libraries do (issue: right on real traffic) -------------------------------------------------
+# -- what real client libraries send ---------------------------------------------------------------------------------
 
 
 def stripped(item: Any) -> dict[str, Any]:

@@ -24,6 +24,8 @@ from otel_responses.testing import (
     capture,
 )
 
+from .support import run_python
+
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 SECTION = README.split("\n## Regression tests for your app\n", 1)[1].split("\n## ", 1)[0]
 EXAMPLE = re.findall(r"```python\n(.*?)```", SECTION, re.S)[0]
@@ -293,7 +295,7 @@ def test_importing_the_kit_imports_neither_openai_nor_the_sdk() -> None:
         "import sys\nimport otel_responses.testing\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'openai' or m.startswith('opentelemetry.sdk')))"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
