@@ -4,6 +4,8 @@ JSON (the real client, no socket) and Hypothesis settings for fuzzing through it
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import openai
+import pytest
 from hypothesis import HealthCheck, settings
 
 try:  # openai 3.x sends through the `httpx2` fork, 1.x through `httpx`
@@ -20,6 +23,8 @@ except ImportError:  # pragma: no cover - depends on the installed SDK
     import httpx
 
 if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import ReadableSpan
+
     from otel_responses.testing import CapturedTelemetry
 
 HTTPX: Any = httpx
@@ -89,6 +94,25 @@ def attrs(span: Any) -> dict[str, Any]:
     return dict(span.attributes or {})
 
 
+def chat_attrs(cap: CapturedTelemetry) -> list[dict[str, Any]]:
+    """The attributes of each chat span, in the order they ended."""
+    return [attrs(span) for span in cap.chat_spans()]
+
+
+def signal_events(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
+    """The attributes of the span's events for signal ``name``: one per raised signal."""
+    return [
+        dict(event.attributes or {})
+        for event in span.events
+        if (event.attributes or {}).get("openai_responses.signal.name") == name
+    ]
+
+
+def function_call(response: Any) -> Any:
+    """The first function call of a response's output."""
+    return next(item for item in response.output if item.type == "function_call")
+
+
 def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
     """The exact signals of each chat span, in the order they ended: what a false signal cannot hide in."""
     return [tuple(attrs(span)["openai_responses.signals"]) for span in cap.chat_spans()]
@@ -118,3 +142,15 @@ def json_from_python(code: str, *args: str, env: Mapping[str, str] | None = None
     done = run_python(code, *args, env=env, timeout=timeout)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def prometheus_binary(name: str) -> str:
+    """The path of ``prometheus`` or ``promtool``: a test without it skips locally and fails in CI (``CI`` set),
+    where .ci/run installs Debian's prometheus, so that a missing install step cannot pass as a skip."""
+    path = shutil.which(name)
+    if path is None:
+        message = f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path

@@ -13,27 +13,15 @@ import openai
 import pytest
 from opentelemetry import context as otel_context
 from opentelemetry.instrumentation.utils import suppress_instrumentation
-from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace import Span, SpanProcessor
 
 from otel_responses import ResponsesInstrumentor
 from otel_responses.emulator import Emulator
-from otel_responses.testing import CapturedTelemetry
 
 from .conftest import new_captured
+from .support import chat_attrs
 
 MODEL = "gpt-4.1-mini"
-
-
-def chat_attrs(cap: CapturedTelemetry) -> list[dict[str, Any]]:
-    return [dict(span.attributes or {}) for span in cap.chat_spans()]
-
-
-def signal_events(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
-    return [
-        dict(event.attributes or {})
-        for event in span.events
-        if (event.attributes or {}).get("openai_responses.signal.name") == name
-    ]
 
 
 # -- the app's arguments ---------------------------------------------------------------------------------------------

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -35,6 +33,8 @@ if sys.version_info < (3, 11):
 from dashboards import build
 from otel_responses import attributes
 from otel_responses.signals import CATALOGUE
+
+from .support import prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
@@ -116,16 +116,6 @@ with Emulator() as emulator:
 # responses.compact came with openai 2.9.0: with an older SDK (the CI run at the supported floor) nothing can
 # raise the compaction signal, and the Compactions panel's query is only checked to be valid.
 HAS_COMPACT = hasattr(openai.resources.responses.Responses, "compact")
-
-
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        message = f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
 
 
 def _panels() -> Iterator[dict[str, Any]]:
@@ -410,7 +400,7 @@ def _run(*args: str, cwd: Path = ROOT) -> str:
 
 
 def test_promtool_checks_the_rules_and_runs_their_unit_tests() -> None:
-    promtool = _binary("promtool")
+    promtool = prometheus_binary("promtool")
     assert "SUCCESS: 7 rules found" in _run(promtool, "check", "rules", str(build.RULES_FILE))
     tests = sorted(ALERTS.glob("*_test.yaml"))
     assert tests
@@ -463,7 +453,7 @@ def test_promtool_evaluates_the_truncation_panel_on_the_exporters_own_samples(
     """The panel's query, as Grafana sends it, over the series the real exporter wrote (each born at its first
     sample, as a scrape finds it): only calls sent with truncation=auto, by state mode, their first samples
     counted; none once they stop."""
-    promtool = _binary("promtool")
+    promtool = prometheus_binary("promtool")
     lines = _exported_calls(client)
     # auto: single_turn (turn 1) at 1, server_chain (turns 2 and 3, both depth 2-4) at 2; disabled; unset.
     assert len(lines) == 4
@@ -498,7 +488,7 @@ def test_promtool_evaluates_the_truncation_panel_on_the_exporters_own_samples(
 
 
 def test_promtool_checks_the_stack_prometheus_config() -> None:
-    promtool = _binary("promtool")
+    promtool = prometheus_binary("promtool")
     output = _run(promtool, "check", "config", str(STACK / "prometheus.yml"))
     assert "is valid prometheus config file syntax" in output
     assert "SUCCESS: 7 rules found" in output
@@ -645,7 +635,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
     """The demo fills every panel and fires the error alerts; then, on two models never seen before, one error
     signal fires its alert and shows as 1 on every panel that counts it, and a priced chain fills the cost and
     turn-depth panels, first samples included."""
-    prometheus = _binary("prometheus")
+    prometheus = prometheus_binary("prometheus")
     demo_port, compaction_port, new_port, web_port = _free_port(), _free_port(), _free_port(), _free_port()
     targets = [f"127.0.0.1:{port}" for port in (demo_port, compaction_port, new_port)]
     config = {

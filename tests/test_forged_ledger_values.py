@@ -24,7 +24,7 @@ from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, TOOLS, replay, tool_request
 from .shared_ledger import KEY, RedisServer, Store, needs_redis_server, new_ledger
-from .support import chat_signals
+from .support import chat_signals, function_call
 
 pytestmark = needs_redis_server
 
@@ -184,10 +184,6 @@ def test_a_forged_continued_marker_is_ignored(store: Store, ledgers: list[RedisL
     assert (ledger.stats()["forged"], ledger.stats()["unsigned"]) == (1, 1)
 
 
-def _function_call(response: Any) -> Any:
-    return next(item for item in response.output if item.type == "function_call")
-
-
 # -- an older genuine value put back -----------------------------------------------------------------------
 
 
@@ -206,7 +202,7 @@ def test_strict_mode_never_refuses_on_a_stale_fact_read_from_redis(
             asked = client.responses.create(
                 model=MODEL, conversation=conversation.id, input="Please use lookup_order for order 7.", tools=TOOLS
             )
-            call = _function_call(asked)
+            call = function_call(asked)
             assert writer.flush(5)
             (pointer,) = admin.scan_iter(match=f"*:{{{conversation.id}}}:c")
             stale = admin.get(pointer)

@@ -8,7 +8,6 @@ offline with the build backend of the test extra (`--no-build-isolation`).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -22,7 +21,7 @@ import pytest
 from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR
 from otel_responses.version import __version__
 
-from .support import json_from_python
+from .support import json_from_python, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--no-input"]
@@ -110,16 +109,6 @@ def test_the_sdist_holds_the_files_the_wheel_is_built_from(dists: Dists) -> None
     assert shipped == _committed()
 
 
-def _binary(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        message = f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
-
-
 def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists: Dists, tmp_path: Path) -> None:
     """A fresh virtualenv with the wheel alone (`--no-deps`: not even opentelemetry-api, let alone the `cli`
     extra): `otel-responses dashboards` needs the standard library only; demo and doctor still name the extra."""
@@ -145,7 +134,7 @@ def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists:
     assert "pip install 'otel-responses[cli]'" in demo.stderr
 
     # The rule file's unit tests name it relative to themselves: they run where the command wrote them.
-    promtool = _binary("promtool")
+    promtool = prometheus_binary("promtool")
     _run([promtool, "check", "rules", str(out / "otel-responses.rules.yaml")], cwd=tmp_path)
     _run([promtool, "test", "rules", str(out / "otel-responses.rules_test.yaml")], cwd=tmp_path)
 

@@ -22,18 +22,8 @@ from otel_responses.emulator import Emulator, EmulatorConfig
 from otel_responses.signals import CATALOGUE, ERROR, INFO, TOOL_SIGNALS, WARNING
 
 from .conftest import Captured, new_captured
+from .ledger_scenarios import MODEL, REASONING_MODEL, TOOL_NAME, TOOLS
 
-MODEL = "gpt-4.1-mini"
-REASONING_MODEL = "gpt-5.4"  # reasoning, and returns `phase`
-TOOL_NAME = "lookup_order"
-TOOLS: Any = [
-    {
-        "type": "function",
-        "name": TOOL_NAME,
-        "description": "Look up an order's status.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
-    }
-]
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
 # Sent through extra_body: `context_management` is not in the oldest supported SDK's signature.
 COMPACT_EARLY: Any = [{"type": "compaction", "compact_threshold": 10}]

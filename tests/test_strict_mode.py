@@ -4,36 +4,18 @@ mode does with facts read from the shared ledger: tests/test_forged_ledger_value
 
 from __future__ import annotations
 
-from typing import Any
-
 import openai
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
 
 from otel_responses import ContextLossError
 from otel_responses.ledger import InMemoryLedger
 from otel_responses.signals import SHARED_FACT
-from otel_responses.testing import CapturedTelemetry, capture
+from otel_responses.testing import capture
 
 from .ledger_scenarios import TOOLS
+from .support import function_call, signal_events
 
 MODEL = "gpt-4.1-mini"
-
-
-def chat_attrs(cap: CapturedTelemetry) -> list[dict[str, Any]]:
-    return [dict(span.attributes or {}) for span in cap.chat_spans()]
-
-
-def signal_events(span: ReadableSpan, name: str) -> list[dict[str, Any]]:
-    return [
-        dict(event.attributes or {})
-        for event in span.events
-        if (event.attributes or {}).get("openai_responses.signal.name") == name
-    ]
-
-
-def _function_call(response: Any) -> Any:
-    return next(item for item in response.output if item.type == "function_call")
 
 
 def test_a_worker_with_a_stale_conversation_turn_raises_no_false_error(client: openai.OpenAI) -> None:
@@ -47,7 +29,7 @@ def test_a_worker_with_a_stale_conversation_turn_raises_no_false_error(client: o
         asked = client.responses.create(
             model=MODEL, conversation=conversation.id, input="Please use lookup_order for order 7.", tools=TOOLS
         )
-    call = _function_call(asked)
+    call = function_call(asked)
     with capture(ledger=worker_b, strict=True):
         client.responses.create(
             model=MODEL,
