@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from otel_responses.tools.report import command
+    from otel_responses.tools.report.urls import DOCS_URL
 
     directory = args.out or Path(tempfile.mkdtemp(prefix="report-bench-"))
     directory.mkdir(parents=True, exist_ok=True)
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         traces.write_text("\n".join(copies(demo_lines(directory), args.spans)) + "\n")
         page = directory / "report.html"
         namespace = argparse.Namespace(
-            inputs=[str(traces)], out=str(page), trace_url=None, docs_url=command.DOCS_URL, title="bench"
+            inputs=[str(traces)], out=str(page), trace_url=None, docs_url=DOCS_URL, title="bench"
         )
         writes = []
         for _ in range(args.rounds):

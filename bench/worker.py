@@ -259,7 +259,7 @@ class LiteLLMClient:
 
     def __init__(self, transport: CannedTransport) -> None:
         import httpx
-        from litellm.llms.custom_httpx.http_handler import HTTPHandler
+        from litellm.llms.custom_httpx.http_handler import HTTPHandler  # type: ignore[import-not-found]
 
         self.handler = HTTPHandler(client=httpx.Client(transport=httpx.MockTransport(transport)))
         self.responses = self
@@ -276,7 +276,7 @@ class LiteLLMClient:
 
     @property
     def create(self) -> Callable[..., Any]:
-        import litellm
+        import litellm  # type: ignore[import-not-found]
 
         function = litellm.responses
 

@@ -128,7 +128,7 @@ class Secrets:
         return found
 
 
-_DECORATION = st.text(st.characters(blacklist_categories=("Cs",)), max_size=6) | st.sampled_from(
+_DECORATION = st.text(st.characters(blacklist_categories=["Cs"]), max_size=6) | st.sampled_from(
     ["", " ", "\n", '"', "\\", "{", "the marker is ", "Remember this: the marker is ", "</s>"]
 )
 
@@ -546,7 +546,7 @@ def mcp_tool(s: Secrets, where: str) -> dict[str, Any]:
     }
 
 
-FUNCTION_TOOL = {
+FUNCTION_TOOL: Any = {
     "type": "function",
     "name": "lookup",
     "description": "Look something up.",
@@ -901,7 +901,10 @@ def emulator_session(
     observe_output(s, second)
     if store:
         kwargs = request_kwargs(s, params, "turn3")
-        answer = [*answers(first, s), {"role": "user", "content": s.text("turn3.question") + " What is the marker?"}]
+        answer: Any = [
+            *answers(first, s),
+            {"role": "user", "content": s.text("turn3.question") + " What is the marker?"},
+        ]
         third = ignore_api_errors(
             lambda: client.responses.create(model=model, previous_response_id=first.id, input=answer, **kwargs)
         )
@@ -915,7 +918,7 @@ HAS_INPUT_TOKENS = hasattr(openai.OpenAI(api_key="x").responses, "input_tokens")
 def every_method_sync(client: openai.OpenAI, s: Secrets, sent: list[str], params: set[str]) -> None:
     responses = client.responses
     kwargs = request_kwargs(s, params, "mock")
-    items = items_of(sent, s)
+    items: Any = items_of(sent, s)
     responses.create(model="gpt-4.1-mini", input=items, include=["reasoning.encrypted_content"], **kwargs)
     responses.create(
         model="gpt-4.1-mini", previous_response_id=f"resp_fuzz_{s.seed.hex()}", input=items, store=False, **kwargs

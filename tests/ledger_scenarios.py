@@ -4,9 +4,13 @@ the first turns, process B the next ones. Importing this needs only `openai`, so
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import Any, TypeAlias
 
 import openai
+
+# An input item as an app builds it, a plain dict: the SDK's TypedDicts name only the shapes it knows, and these
+# tests send others on purpose (rebuilt, cut, without ids), so an item is checked by the emulator, not by mypy.
+Item: TypeAlias = Any
 
 MODEL = "gpt-4.1-mini"
 REASONING_MODEL = "gpt-5.4"  # reasoning, and returns `phase`
@@ -33,11 +37,11 @@ REPLAYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def user(text: str) -> dict[str, Any]:
+def user(text: str) -> Item:
     return {"role": "user", "content": text}
 
 
-def tool_request() -> dict[str, Any]:
+def tool_request() -> Item:
     return user(f"Please use {TOOL_NAME} for order 7.")
 
 
@@ -56,7 +60,7 @@ def first_turns(client: openai.OpenAI) -> dict[str, Any]:
     return out
 
 
-def replay_input(variant: str, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def replay_input(variant: str, output: list[dict[str, Any]]) -> list[Item]:
     """The history a client sends replaying A's output as ``variant`` says, with the tool's output."""
     assert [item["type"] for item in output] == ["reasoning", "message", "function_call"]
     items = [dict(item) for item in output]
@@ -77,6 +81,6 @@ def replay_input(variant: str, output: list[dict[str, Any]]) -> list[dict[str, A
 
 def replay(client: openai.OpenAI, variant: str, output: list[dict[str, Any]]) -> None:
     """Process B: the client replays A's output, as ``variant`` says, with the tool's output."""
-    history: Any = replay_input(variant, output)
+    history = replay_input(variant, output)
     with contextlib.suppress(openai.APIStatusError):  # a modified payload is a 400; the span has the signal
         client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, tools=TOOLS)

@@ -93,18 +93,18 @@ def png_colours(path: Path, rows: int | None = None) -> tuple[int, int, set[byte
     colours: set[bytes] = set()
     for y in range(min(height, rows or height)):
         start = y * (stride + 1)
-        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
-        if kind == 1:
+        filter_type, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        if filter_type == 1:
             for i in range(pixel, stride):
                 line[i] = (line[i] + line[i - pixel]) & 255
-        elif kind == 2:
+        elif filter_type == 2:
             for i in range(stride):
                 line[i] = (line[i] + previous[i]) & 255
-        elif kind == 3:
+        elif filter_type == 3:
             for i in range(stride):
                 left = line[i - pixel] if i >= pixel else 0
                 line[i] = (line[i] + (left + previous[i]) // 2) & 255
-        elif kind == 4:
+        elif filter_type == 4:
             for i in range(stride):
                 left = line[i - pixel] if i >= pixel else 0
                 up, corner = previous[i], previous[i - pixel] if i >= pixel else 0

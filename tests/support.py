@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, settings
 try:  # openai 3.x sends through the `httpx2` fork, 1.x through `httpx`
     import httpx2 as httpx  # type: ignore[import-not-found, unused-ignore]
 except ImportError:  # pragma: no cover - depends on the installed SDK
-    import httpx
+    import httpx  # type: ignore[no-redef, unused-ignore]
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import ReadableSpan

@@ -71,8 +71,9 @@ from .hostile import (
     json_reply,
     sse_reply,
 )
+from .ledger_scenarios import Item
 from .shared_ledger import RedisServer
-from .support import fuzz_settings
+from .support import attrs, fuzz_settings
 from .test_faults import describe, normal_events, response_body
 from .test_faults import dump as _dump
 
@@ -83,7 +84,7 @@ STRICT_ENV = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_STRICT"
 # -- a deterministic little API ----------------------------------------------------------------------------------
 
 
-def _message(index: int, text: str) -> dict[str, Any]:
+def _message(index: int, text: str) -> Item:
     return {
         "type": "message",
         "id": f"msg_{index}",
@@ -97,7 +98,7 @@ def api_script(request: Received, index: int) -> Reply:
     """Responses with ids from the request's index (so two runs get the same), the request's model echoed, a
     JSON answer when a structured output is asked, an input-items page, SSE when ``stream`` is set."""
     if request.method == "GET" and request.path.split("?")[0].endswith("/input_items"):
-        page = {"object": "list", "data": [], "first_id": None, "last_id": None, "has_more": False}
+        page: dict[str, Any] = {"object": "list", "data": [], "first_id": None, "last_id": None, "has_more": False}
         page["data"] = [{"type": "message", "id": "msg_in", "role": "user", "status": "completed", "content": []}]
         return json_reply(page)
     body = request.json() if request.body else {}
@@ -163,7 +164,7 @@ class Rig:
         return found
 
     def signals(self) -> list[tuple[str, ...]]:
-        return [tuple((s.attributes or {}).get("openai_responses.signals", ())) for s in self.spans()]
+        return [tuple(attrs(s).get("openai_responses.signals", ())) for s in self.spans()]
 
 
 def sdk_rig(
@@ -553,6 +554,7 @@ def _misordered() -> list[Any]:
 def _truncated_event() -> Reply:
     events = sse_reply(normal_events()[:3])
     expect(isinstance(events.body, list), "isinstance(events.body, list)")
+    assert isinstance(events.body, list)
     events.body.append(b'event: response.completed\ndata: {"type": "response.completed", "response": {"id": "re')
     events.cut = True
     return events
@@ -693,7 +695,7 @@ def _forged_cases() -> dict[str, tuple[Callable[[str], dict[str, bytes]], Action
         )
 
     def replay_text(app: App) -> Any:
-        history = [
+        history: Any = [
             {"role": "user", "content": "q"},
             {"role": "assistant", "content": ASSISTANT_TEXT},
             {"role": "user", "content": "next"},
@@ -701,7 +703,7 @@ def _forged_cases() -> dict[str, tuple[Callable[[str], dict[str, bytes]], Action
         return app.client().responses.create(model=MODEL, input=history)
 
     def replay_id(app: App) -> Any:
-        history = [
+        history: Any = [
             {"role": "user", "content": "q"},
             {
                 "type": "message",
@@ -806,7 +808,7 @@ def _session(app: App) -> Any:
     client = app.client()
     first = client.responses.create(model=MODEL, input="hi", instructions="Be brief.")
     second = client.responses.create(model=MODEL, input="next", previous_response_id=first.id)
-    replay = [{"role": "user", "content": "hi"}, *[item.model_dump() for item in second.output]]
+    replay: Any = [{"role": "user", "content": "hi"}, *[item.model_dump() for item in second.output]]
     third = client.responses.create(model=MODEL, input=[*replay, {"role": "user", "content": "more"}])
     fourth = client.responses.create(model=MODEL, input="in a conversation", conversation="conv_1")
     return [first, second, third, fourth]
@@ -834,7 +836,7 @@ def test_a_fake_redis_that_hangs_or_lies_about_lengths(mode: str) -> None:
 
 
 def test_redis_killed_mid_run(tmp_path: Path) -> None:
-    server = RedisServer(tmp_path)
+    server: Any = RedisServer(tmp_path)
 
     def restart() -> None:
         if server.process is None or server.process.poll() is not None:
@@ -896,7 +898,7 @@ def _recursive_dict() -> dict[str, Any]:
     return value
 
 
-def _items() -> list[dict[str, Any]]:
+def _items() -> list[Item]:
     return [
         {"role": "user", "content": "hi"},
         {"role": "assistant", "content": "hello"},
@@ -951,7 +953,7 @@ HOSTILE_INPUTS: dict[str, Action] = {
     "include_not_a_list": _create(include="reasoning.encrypted_content"),
     "unknown_kwarg_create": _create(not_a_parameter=1),
     "unknown_kwarg_create_async": _acreate(not_a_parameter=1),
-    "positional_args_create": lambda app: app.client().responses.create(MODEL),
+    "positional_args_create": lambda app: app.client().responses.create(MODEL),  # type: ignore[call-overload]
 }
 
 
@@ -977,7 +979,7 @@ def test_a_one_shot_input_is_sent_whole() -> None:
 
 def _paginator_bad_kwarg(app: App) -> Any:
     async def run(client: openai.AsyncOpenAI) -> Any:
-        return [item async for item in client.responses.input_items.list("resp_1", not_a_parameter=1)]
+        return [item async for item in client.responses.input_items.list("resp_1", not_a_parameter=1)]  # type: ignore[call-arg]
 
     return app.arun(run)
 

@@ -9,6 +9,7 @@ emulator by a transport that keeps the URL the client built): `gen_ai.provider.n
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -19,7 +20,7 @@ from otel_responses._patching.providers import is_azure_host
 from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 
-_http: Any = getattr(base_client, "httpx2", None) or base_client.httpx  # openai 3 uses httpx2, older ones httpx
+_http: Any = getattr(base_client, "httpx2", None) or getattr(base_client, "httpx")  # noqa: B009  # openai 3 uses httpx2, older ones httpx
 API_VERSION = "2025-04-01-preview"
 DEPLOYMENT = "my-gpt-41"
 
@@ -37,7 +38,7 @@ class _ToEmulator(_http.HTTPTransport):  # type: ignore[misc]
 
 
 @pytest.fixture
-def emu():
+def emu() -> Iterator[Emulator]:
     with Emulator() as emulator:
         yield emulator
 
@@ -47,7 +48,7 @@ def _chat_span(telemetry: Any) -> Any:
     return span
 
 
-def test_azure_client(emu):
+def test_azure_client(emu: Emulator) -> None:
     client = openai.AzureOpenAI(azure_endpoint=emu.azure_endpoint, api_key="k", api_version=API_VERSION)
     with capture() as telemetry:
         first = client.responses.create(
@@ -56,14 +57,14 @@ def test_azure_client(emu):
         client.responses.create(model=DEPLOYMENT, input="What is the marker?", previous_response_id=first.id)
     assert [r.path for r in emu.requests] == ["/openai/responses", "/openai/responses"]
     spans = telemetry.chat_spans()
-    assert [s.attributes["gen_ai.provider.name"] for s in spans] == ["azure.ai.openai"] * 2
-    assert [s.attributes["gen_ai.request.model"] for s in spans] == [DEPLOYMENT] * 2
-    assert spans[1].attributes["openai_responses.signals"] == ("instructions_dropped",)
+    assert [(s.attributes or {})["gen_ai.provider.name"] for s in spans] == ["azure.ai.openai"] * 2
+    assert [(s.attributes or {})["gen_ai.request.model"] for s in spans] == [DEPLOYMENT] * 2
+    assert (spans[1].attributes or {})["openai_responses.signals"] == ("instructions_dropped",)
     points = telemetry.metric_points("gen_ai.client.operation.duration")
     assert {p.attributes["gen_ai.provider.name"] for p in points} == {"azure.ai.openai"}
 
 
-def test_async_azure_client(emu):
+def test_async_azure_client(emu: Emulator) -> None:
     async def run() -> None:
         client = openai.AsyncAzureOpenAI(azure_endpoint=emu.azure_endpoint, api_key="k", api_version=API_VERSION)
         await client.responses.create(model=DEPLOYMENT, input="hi")
@@ -74,7 +75,7 @@ def test_async_azure_client(emu):
     assert _chat_span(telemetry).attributes["gen_ai.provider.name"] == "azure.ai.openai"
 
 
-def test_plain_client_at_an_azure_host_uses_the_v1_api(emu):
+def test_plain_client_at_an_azure_host_uses_the_v1_api(emu: Emulator) -> None:
     client = openai.OpenAI(
         base_url="https://my-resource.openai.azure.com/openai/v1/",
         api_key="k",
@@ -90,7 +91,7 @@ def test_plain_client_at_an_azure_host_uses_the_v1_api(emu):
     assert span.attributes["gen_ai.request.model"] == DEPLOYMENT
 
 
-def test_the_same_client_elsewhere_is_openai(emu):
+def test_the_same_client_elsewhere_is_openai(emu: Emulator) -> None:
     with capture() as telemetry:
         emu.client().responses.create(model="gpt-4.1", input="hi")
     assert _chat_span(telemetry).attributes["gen_ai.provider.name"] == "openai"
@@ -109,5 +110,5 @@ def test_the_same_client_elsewhere_is_openai(emu):
         (None, False),
     ],
 )
-def test_azure_hosts(host, azure):
+def test_azure_hosts(host: str | None, azure: bool) -> None:
     assert is_azure_host(host) is azure

@@ -50,6 +50,8 @@ def test_chunk_timing_records_one_point_per_chunk_after_the_first(emulator: Emul
             assert list(point.explicit_bounds) == [0.01 * 2**i for i in range(14)]
             assert 0 <= point.min <= point.max
             span = spans[model]
+            assert span.end_time is not None
+            assert span.start_time is not None
             assert point.sum <= (span.end_time - span.start_time) / 1e9
 
 

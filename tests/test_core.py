@@ -37,6 +37,8 @@ from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import Entry, InMemoryLedger
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
 
+from .ledger_scenarios import user
+
 SETTINGS = settings_from({"hash_key": "core-tests"})
 FP = SETTINGS.fingerprinter
 TOKEN = "gAAAAABo" + "Zx9_Kq-" * 40  # a Fernet-like url-safe base64 payload, as the real API returns
@@ -44,10 +46,6 @@ TOKEN = "gAAAAABo" + "Zx9_Kq-" * 40  # a Fernet-like url-safe base64 payload, as
 
 def meta(item: dict[str, Any], sent: bool = True) -> ItemMeta:
     return item_meta(item, FP, sent=sent)
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 # -- items: what each item type is ------------------------------------------------------------------------------
@@ -667,9 +665,9 @@ def test_a_replayed_text_is_the_response_whose_calls_the_replay_carries() -> Non
     does not carry: a false `replay_incomplete`)."""
     prompt = "Please use lookup_order for order 42."
     said = {**ANSWER, "id": "msg_a", "content": [{"type": "output_text", "text": "Looking that up."}]}
-    mine = ("resp_a", [said, CALL], {"input": [user(prompt)]})
+    mine: Any = ("resp_a", [said, CALL], {"input": [user(prompt)]})
     twin_call = {**CALL, "id": "fc_b", "call_id": "call_b"}
-    twin = ("resp_b", [{**said, "id": "msg_b"}, twin_call], {"input": [user(prompt)]})
+    twin: Any = ("resp_b", [{**said, "id": "msg_b"}, twin_call], {"input": [user(prompt)]})
     ledger = ledger_with(mine, twin)
     text_only = {"role": "assistant", "content": "Looking that up."}
     replay = [user(prompt), text_only, STRIPPED_CALL, OUTPUT, user("Thanks.")]
@@ -831,8 +829,8 @@ def scripted(ledger: InMemoryLedger, tag: str, reasoning: bool) -> list[dict[str
         history.append(user(prompt))
         req = request_facts("chat", {"model": "m", "input": list(history)}, SETTINGS)
         an = analyse(req, ledger)
-        answer = {**ANSWER, "id": f"msg_{tag}{turn}", "content": [{"type": "output_text", "text": f"ok {turn}"}]}
-        call = {**CALL, "id": f"fc_{tag}{turn}", "call_id": f"call_{tag}{turn}"}
+        answer: Any = {**ANSWER, "id": f"msg_{tag}{turn}", "content": [{"type": "output_text", "text": f"ok {turn}"}]}
+        call: Any = {**CALL, "id": f"fc_{tag}{turn}", "call_id": f"call_{tag}{turn}"}
         outputs = [{**REASONING, "id": f"rs_{tag}{turn}"}] if reasoning else []
         outputs += [answer, call] if turn == 1 else [answer]  # a tool call on turn 1 only
         resp = response_facts(_Response(f"resp_{tag}{turn}", outputs), SETTINGS)

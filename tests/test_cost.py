@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader, NumberDataPoint
 from opentelemetry.sdk.trace import TracerProvider
 
 from otel_responses import ConfigError, ResponsesInstrumentor
@@ -194,7 +194,8 @@ def test_response_model_prices_first_then_the_request_model() -> None:
     (point,) = [
         p for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics for p in m.data.data_points
     ]
-    assert dict(point.attributes)["gen_ai.request.model"] == "alias"  # the metric attribute: the request model
+    assert dict(point.attributes or {})["gen_ai.request.model"] == "alias"  # the metric attribute: the request model
+    assert isinstance(point, NumberDataPoint)
     assert point.value == 2.0 + 1.0 + 1.0  # `served` by its own price; unpriced and unknown fall back to `alias`
 
 

@@ -21,10 +21,12 @@ from openai.resources.responses import Responses
 
 from otel_responses.emulator import Emulator, EmulatorConfig
 
+from .ledger_scenarios import Item, user
+
 MODEL = "gpt-4.1"
 REASONER = "o4-mini"
 PHASE_MODEL = "gpt-5.4"  # returns `phase` on assistant messages, as the real API does for gpt-5.4 and later
-WEATHER_TOOL: dict[str, Any] = {
+WEATHER_TOOL: Any = {
     "type": "function",
     "name": "get_weather",
     "description": "Weather for a city.",
@@ -45,11 +47,7 @@ def client(emu: Emulator) -> Iterator[openai.OpenAI]:
         yield sdk_client
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def replayable(output: list[Any]) -> list[dict[str, Any]]:
+def replayable(output: list[Any]) -> list[Item]:
     """Output items as an app would replay them: SDK models dumped to dicts."""
     return [item.model_dump(exclude_none=True, warnings=False) for item in output]
 
@@ -58,8 +56,8 @@ def replayable(output: list[Any]) -> list[dict[str, Any]]:
 
 
 def test_store_false_is_neither_retrievable_nor_chainable(client: openai.OpenAI) -> None:
-    unstored = client.responses.create(model=MODEL, input="The marker is m1.", store=False)
-    assert unstored.store is False
+    unstored: Any = client.responses.create(model=MODEL, input="The marker is m1.", store=False)
+    assert unstored.store is False  # the API returns it; the SDK's Response type lacks it
     assert unstored.output_text == "Noted marker m1."
 
     with pytest.raises(openai.NotFoundError) as not_found:
@@ -86,7 +84,7 @@ def test_store_false_is_neither_retrievable_nor_chainable(client: openai.OpenAI)
 
 def test_stored_response_is_retrievable_by_default(client: openai.OpenAI) -> None:
     created = client.responses.create(model=MODEL, input="The marker is m2.", metadata={"k": "v"})
-    fetched = client.responses.retrieve(created.id)
+    fetched: Any = client.responses.retrieve(created.id)
     assert fetched.id == created.id
     assert fetched.store is True
     assert fetched.output_text == "Noted marker m2."
@@ -176,7 +174,7 @@ def test_marker_through_conversation(client: openai.OpenAI) -> None:
 
 def test_marker_through_client_replay(client: openai.OpenAI) -> None:
     history: list[Any] = [user("The marker is replay-3.")]
-    first = client.responses.create(model=MODEL, input=history, store=False)
+    first: Any = client.responses.create(model=MODEL, input=history, store=False)
     history += replayable(first.output)
     history.append(user("What is the marker?"))
     second = client.responses.create(model=MODEL, input=history, store=False)
@@ -219,7 +217,7 @@ def test_code_word_remembered_through_chain(emu: Emulator, client: openai.OpenAI
 
 
 def test_code_word_through_replayed_encrypted_reasoning(client: openai.OpenAI) -> None:
-    chose = client.responses.create(
+    chose: Any = client.responses.create(
         model=REASONER, input="Choose a code word.", store=False, include=["reasoning.encrypted_content"]
     )
     token = chose.output[0].encrypted_content
@@ -266,7 +264,8 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
     non_reasoning = client.responses.create(model=MODEL, input="hello", include=["reasoning.encrypted_content"])
     assert [item.type for item in non_reasoning.output] == ["message"]
     # The model alone decides: libraries send `"reasoning": {}` to every model.
-    for reasoning in ({}, {"effort": "low"}):
+    reasonings: list[Any] = [{}, {"effort": "low"}]
+    for reasoning in reasonings:
         explicit = client.responses.create(model=MODEL, input="hello", reasoning=reasoning)
         assert [item.type for item in explicit.output] == ["message"]
         assert explicit.reasoning is not None
@@ -274,7 +273,7 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
 
 
 def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenAI) -> None:
-    stored = client.responses.create(model=REASONER, input="Choose a code word.")
+    stored: Any = client.responses.create(model=REASONER, input="Choose a code word.")
     by_reference = client.responses.create(
         model=REASONER, input=[{"type": "item_reference", "id": stored.output[0].id}, user("code word?")]
     )
@@ -303,7 +302,7 @@ def test_non_reasoning_model_keeps_no_code_word(client: openai.OpenAI) -> None:
 
 
 def test_function_call_round_trip(client: openai.OpenAI) -> None:
-    question = user("Use get_weather for Paris")
+    question: Any = user("Use get_weather for Paris")
     called = client.responses.create(model=MODEL, input=[question], tools=[WEATHER_TOOL])
     assert [item.type for item in called.output] == ["function_call"]
     call = called.output[0]
@@ -314,7 +313,7 @@ def test_function_call_round_trip(client: openai.OpenAI) -> None:
     assert json.loads(call.arguments) == {"query": "Use get_weather for Paris"}
     assert called.output_text == ""
 
-    result = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+    result: Any = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
     replayed = client.responses.create(
         model=MODEL,
         input=[question, *replayable(called.output), result],
@@ -336,7 +335,7 @@ def test_function_call_pairing_is_enforced(client: openai.OpenAI) -> None:
     assert orphan.value.param == "input"
     assert "No tool call found for function call output with call_id call_nope." in orphan.value.message
 
-    called = client.responses.create(model=MODEL, input="please get_weather", tools=[WEATHER_TOOL])
+    called: Any = client.responses.create(model=MODEL, input="please get_weather", tools=[WEATHER_TOOL])
     call_id = called.output[0].call_id
     with pytest.raises(openai.BadRequestError) as unanswered:
         client.responses.create(model=MODEL, input="and now?", previous_response_id=called.id)
@@ -404,19 +403,19 @@ def test_input_items_listing_and_order(client: openai.OpenAI) -> None:
         model=MODEL,
         input=[user("one"), user("two"), {"type": "message", "role": "user", "content": "three"}],
     )
-    newest_first = list(client.responses.input_items.list(created.id))
+    newest_first: Any = list(client.responses.input_items.list(created.id))
     texts = [item.content[0].text for item in newest_first]
     assert texts == ["three", "two", "one"]
     assert all(item.id.startswith("msg_") for item in newest_first)
 
-    oldest_first = client.responses.input_items.list(created.id, order="asc")
+    oldest_first: Any = client.responses.input_items.list(created.id, order="asc")
     assert [item.content[0].text for item in oldest_first.data] == ["one", "two", "three"]
 
-    page = client.responses.input_items.list(created.id, order="asc", limit=2)
+    page: Any = client.responses.input_items.list(created.id, order="asc", limit=2)
     assert page.has_more is True
     assert page.first_id == page.data[0].id
     assert page.last_id == page.data[1].id
-    rest = client.responses.input_items.list(created.id, order="asc", limit=2, after=page.last_id)
+    rest: Any = client.responses.input_items.list(created.id, order="asc", limit=2, after=page.last_id)
     assert [item.content[0].text for item in rest.data] == ["three"]
     assert rest.has_more is False
     # auto-pagination follows `after`
@@ -429,7 +428,7 @@ def test_input_items_listing_and_order(client: openai.OpenAI) -> None:
 
 def test_delete_response(emu: Emulator, client: openai.OpenAI) -> None:
     created = client.responses.create(model=MODEL, input="The marker is del-1.")
-    assert client.responses.delete(created.id) is None
+    client.responses.delete(created.id)  # returns nothing: the API's body is empty
     assert emu.requests[-1].method == "DELETE"
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(created.id)
@@ -452,7 +451,7 @@ def test_streaming_matches_non_streaming(client: openai.OpenAI) -> None:
     with client.responses.create(
         model=MODEL, input="What marker and constraint?", previous_response_id=first.id, stream=True
     ) as stream:
-        events = list(stream)
+        events: Any = list(stream)
     types = [event.type for event in events]
     assert types[:2] == ["response.created", "response.in_progress"]
     assert types[-1] == "response.completed"
@@ -479,7 +478,7 @@ def test_streaming_reasoning_tool_call_and_incomplete(client: openai.OpenAI) -> 
     assert added == ["reasoning", "message", "function_call"]  # the progress update comes first
     assert "response.function_call_arguments.done" in [e.type for e in events]
     with client.responses.create(model=MODEL, input="marker and code word?", max_output_tokens=2, stream=True) as s:
-        last = list(s)[-1]
+        last: Any = list(s)[-1]
     assert last.type == "response.incomplete"
     assert last.response.incomplete_details.reason == "max_output_tokens"
 

@@ -19,6 +19,8 @@ import pytest
 from otel_responses.emulator import Emulator, EmulatorConfig
 from otel_responses.emulator.config import returns_phase
 
+from .ledger_scenarios import Item, user
+
 REASONER = "gpt-5-mini"
 PHASE_MODEL = "gpt-5.4"
 MODEL = "gpt-4.1"
@@ -31,11 +33,7 @@ WEATHER_TOOL: Any = {
 }
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
-def items(output: Any) -> list[dict[str, Any]]:
+def items(output: Any) -> list[Item]:
     return [item.model_dump(exclude_none=True) for item in output]
 
 
@@ -53,9 +51,9 @@ def test_stream_copies_of_an_encrypted_item_differ_in_bytes_not_length(client: o
     with client.responses.create(
         model=REASONER, input="Choose a code word.", store=False, include=ENCRYPTED, stream=True
     ) as stream:
-        events = list(stream)
-    done = [e.item for e in events if e.type == "response.output_item.done" and e.item.type == "reasoning"]
-    completed = events[-1].response
+        events: Any = list(stream)
+    done: Any = [e.item for e in events if e.type == "response.output_item.done" and e.item.type == "reasoning"]
+    completed: Any = events[-1].response
     assert completed.output[0].type == "reasoning"
     streamed, final = done[0].encrypted_content, completed.output[0].encrypted_content
     assert streamed
@@ -64,7 +62,7 @@ def test_stream_copies_of_an_encrypted_item_differ_in_bytes_not_length(client: o
     assert len(streamed) == len(final)
     # Either copy replays: the API accepts whichever one the app kept.
     for copy in (streamed, final):
-        reasoning = {"type": "reasoning", "id": completed.output[0].id, "summary": [], "encrypted_content": copy}
+        reasoning: Any = {"type": "reasoning", "id": completed.output[0].id, "summary": [], "encrypted_content": copy}
         answer = client.responses.create(
             model=REASONER, input=[user("Choose a code word."), reasoning, user("What is the code word?")], store=False
         )
@@ -72,9 +70,10 @@ def test_stream_copies_of_an_encrypted_item_differ_in_bytes_not_length(client: o
 
 
 def test_retrieve_and_listings_encrypt_afresh(client: openai.OpenAI) -> None:
-    created = client.responses.create(model=REASONER, input="Choose a code word.", include=ENCRYPTED)
+    created: Any = client.responses.create(model=REASONER, input="Choose a code word.", include=ENCRYPTED)
     first = created.output[0].encrypted_content
-    again = client.responses.retrieve(created.id, include=ENCRYPTED).output[0].encrypted_content
+    retrieved: Any = client.responses.retrieve(created.id, include=ENCRYPTED)
+    again = retrieved.output[0].encrypted_content
     assert first
     assert again
     assert first != again
@@ -92,9 +91,9 @@ def test_compaction_items_are_encrypted_afresh(client: openai.OpenAI) -> None:
     history: list[Any] = [user("The marker is C-1. " + "filler " * 40)]
     body: Any = {"context_management": [{"type": "compaction", "compact_threshold": 10}]}
     with client.responses.create(model=MODEL, input=history, stream=True, extra_body=body) as stream:
-        events = list(stream)
-    done = [e.item for e in events if e.type == "response.output_item.done" and e.item.type == "compaction"]
-    final = [i for i in events[-1].response.output if i.type == "compaction"]
+        events: Any = list(stream)
+    done: Any = [e.item for e in events if e.type == "response.output_item.done" and e.item.type == "compaction"]
+    final: Any = [i for i in events[-1].response.output if i.type == "compaction"]
     assert done
     assert final
     assert done[0].encrypted_content != final[0].encrypted_content
@@ -139,8 +138,8 @@ def test_items_written_without_an_id_get_one(client: openai.OpenAI) -> None:
     call = client.responses.create(model=MODEL, input="get_weather in Paris", tools=[WEATHER_TOOL]).output[0]
     assert call.type == "function_call"
     conversation = client.conversations.create()
-    stripped = {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
-    output = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
+    stripped: Any = {"type": "function_call", "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
+    output: Any = {"type": "function_call_output", "call_id": call.call_id, "output": "sunny"}
     written = client.conversations.items.create(conversation.id, items=[user("weather?"), stripped, output])
     ids = [item.id for item in written.data]
     assert all(isinstance(i, str) and i for i in ids)

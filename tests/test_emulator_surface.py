@@ -163,6 +163,7 @@ def test_conversation_items_create_retrieve_list_delete(client: openai.OpenAI) -
     knows = client.responses.create(model=MODEL, input="What is the marker?", conversation=conversation.id)
     assert knows.output_text == "marker=ci1"
 
+    assert ids[0] is not None
     fetched = client.conversations.items.retrieve(ids[0], conversation_id=conversation.id)
     assert fetched.id == ids[0]
     assert fetched.type == "message"
@@ -356,7 +357,8 @@ def test_websocket_async_client(emu: Emulator) -> None:
             async for first in connection:
                 if first.type == "response.completed":
                     break
-            await connection.response.create(model=MODEL, input="Marker?", previous_response_id=first.response.id)
+            answered: Any = first
+            await connection.response.create(model=MODEL, input="Marker?", previous_response_id=answered.response.id)
             async for second in connection:
                 if second.type == "response.completed":
                     break
@@ -364,7 +366,8 @@ def test_websocket_async_client(emu: Emulator) -> None:
             async for error in connection:
                 if error.type == "error":
                     break
-            return first.response.output_text, second.response.output_text, error.error.code
+            done: Any = (first, second, error)
+            return done[0].response.output_text, done[1].response.output_text, done[2].error.code
 
     assert asyncio.run(main()) == ("Noted marker aw1.", "marker=aw1", "previous_response_not_found")
 
@@ -377,7 +380,7 @@ def test_websocket_raw_protocol_on_any_sdk(emu: Emulator) -> None:
         socket.send(
             json.dumps({"type": "response.create", "model": MODEL, "input": "The marker is r1.", "stream_id": "a"})
         )
-        events = []
+        events: list[Any] = []
         while not events or events[-1]["type"] != "response.completed":
             events.append(json.loads(socket.recv()))
         assert [e["sequence_number"] for e in events] == list(range(len(events)))

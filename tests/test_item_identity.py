@@ -19,7 +19,7 @@ from otel_responses.emulator import Emulator, EmulatorConfig
 from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
-from .ledger_scenarios import TOOL_NAME, TOOLS, tool_request, user
+from .ledger_scenarios import TOOL_NAME, TOOLS, Item, tool_request, user
 from .shared_ledger import KEY, RedisServer, needs_redis_server
 
 REASONING = "gpt-5-mini"  # reasoning, no `phase`
@@ -42,14 +42,14 @@ def signal_details(cap: CapturedTelemetry, name: str) -> list[dict[str, Any]]:
     ]
 
 
-def dumped(response: Any) -> list[dict[str, Any]]:
+def dumped(response: Any) -> list[Item]:
     return [item.model_dump(mode="json", exclude_none=True) for item in response.output]
 
 
 # -- an id the API never returned ---------------------------------------------------------------------------------
 
 
-def _streamed(client: openai.OpenAI, prompt: str) -> list[dict[str, Any]]:
+def _streamed(client: openai.OpenAI, prompt: str) -> list[Item]:
     """A reasoning turn streamed, its output items as a client keeps them: the message under an id of its own."""
     items: list[dict[str, Any]] = []
     with client.responses.stream(model=REASONING, input=prompt, store=False, include=ENCRYPTED) as stream:
@@ -124,8 +124,8 @@ def test_a_call_id_rewritten_on_the_call_and_its_output(client: openai.OpenAI) -
         )
         reasoning, call = dumped(first)
         assert call["type"] == "function_call"
-        rewritten = {"type": "function_call", "call_id": call["id"], "name": call["name"], "arguments": "{}"}
-        output = {"type": "function_call_output", "call_id": call["id"], "output": "shipped"}
+        rewritten: Any = {"type": "function_call", "call_id": call["id"], "name": call["name"], "arguments": "{}"}
+        output: Any = {"type": "function_call_output", "call_id": call["id"], "output": "shipped"}
         answer = client.responses.create(
             model=REASONING, input=[tool_request(), reasoning, rewritten, output], tools=TOOLS, store=False,
             include=ENCRYPTED,
@@ -151,11 +151,11 @@ def test_a_call_id_rewritten_on_the_call_and_its_output(client: openai.OpenAI) -
 def _session_turn(client: openai.OpenAI, conversation: str, prompt: str) -> Any:
     """The OpenAI Agents SDK's `OpenAIConversationsSession`, with the raw SDK: the history is the conversation's
     items (listed as the session reads them), the new items are written back after the turn."""
-    listed = [
+    listed: Any = [
         item.model_dump(mode="json", exclude_unset=True)
         for item in client.conversations.items.list(conversation_id=conversation, order="asc")
     ]
-    new = [user(prompt)]
+    new: Any = [user(prompt)]
     response = client.responses.create(model=REASONING, input=[*listed, *new], tools=TOOLS)
     written = [*new, *dumped(response)]
     call = next((item for item in response.output if item.type == "function_call"), None)

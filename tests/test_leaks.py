@@ -232,7 +232,7 @@ def test_canned_responses_async_export_no_secret(
         client = mock_async_client(canned, **client_kwargs(s))
         try:
             kwargs = request_kwargs(s, params, "amock")
-            items = items_of(sent, s)
+            items: Any = items_of(sent, s)
             await client.responses.create(model="o4-mini", input=items, **kwargs)
             await client.responses.retrieve(f"resp_fuzz_{s.seed.hex()}")
             await client.responses.input_items.list(f"resp_fuzz_{s.seed.hex()}")
@@ -273,7 +273,7 @@ def test_canned_streams_export_no_secret(
     s = Secrets(seed, deco)
     canned = Canned(s, units, terminal=terminal if terminal != "none" else "response.brand_new_terminal")
     kwargs = request_kwargs(s, params, "smock")
-    items = items_of(sent, s)
+    items: Any = items_of(sent, s)
     if flavour.startswith("sync") or flavour == "retrieve-resume":
         with closing(mock_client(canned, **client_kwargs(s))) as client:
             if flavour == "retrieve-resume":
@@ -331,7 +331,7 @@ def test_error_bodies_export_no_secret(
     s = Secrets(seed, deco)
     canned = Canned(s, units, error_status=status, error_shape=shape)
     kwargs = request_kwargs(s, params, "err")
-    items = items_of(units, s)
+    items: Any = items_of(units, s)
     if method == "async":
 
         async def run() -> None:

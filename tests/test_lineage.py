@@ -27,6 +27,7 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import capture
 
 from .conftest import Captured
+from .ledger_scenarios import user
 from .shared_ledger import KEY, RedisServer, needs_redis_server
 from .support import json_from_python
 
@@ -49,10 +50,6 @@ def ids(span: ReadableSpan) -> tuple[int, int]:
 
 def linked(span: ReadableSpan) -> list[tuple[int, int]]:
     return [(link.context.trace_id, link.context.span_id) for link in span.links]
-
-
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
 
 
 # -- the pure rule ----------------------------------------------------------------------------------------------

@@ -67,7 +67,7 @@ class CountingProcessor(SpanProcessor):
         self.signalled: list[tuple[str, tuple[str, ...]]] = []
 
     def on_end(self, span: ReadableSpan) -> None:
-        signals = tuple((span.attributes or {}).get("openai_responses.signals", ()))
+        signals: tuple[str, ...] = tuple((span.attributes or {}).get("openai_responses.signals", ()))  # type: ignore[arg-type]
         with self._lock:
             self.ended[span.context.span_id] += 1
             if signals:

@@ -122,7 +122,7 @@ def test_readme_command_section_documents_version_and_every_exit_code() -> None:
 def _console_command() -> str:
     enable = _section("Enable it")
     lines = [line for lang, code in re.findall(r"```(\w+)\n(.*?)```", enable, re.S) for line in code.splitlines()]
-    return next(line for line in lines if line.startswith("opentelemetry-instrument") and "console" in line)
+    return str(next(line for line in lines if line.startswith("opentelemetry-instrument") and "console" in line))
 
 
 def _instrumented(command: str, app: Path, base_url: str) -> subprocess.CompletedProcess[str]:

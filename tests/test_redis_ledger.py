@@ -149,7 +149,7 @@ def test_strict_mode_refuses_what_a_chained_request_proves_whatever_its_shared_p
         ("missing_tool_output",),
     ]
     shared = [
-        [event.attributes.get(SHARED_FACT) for event in span.events if event.name == "openai_responses.signal"]
+        [(event.attributes or {}).get(SHARED_FACT) for event in span.events if event.name == "openai_responses.signal"]
         for span in spans
     ]
     assert shared == [[None], [None], [True]]

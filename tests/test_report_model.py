@@ -138,9 +138,9 @@ def test_the_instructions_hash_is_marked_where_it_changes_or_is_gone(emulator: A
     turns = ["Be brief.", "Be brief.", None, "Be verbose.", None]
     try:
         with capture() as telemetry:
-            previous = None
+            previous: str | None = None
             for number, instructions in enumerate(turns):
-                extra = {"instructions": instructions} if instructions else {}
+                extra: dict[str, Any] = {"instructions": instructions} if instructions else {}
                 previous = client.responses.create(
                     model=MODEL, input=f"Turn {number}.", previous_response_id=previous, **extra
                 ).id

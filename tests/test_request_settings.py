@@ -51,7 +51,7 @@ def test_reasoning_settings_from_an_sdk_model_are_on_the_span(client: openai.Ope
     from openai.types.shared import Reasoning
 
     reasoning = Reasoning(effort="low", summary="auto", context="current_turn", mode="standard")
-    client.responses.create(model=REASONING_MODEL, input="Think.", reasoning=reasoning)  # type: ignore[arg-type]
+    client.responses.create(model=REASONING_MODEL, input="Think.", reasoning=reasoning)  # type: ignore[call-overload]
     assert reasoning_attrs(captured.only_span()) == {
         LEVEL: "low",
         SUMMARY: "auto",
@@ -72,7 +72,7 @@ def test_reasoning_context_unknown_to_the_sdk_types_is_read_all_the_same(
     old = OldReasoning.model_validate({"effort": "minimal", "context": "all_turns"})
     assert "context" not in OldReasoning.model_fields
     assert old.__pydantic_extra__ == {"context": "all_turns"}
-    client.responses.create(model=REASONING_MODEL, input="One.", reasoning=old)  # type: ignore[arg-type]
+    client.responses.create(model=REASONING_MODEL, input="One.", reasoning=old)  # type: ignore[call-overload]
     client.responses.create(
         model=REASONING_MODEL,
         input="Two.",
@@ -90,8 +90,8 @@ def test_odd_reasoning_values_are_never_recorded(client: openai.OpenAI, captured
     client.responses.create(
         model=REASONING_MODEL,
         input="Odd.",
-        reasoning={"effort": huge, "summary": "Be Brief Please", "context": 3, "mode": {"nested": "pro"}},  # type: ignore[typeddict-item]
-    )
+        reasoning={"effort": huge, "summary": "Be Brief Please", "context": 3, "mode": {"nested": "pro"}},
+    )  # type: ignore[call-overload]
     span = captured.only_span()
     assert reasoning_attrs(span) == {}
     assert not any(isinstance(v, str) and ("aaaa" in v or "Brief" in v) for v in attrs(span).values())

@@ -364,7 +364,7 @@ def test_iter_lines_split_inside_json_at_unicode_line_breaks(client: openai.Open
     try:
         captured.clear()
         with replay.responses.with_streaming_response.create(model=MODEL, input="hi", stream=True) as raw:
-            parsed = list(raw.parse())
+            parsed: Any = list(raw.parse())
         with replay.responses.with_streaming_response.create(model=MODEL, input="hi", stream=True) as raw:
             lines = list(raw.iter_lines())
     finally:
@@ -473,7 +473,7 @@ def test_an_error_mid_stream_is_recorded_as_on_a_plain_stream(
     kwargs = {"model": MODEL, "input": text}
     plain: list[Any] = []
     try:
-        plain.extend(e.type for e in client.responses.create(**kwargs, stream=True))
+        plain.extend(e.type for e in client.responses.create(**kwargs, stream=True))  # type: ignore[call-overload]
     except openai.APIError as error:
         plain.append(type(error))
     reference = captured.only_span()
@@ -544,7 +544,7 @@ def assert_unparsed_response_recorded(span: Any, client: openai.OpenAI) -> str:
     assert span.status.description == "ValidationError"
     assert a["error.type"] == "ValidationError"
     response_id = a["gen_ai.response.id"]
-    stored = client.responses.retrieve(response_id)
+    stored: Any = client.responses.retrieve(response_id)
     assert a["gen_ai.usage.input_tokens"] == stored.usage.input_tokens
     assert a["gen_ai.usage.output_tokens"] == stored.usage.output_tokens
     assert a["openai_responses.output.item_types"] == tuple(item.type for item in stored.output)
@@ -709,7 +709,7 @@ def test_async_send_raw_on_lanes(emulator: Emulator, captured: Captured) -> None
                 await connection.send_raw(json.dumps({"type": "response.create", **body}).encode())
             async for event in connection:
                 if event.type in TERMINAL:
-                    finals[event.stream_id] = event
+                    finals[str(event.stream_id)] = event
                     if len(finals) == 2:
                         break
         await client.close()

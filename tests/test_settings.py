@@ -54,7 +54,7 @@ def test_a_custom_ledger_missing_a_method_is_a_config_error(missing: str) -> Non
     class Partial:
         pass
 
-    ledger = Partial()
+    ledger: Any = Partial()
     for name in LEDGER_METHODS:
         if name != missing:
             setattr(ledger, name, getattr(InMemoryLedger(), name))

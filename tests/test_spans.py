@@ -33,7 +33,7 @@ def project_attrs(span: Any) -> dict[str, Any]:
 
 def test_single_turn_span_has_every_genai_and_project_attribute(emulator: Emulator, captured: Captured) -> None:
     client = emulator.client()
-    response = client.responses.create(model=MODEL, input="Remember this: the marker is M-1.")
+    response: Any = client.responses.create(model=MODEL, input="Remember this: the marker is M-1.")
     span = captured.only_span()
     a = attrs(span)
     assert span.name == f"chat {MODEL}"
@@ -215,7 +215,7 @@ def test_encrypted_reasoning_requested_returned_and_replayed(emulator: Emulator,
     client = emulator.client()
     include: Any = ["reasoning.encrypted_content"]
     history: list[Any] = [{"role": "user", "content": "Please choose a code word."}]
-    first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
+    first: Any = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
     history += first.output
     history.append({"role": "user", "content": "What is the code word?"})
     second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
@@ -286,7 +286,7 @@ def test_three_turns_each_mode(emulator: Emulator, captured: Captured, mode: str
 def test_async_create_and_parse(emulator: Emulator, captured: Captured) -> None:
     async def session() -> tuple[Any, Any, Any]:
         client = emulator.async_client()
-        first = await client.responses.create(model=MODEL, input="Remember this: the marker is A-1.", store=False)
+        first: Any = await client.responses.create(model=MODEL, input="Remember this: the marker is A-1.", store=False)
         second = await client.responses.parse(
             model=MODEL,
             input=[{"role": "user", "content": "hi"}, *first.output, {"role": "user", "content": "marker?"}],
@@ -340,7 +340,10 @@ def test_three_turns_each_mode_async_matches_sync(emulator: Emulator, captured: 
         bridge.loop.close()
     async_attrs = [project_attrs(s) for s in captured.chat_spans()]
     volatile = ("openai_responses.request_id", "openai_responses.lineage.id")  # ids differ between the runs
-    strip = lambda d: {k: v for k, v in d.items() if k not in volatile}  # noqa: E731
+
+    def strip(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if k not in volatile}
+
     assert transcript.error is None
     assert [strip(d) for d in async_attrs] == [strip(d) for d in sync_attrs]
     assert len(async_attrs) == 4
@@ -368,7 +371,7 @@ def test_huge_history_item_types_are_bounded(emulator: Emulator, captured: Captu
 
 def test_metrics_duration_tokens_and_calls(emulator: Emulator, captured: Captured) -> None:
     client = emulator.client()
-    response = client.responses.create(model=MODEL, input="hello", store=False)
+    response: Any = client.responses.create(model=MODEL, input="hello", store=False)
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=MODEL, input="x", previous_response_id=response.id)
 
@@ -402,10 +405,12 @@ def test_metrics_duration_tokens_and_calls(emulator: Emulator, captured: Capture
 def test_token_kinds_encrypted_round_trips_and_context_loss_are_counted(emulator: Emulator, captured: Captured) -> None:
     client = emulator.client()
     include: Any = ["reasoning.encrypted_content"]
-    first = client.responses.create(model=REASONING_MODEL, input="Remember this: the marker is K-1.", include=include)
-    second = client.responses.create(model=REASONING_MODEL, previous_response_id=first.id, input="Marker?")
-    history: list[Any] = [{"role": "user", "content": "hi"}]
-    replayed = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
+    first: Any = client.responses.create(
+        model=REASONING_MODEL, input="Remember this: the marker is K-1.", include=include
+    )
+    second: Any = client.responses.create(model=REASONING_MODEL, previous_response_id=first.id, input="Marker?")
+    history: Any = [{"role": "user", "content": "hi"}]
+    replayed: Any = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=include)
     client.responses.create(
         model=REASONING_MODEL, input=[*history, *replayed.output, {"role": "user", "content": "x"}], store=False
     )

@@ -150,7 +150,7 @@ def test_streamed_replay_carries_the_same_signals_as_a_plain_one(emulator: Emula
             assert events[-1].type == "response.completed"
         else:
             client.responses.create(model=PHASED, input=history, store=False, include=INCLUDE)
-        return attrs(captured.spans()[-1])["openai_responses.signals"]
+        return tuple(attrs(captured.spans()[-1])["openai_responses.signals"])
 
     plain, streamed = session(False), session(True)
     assert plain == streamed == ("reasoning_dropped", "phase_dropped")
@@ -159,7 +159,8 @@ def test_streamed_replay_carries_the_same_signals_as_a_plain_one(emulator: Emula
 def test_streamed_output_items_feed_the_ledger(emulator: Emulator, captured: Captured) -> None:
     client = emulator.client()
     stream = client.responses.create(model=REASONER, input="hi", store=False, stream=True)
-    final = list(stream)[-1].response
+    events: list[Any] = list(stream)
+    final = events[-1].response
     with pytest.raises(openai.BadRequestError):
         client.responses.create(model=REASONER, input="again", previous_response_id=final.id)
     first, second = captured.spans()
@@ -241,7 +242,7 @@ def scripted_session(client: openai.OpenAI) -> list[Any]:
     stream = client.responses.create(
         model=REASONER, input="Remember this: the marker is D-1.", stream=True, include=INCLUDE, store=False
     )
-    events = list(stream)
+    events: Any = list(stream)
     observed.append([e.model_dump() for e in events])
     history: list[Any] = [{"role": "user", "content": "Remember this: the marker is D-1."}, *events[-1].response.output]
     history.append({"role": "user", "content": "What is the marker?"})
@@ -301,7 +302,7 @@ def test_stream_events_are_the_same_objects(emulator: Emulator, captured: Captur
     rest = list(iterator)
     assert rest[-1].type == "response.completed"
     assert rest[-1].response is rest[-1].response  # the SDK's own object, passed through untouched
-    assert captured.only_span().attributes["gen_ai.response.id"] == rest[-1].response.id
+    assert (captured.only_span().attributes or {})["gen_ai.response.id"] == rest[-1].response.id
 
 
 def test_a_stream_read_by_next_then_by_a_loop_is_observed_once(emulator: Emulator, captured: Captured) -> None:

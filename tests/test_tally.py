@@ -48,7 +48,7 @@ def test_a_fresh_meter_provider_starts_from_zero(emulator: Emulator) -> None:
 
 def test_concurrent_adds_are_not_lost() -> None:
     counter = tally.Tally()
-    attributes = {"k": "v"}
+    attributes: tally.Attributes = {"k": "v"}
 
     def add() -> None:
         for _ in range(5000):

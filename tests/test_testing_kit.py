@@ -32,7 +32,7 @@ EXAMPLE = re.findall(r"```python\n(.*?)```", SECTION, re.S)[0]
 GOOD_REPLAY = "    history += response.output\n"
 BROKEN_REPLAY = re.findall(r"The same app replaying only the text \(`(.*?)`\)", SECTION)[0]
 MODEL = "gpt-5.4"
-ENCRYPTED = ["reasoning.encrypted_content"]
+ENCRYPTED: Any = ["reasoning.encrypted_content"]
 
 
 def run_pytest(directory: Path, file: Path, python: list[str] | None = None) -> subprocess.CompletedProcess[str]:

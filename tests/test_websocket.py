@@ -87,12 +87,13 @@ def test_async_connection(emulator: Emulator, captured: Captured) -> None:
             await connection.response.create(model=MODEL, input="Remember this: the marker is W-3.")
             async for event in connection:
                 if event.type in TERMINAL:
-                    first = event
+                    first: Any = event
                     break
             await connection.response.create(model=MODEL, input="Marker?", previous_response_id=first.response.id)
-            async for event in connection:
-                if event.type in TERMINAL:
-                    text = str(event.response.output_text)
+            async for later in connection:
+                if later.type in TERMINAL:
+                    last: Any = later
+                    text = str(last.response.output_text)
                     break
         await client.close()
         return text

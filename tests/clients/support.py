@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from otel_responses.emulator import Emulator
 from otel_responses.testing import CapturedTelemetry, capture
@@ -114,7 +114,13 @@ def signals_of(span: Any) -> set[str]:
     return set((span.attributes or {}).get("openai_responses.signals", ()) or ())
 
 
-def expect_signals(telemetry: CapturedTelemetry, emulator: Emulator, expected: Sequence[set[str]]) -> None:
+class ChatSpans(Protocol):
+    """What has chat spans: captured telemetry, or a view of some of its spans."""
+
+    def chat_spans(self) -> list[Any]: ...
+
+
+def expect_signals(telemetry: ChatSpans, emulator: Emulator, expected: Sequence[set[str]]) -> None:
     """Each model call raised exactly the expected signals (info ones included): no false signal, and every real
     habit named. Also: every request that reached the emulator produced a chat span."""
     __tracebackhide__ = True
@@ -140,7 +146,7 @@ def report(spans: Sequence[Any], requests: Sequence[dict[str, Any]], expected: S
         want = sorted(expected[i]) if i < len(expected) else "-"
         if i < len(spans):
             span = spans[i]
-            raised = sorted(signals_of(span))
+            raised: list[str] | str = sorted(signals_of(span))
             details = [
                 {k.removeprefix("openai_responses."): _plain(v) for k, v in (e.attributes or {}).items()}
                 for e in span.events
@@ -200,11 +206,18 @@ def _plain(value: Any) -> Any:
 
 @dataclass
 class Run:
-    """One run of a flow: the final answer, the request bodies, and the telemetry (None when it was off)."""
+    """One run of a flow: the final answer (the library's own object), the request bodies, and the telemetry (None
+    when it was off)."""
 
-    answer: object
+    answer: Any
     requests: list[dict[str, Any]]
     telemetry: CapturedTelemetry | None
+
+    @property
+    def captured(self) -> CapturedTelemetry:
+        """The telemetry of the run with the instrumentation on."""
+        assert self.telemetry is not None, "the instrumentation was off for this run"
+        return self.telemetry
 
 
 @contextmanager

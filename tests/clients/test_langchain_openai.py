@@ -21,6 +21,7 @@ from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
 
 from otel_responses.emulator import Emulator
+from otel_responses.testing import CapturedTelemetry
 
 from .support import (
     ENCRYPTED,
@@ -88,7 +89,7 @@ def _call(model: Any, messages: list[Any], stream: bool) -> AIMessage:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_replay(emu, telemetry, model, stream):
+def test_replay(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: bool) -> None:
     """The history re-sent: LangChain rebuilds each item from the `AIMessage` content blocks, with the item ids,
     reasoning items (ids only: `store` is on) and `phase`."""
     answer = conversation(emu, model, stream=stream)
@@ -98,7 +99,7 @@ def test_replay(emu, telemetry, model, stream):
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_use_previous_response_id(emu, telemetry, model, stream):
+def test_use_previous_response_id(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: bool) -> None:
     """`use_previous_response_id=True`: only the messages after the latest `AIMessage` go out, beside its response
     id. The `SystemMessage` is an input item of the first request, so the chain keeps it (no `instructions`)."""
     answer = conversation(emu, model, stream=stream, use_previous_response_id=True)
@@ -109,7 +110,9 @@ def test_use_previous_response_id(emu, telemetry, model, stream):
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
 @pytest.mark.parametrize("model", [REASONING, PHASED])
-def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream):
+def test_stateless_replay_with_encrypted_reasoning(
+    emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: bool
+) -> None:
     """`store=False` + `include=["reasoning.encrypted_content"]`: LangChain drops the assistant message ids (they
     could not be resolved) and replays reasoning items with their `encrypted_content`. Streamed, it keeps the
     `response.output_item.done` copy of each reasoning item, encrypted separately from the `response.completed`
@@ -123,7 +126,9 @@ def test_stateless_replay_with_encrypted_reasoning(emu, telemetry, model, stream
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
-def test_stateless_replay_without_encrypted_reasoning(emu, telemetry, stream):
+def test_stateless_replay_without_encrypted_reasoning(
+    emu: Emulator, telemetry: CapturedTelemetry, stream: bool
+) -> None:
     """`store=False` without `include=["reasoning.encrypted_content"]`: the reasoning items come back bare, and
     LangChain leaves out every reasoning block without `encrypted_content` when `store` is False. The code word a
     reasoning item held is gone; both habits are named on every call."""
@@ -135,7 +140,7 @@ def test_stateless_replay_without_encrypted_reasoning(emu, telemetry, stream):
 
 
 @pytest.mark.parametrize("previous", [False, True], ids=["replay", "use_previous_response_id"])
-def test_structured_output(emu, telemetry, previous):
+def test_structured_output(emu: Emulator, telemetry: CapturedTelemetry, previous: bool) -> None:
     """`with_structured_output(..., method="json_schema")` on the last turn: `text.format` json_schema, parsed."""
     answer = conversation(emu, REASONING, structured=True, use_previous_response_id=previous)
     assert isinstance(answer, Answer)
@@ -144,7 +149,7 @@ def test_structured_output(emu, telemetry, previous):
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["invoke", "stream"])
-def test_same_behaviour_with_and_without_instrumentation(stream):
+def test_same_behaviour_with_and_without_instrumentation(stream: bool) -> None:
     """Same answer and the same requests on the wire, instrumentation on or off."""
     runs = []
     for on in (False, True):

@@ -14,8 +14,8 @@ import pytest
 pytest.importorskip("litellm")
 pytest.importorskip("dspy")
 
-import dspy
-import litellm
+import dspy  # type: ignore[import-not-found]
+import litellm  # type: ignore[import-not-found]
 
 from otel_responses.testing import capture
 
@@ -90,7 +90,7 @@ def _litellm_call(api: LoopbackAPI, reply: str, given: str) -> Any:
 
 @pytest.mark.parametrize("given", INPUTS)
 @pytest.mark.parametrize("reply", REPLIES)
-def test_litellm_sees_the_same(reply, given):
+def test_litellm_sees_the_same(reply: Any, given: Any) -> None:
     outcomes = []
     for on in (False, True):
         with LoopbackAPI(lambda request, index: REPLIES[reply]()) as api:
@@ -104,7 +104,7 @@ def test_litellm_sees_the_same(reply, given):
 
 
 @pytest.mark.parametrize("reply", REPLIES)
-def test_dspy_sees_the_same(reply):
+def test_dspy_sees_the_same(reply: Any) -> None:
     outcomes = []
     for on in (False, True):
         with LoopbackAPI(lambda request, index: REPLIES[reply]()) as api:
@@ -115,7 +115,7 @@ def test_dspy_sees_the_same(reply):
                 if not reply.startswith("stream") or not NATIVE:
                     return lm("hi")
 
-                class QA(dspy.Signature):
+                class QA(dspy.Signature):  # type: ignore[misc]  # dspy is not installed where mypy runs
                     question: str = dspy.InputField()
                     answer: str = dspy.OutputField()
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("litellm")
 
-import litellm
+import litellm  # type: ignore[import-not-found]
 
 from otel_responses.emulator import Emulator
 
@@ -140,7 +140,7 @@ def test_litellm_other_operations_export_no_secret(
     exports.assert_clean(s)
 
 
-dspy = pytest.importorskip("dspy")
+dspy: Any = pytest.importorskip("dspy")
 
 
 @fuzz_settings(20)
@@ -170,7 +170,7 @@ def test_dspy_exports_no_secret(
     tools = [{"type": "function", "function": {"name": "lookup_weather", "parameters": {"type": "object"}}}]
     if stream:
 
-        class QA(dspy.Signature):
+        class QA(dspy.Signature):  # type: ignore[misc]  # dspy is not installed where mypy runs
             question: str = dspy.InputField()
             answer: str = dspy.OutputField()
 

@@ -32,6 +32,7 @@ from llama_index.llms.openai import OpenAIResponses  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
 from otel_responses.emulator import Emulator  # noqa: E402
+from otel_responses.testing import CapturedTelemetry  # noqa: E402
 
 from .support import (  # noqa: E402
     ENCRYPTED,
@@ -113,7 +114,7 @@ FLOWS = ["chat_with_tools", "FunctionAgent"]
 
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_replay_default(emu, telemetry, model, flow):
+def test_replay_default(emu: Emulator, telemetry: CapturedTelemetry, model: str, flow: str) -> None:
     """The default (`store=False`, nothing in `include`): llama-index rebuilds assistant messages as plain
     `{role, content}` (no id, no `phase`), sends calls without their `id`, and leaves out every reasoning item
     (`store` is False). Named: the reasoning that cannot be replayed, the reasoning dropped, the phases lost. Seen
@@ -134,7 +135,7 @@ def test_replay_default(emu, telemetry, model, flow):
 
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("model", [REASONING, PHASED])
-def test_replay_stored(emu, telemetry, model, flow):
+def test_replay_stored(emu: Emulator, telemetry: CapturedTelemetry, model: str, flow: str) -> None:
     """`store=True`: llama-index would replay a reasoning item as `{type, id, summary}`, but only when it had a
     summary text; the API returns none unless asked (`reasoning.summary`), so every reasoning item is left out.
     Calls are replayed without their `id` (matched by `call_id`: the replay is complete)."""
@@ -145,7 +146,7 @@ def test_replay_stored(emu, telemetry, model, flow):
 
 
 @pytest.mark.parametrize("flow", FLOWS)
-def test_replay_with_encrypted_reasoning_requested(emu, telemetry, flow):
+def test_replay_with_encrypted_reasoning_requested(emu: Emulator, telemetry: CapturedTelemetry, flow: str) -> None:
     """`include=["reasoning.encrypted_content"]` with `store=False`: the reasoning comes back replayable, and
     llama-index still leaves it out (it never sends `encrypted_content`)."""
     answer = run_flow(emu, flow, REASONING, include=[ENCRYPTED])
@@ -155,7 +156,7 @@ def test_replay_with_encrypted_reasoning_requested(emu, telemetry, flow):
 
 @pytest.mark.parametrize("flow", FLOWS)
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_track_previous_responses(emu, telemetry, model, flow):
+def test_track_previous_responses(emu: Emulator, telemetry: CapturedTelemetry, model: str, flow: str) -> None:
     """`track_previous_responses=True` (forces `store=True`): each request carries the latest response's id and,
     beside it, the whole history again: the server already holds every one of those items. On a phased model the
     re-sent copies are rebuilt without `phase`: the `commentary` progress update, seen twice and once without its
@@ -169,7 +170,7 @@ def test_track_previous_responses(emu, telemetry, model, flow):
     assert_final_answer(answer, tool="unknown" if model == PHASED else "sunny", code_word=is_reasoning(model))
 
 
-def test_function_agent_context_keeps_no_memory_between_runs(emu, telemetry):
+def test_function_agent_context_keeps_no_memory_between_runs(emu: Emulator, telemetry: CapturedTelemetry) -> None:
     """`agent.run(..., ctx=Context(agent))`, the documented way to keep a conversation, keeps none between runs
     here: the workflow's state store drops the memory it cannot serialise (`UnserializableKeyWarning`), and each
     run starts from the system prompt and the new message. Every request is a valid first turn: there is nothing
@@ -181,7 +182,7 @@ def test_function_agent_context_keeps_no_memory_between_runs(emu, telemetry):
     expect_signals(telemetry, emu, clean())
 
 
-def test_structured_predict_after_the_conversation(emu, telemetry):
+def test_structured_predict_after_the_conversation(emu: Emulator, telemetry: CapturedTelemetry) -> None:
     """`structured_predict` (`responses.parse`) over the conversation so far and a new question: llama-index sends
     neither the LLM's `instructions` nor `previous_response_id` there, only the messages (rebuilt as text). The
     replay continues turns that had instructions without them, and the model answers without its constraints."""
@@ -194,7 +195,7 @@ def test_structured_predict_after_the_conversation(emu, telemetry):
 
 
 @pytest.mark.parametrize("flow", FLOWS)
-def test_same_behaviour_with_and_without_instrumentation(flow):
+def test_same_behaviour_with_and_without_instrumentation(flow: str) -> None:
     """Same answer and the same requests on the wire, instrumentation on or off."""
     runs = []
     for on in (False, True):

@@ -24,6 +24,7 @@ from pydantic_ai.models.openai import OpenAIResponsesModel, OpenAIResponsesModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from otel_responses.emulator import Emulator
+from otel_responses.testing import CapturedTelemetry
 
 from .support import (
     INSTRUCTIONS,
@@ -104,7 +105,7 @@ async def conversation(
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_replay(emu, telemetry, model, stream):
+def test_replay(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: str | None) -> None:
     """`message_history=`: pydantic-ai rebuilds the input from its own messages. For reasoning models it keeps
     item ids, reasoning items with `encrypted_content` (it always asks for it) and `phase` where the model has it;
     for a model without reasoning it strips every item id (assistant text as `{role, content}`, calls without
@@ -116,7 +117,7 @@ def test_replay(emu, telemetry, model, stream):
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_previous_response_id_auto(emu, telemetry, model, stream):
+def test_previous_response_id_auto(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: str | None) -> None:
     """`openai_previous_response_id='auto'`: only the messages after the latest response go out, beside its id;
     `instructions` are sent on every request."""
     answer = asyncio.run(conversation(emu, model, chain=True, stream=stream))
@@ -126,7 +127,7 @@ def test_previous_response_id_auto(emu, telemetry, model, stream):
 
 
 @pytest.mark.parametrize("model", [PLAIN, REASONING, PHASED])
-def test_openai_conversation_id(emu, telemetry, model):
+def test_openai_conversation_id(emu: Emulator, telemetry: CapturedTelemetry, model: str) -> None:
     """`openai_conversation_id=<conversation>`: the first request sends the history it has, later ones only the
     messages after the latest response of that conversation."""
     answer = asyncio.run(conversation(emu, model, conversation_id=True))
@@ -138,7 +139,7 @@ def test_openai_conversation_id(emu, telemetry, model):
 
 
 @pytest.mark.parametrize("model", [REASONING, PHASED])
-def test_websocket_transport(emu, telemetry, model):
+def test_websocket_transport(emu: Emulator, telemetry: CapturedTelemetry, model: str) -> None:
     """`openai_transport='websocket'`: pydantic-ai opens the socket with `client.responses.connect()`, writes its
     own `response.create` frames (`send_raw`) and reads the events with `recv()`; `openai_previous_response_id`
     defaults to 'auto' there. Each response created on the socket is a model call: one chat span each."""
@@ -150,7 +151,7 @@ def test_websocket_transport(emu, telemetry, model):
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
 @pytest.mark.parametrize("model", [REASONING, PHASED])
-def test_stateless_replay(emu, telemetry, model, stream):
+def test_stateless_replay(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: str | None) -> None:
     """`openai_store=False`: reasoning travels as `encrypted_content`. Streamed, pydantic-ai keeps the copy of
     each reasoning item from its `response.output_item.done` event, which the API encrypted separately from the
     `response.completed` copy (different bytes, same length): replaying it is no modification."""
@@ -162,7 +163,7 @@ def test_stateless_replay(emu, telemetry, model, stream):
     assert all(i.get("encrypted_content") for i in replayed)
 
 
-def test_run_stream_ends_at_the_first_text(emu, telemetry):
+def test_run_stream_ends_at_the_first_text(emu: Emulator, telemetry: CapturedTelemetry) -> None:
     """`agent.run_stream` ends the run at the first text it streams. On a model with `phase`, that is the
     `commentary` progress update before a tool call: the run returns it as the output, and the tool's result only
     reaches the model with the next user turn. Everything is replayed (phase included): no context is lost."""
@@ -176,7 +177,7 @@ def test_run_stream_ends_at_the_first_text(emu, telemetry):
 
 
 @pytest.mark.parametrize("chain", [False, True], ids=["replay", "previous_response_id"])
-def test_structured_output(emu, telemetry, chain):
+def test_structured_output(emu: Emulator, telemetry: CapturedTelemetry, chain: bool) -> None:
     """`NativeOutput` asks for `text.format` json_schema on every turn; pydantic-ai parses the JSON answer."""
     answer = asyncio.run(conversation(emu, REASONING, chain=chain, output_type=NativeOutput(Answer)))
     assert isinstance(answer, Answer)
@@ -185,13 +186,14 @@ def test_structured_output(emu, telemetry, chain):
 
 
 @pytest.mark.parametrize("variant", ["run", "run_streaming", "websocket"])
-def test_same_behaviour_with_and_without_instrumentation(variant):
+def test_same_behaviour_with_and_without_instrumentation(variant: str) -> None:
     """Same output and the same requests on the wire, instrumentation on or off."""
-    options: dict[str, Any] = {
+    variants: dict[str, dict[str, Any]] = {
         "run": {"store": False},
         "run_streaming": {"store": False, "stream": "handler"},
         "websocket": {"websocket": True},
-    }[variant]
+    }
+    options = variants[variant]
     runs = []
     for on in (False, True):
         with Emulator() as emu, maybe_capture(on) as captured:

@@ -269,7 +269,7 @@ def notable(path: Path) -> list[str]:
             out.append(f"continues #{pi} (effective store={pstore})")
             if parent in children:
                 out.append(f"SECOND child of #{pi} (first: #{children[parent]})")
-            children.setdefault(parent, index)
+            children.setdefault(str(parent), index)
             pins = pbody.get("instructions") or None
             if pins and not instructions:
                 out.append(f"parent #{pi} had instructions, this request has none")
@@ -351,7 +351,11 @@ def notable(path: Path) -> list[str]:
                 enc = item.get("encrypted_content")
                 oenc = o.get("encrypted_content")
                 if _type(o) in ("reasoning", "compaction"):
-                    copies_enc = [c.get("encrypted_content") for c in ecopies if c.get("id") == o.get("id")]
+                    copies_enc: list[str] = [
+                        str(c["encrypted_content"])
+                        for c in ecopies
+                        if c.get("id") == o.get("id") and c.get("encrypted_content")
+                    ]
                     copies_enc = [e for e in copies_enc if e]
                     if enc and enc in copies_enc:
                         pass

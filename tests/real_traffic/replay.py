@@ -24,7 +24,7 @@ import openai
 CASSETTES = Path(__file__).parent / "cassettes"
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path) -> Any:
     return json.loads(path.read_text())
 
 
@@ -70,7 +70,7 @@ class RecordedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def load(self, calls: list[dict[str, Any]]) -> None:
         """Serve these recorded calls next, from the first."""
