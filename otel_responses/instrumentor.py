@@ -8,7 +8,6 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any, NamedTuple
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
@@ -171,7 +170,7 @@ def _present(target: Target) -> type | None:
     return cls if isinstance(cls, type) and hasattr(cls, target.method) else None
 
 
-class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class ResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments the OpenAI SDK's Responses API: spans, metrics and context-loss facts.
 
     ``ResponsesInstrumentor().instrument(tracer_provider=..., meter_provider=..., zdr=True)``; options are

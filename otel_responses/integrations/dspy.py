@@ -16,8 +16,6 @@ import json
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from .. import attributes as a
 from .._patching import shared as _shared
 from .._patching.hooks import Hooks, Seam, Wrapper
@@ -228,7 +226,7 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
     ]
 
 
-class DSPyResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class DSPyResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments DSPy's Responses API calls through its vendored lm15 (DSPy 3.4 and later; earlier releases and
     ``engine="litellm"`` go through litellm, which :class:`~otel_responses.integrations.litellm.
     LiteLLMResponsesInstrumentor` records). Shares the settings and the ledger of the other instrumentors; DSPy is

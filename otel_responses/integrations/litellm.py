@@ -15,8 +15,6 @@ from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from .._patching import shared as _shared
 from .._patching.call import Endpoint
 from .._patching.hooks import Hooks, Seam, Wrapper
@@ -227,7 +225,7 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
     return seams
 
 
-class LiteLLMResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments litellm's Responses API functions (``litellm.responses()``, ``aresponses()``, ``get_responses()``
     and the others): the spans, metrics and signals of :class:`~otel_responses.ResponsesInstrumentor`, whose settings
     and ledger it shares. litellm is patched when the app imports it, never imported here."""

@@ -45,6 +45,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..version import install_hint
 from . import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place, Reads
 from ._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
@@ -75,7 +76,6 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "DEFAULT_TTL_SECONDS",
     "FORMAT",
-    "INSTALL_HINT",
     "URL_SCHEMES",
     "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
@@ -114,7 +114,6 @@ COUNTS = (
     "forged",
     "unsigned",
 )
-INSTALL_HINT = "pip install 'otel-responses[redis]'"
 
 # Writes are off the call path: a slower network may take longer than a read may.
 WRITE_TIMEOUT_SECONDS = 2.0
@@ -128,7 +127,7 @@ def _import_redis() -> Any:
     try:
         import redis
     except ImportError as exc:
-        raise ImportError(f"the Redis ledger needs the redis package: {INSTALL_HINT}") from exc
+        raise ImportError(f"the Redis ledger needs the redis package: {install_hint('redis')}") from exc
     return redis
 
 
