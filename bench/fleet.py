@@ -1,4 +1,4 @@
-"""The fleet benchmark (issue 16, part 3): the shared ledger across worker processes.
+"""The fleet benchmark: the shared ledger across worker processes.
 
     .venv/bin/python bench/fleet.py [--workers 4] [--conversations 300] [--cluster] [--kill-master] [--out DIR]
 

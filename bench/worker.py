@@ -304,7 +304,7 @@ PEERS = {
     "otel_responses": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "otel_responses_strict": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "otel_responses_sampled": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
-    # The shared ledger on Redis (issue 9): run.py starts redis-server and passes its URL in REDIS_URL_ENV.
+    # The shared ledger on Redis: run.py starts redis-server and passes its URL in REDIS_URL_ENV.
     "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
         "opentelemetry-instrumentation-genai-openai",

@@ -20,19 +20,20 @@ from typing import Any, cast
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
 from ._telemetry.pricing import PriceError, PriceTable, load_prices
-from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger, adapt
+from .ledger import (
+    DEFAULT_CAPACITY,
+    DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_TTL_SECONDS,
+    LEDGER_METHODS,
+    InMemoryLedger,
+    Ledger,
+    SharedLedger,
+    adapt,
+)
 from .version import install_hint
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
-# A shared ledger's entries expire after an hour: long enough for the turns of a conversation to reach other
-# workers (a user's think time, tool runs, a background response polled to its end), short enough that Redis
-# holds about an hour of traffic (an entry and its keys take well under 1 KB). A chain continued after that is
-# not checked against its parent: a missed signal, never a false one.
-DEFAULT_LEDGER_TTL = 3600
-# Reads sit on the call path: 50 ms is generous for a Redis in the same network (a loopback read takes about
-# 0.1 ms) and bounds what a stalled Redis can add to a call.
-DEFAULT_LEDGER_TIMEOUT = 0.05
 _HASH_KEY_HINT = (
     "a shared ledger needs the same hash_key in every process (a per-process random key would make fingerprints and "
     "instructions hashes never match across processes): set hash_key=... or OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
@@ -177,7 +178,13 @@ OPTIONS: tuple[Option, ...] = (
         "`openai_responses.instructions.version`",
         "none",
     ),
-    Option("max_item_types", _positive_int, DEFAULT_MAX_ITEM_TYPES, "longest item-type list put on a span", "`128`"),
+    Option(
+        "max_item_types",
+        _positive_int,
+        DEFAULT_MAX_ITEM_TYPES,
+        "longest item-type list put on a span",
+        f"`{DEFAULT_MAX_ITEM_TYPES}`",
+    ),
     Option(
         "hash_key",
         _key,
@@ -207,7 +214,7 @@ OPTIONS: tuple[Option, ...] = (
         _positive_int,
         DEFAULT_CAPACITY,
         "how many recent responses the ledger remembers (with a shared ledger: in this process)",
-        "`4096`",
+        f"`{DEFAULT_CAPACITY}`",
     ),
     Option(
         "ledger_url",
@@ -220,13 +227,19 @@ OPTIONS: tuple[Option, ...] = (
         fallback="the in-process ledger",
         secret=True,
     ),
-    Option("ledger_ttl", _positive_int, DEFAULT_LEDGER_TTL, "seconds an entry of the shared ledger lives", "`3600`"),
+    Option(
+        "ledger_ttl",
+        _positive_int,
+        DEFAULT_TTL_SECONDS,
+        "seconds an entry of the shared ledger lives",
+        f"`{DEFAULT_TTL_SECONDS}`",
+    ),
     Option(
         "ledger_timeout",
         _seconds,
-        DEFAULT_LEDGER_TIMEOUT,
+        DEFAULT_TIMEOUT_SECONDS,
         "seconds a read of the shared ledger may take before the call goes on without it",
-        "`0.05`",
+        f"`{DEFAULT_TIMEOUT_SECONDS}`",
     ),
     Option(
         "ledger_accept_unsigned",

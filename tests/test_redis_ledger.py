@@ -961,7 +961,7 @@ def test_a_shared_ledger_needs_a_hash_key(
     with caplog.at_level("WARNING", logger="otel_responses.config"):
         settings = settings_from({}, {f"{ENV_PREFIX}LEDGER_URL": password_url})
     assert isinstance(settings.ledger, InMemoryLedger)
-    [warning] = [record.getMessage() for record in caplog.records]
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"]
     assert warning.startswith(f"otel-responses: {ENV_PREFIX}LEDGER_URL: a shared ledger needs the same hash_key")
     assert warning.endswith("; using the in-process ledger instead")
     assert "hunter2" not in warning
@@ -1022,7 +1022,9 @@ def test_bad_ledger_settings_from_the_environment_warn_and_fall_back(
         environ[f"{ENV_PREFIX}LEDGER_URL"] = redis_url
     with caplog.at_level("WARNING", logger="otel_responses.config"):
         settings = settings_from({"hash_key": KEY}, environ)
-    assert [record.getMessage() for record in caplog.records] == [f"otel-responses: {ENV_PREFIX}{name}: {warning}"]
+    assert [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"] == [
+        f"otel-responses: {ENV_PREFIX}{name}: {warning}"
+    ]
     ledger = settings.ledger
     if name == "LEDGER_URL":
         assert isinstance(ledger, InMemoryLedger)

@@ -578,7 +578,7 @@ def test_bad_price_files_are_config_errors_from_a_keyword_and_warnings_from_the_
     with caplog.at_level("WARNING", logger="otel_responses.config"):
         settings = settings_from({}, {ENV_PREFIX + "PRICES": str(path)})
     assert settings.prices is None
-    [warning] = [record.getMessage() for record in caplog.records]
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"]
     assert warning.startswith(f"otel-responses: {ENV_PREFIX}PRICES: ")
     assert re.search(message, warning)
     assert warning.endswith("; using no price table instead")

@@ -163,7 +163,7 @@ def payload(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], k
     base_url = getattr(instance, "base_url", None)
     server = server_of(base_url if isinstance(base_url, str) else None)
     door = getattr(instance, "provider", None)  # lm15's provider: "openai", "azure" (its Azure door), "openai-codex"
-    azure = (isinstance(door, str) and door.startswith("azure")) or is_azure_host(server[0])
+    azure = (isinstance(door, str) and door.startswith("azure")) or is_azure_host(server.address)
     provider = a.PROVIDER_AZURE_OPENAI if azure else a.PROVIDER_OPENAI
     pending.prepare((), body, (server, provider), _NOTHING)
     refusal = pending.refusal()

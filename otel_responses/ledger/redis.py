@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..version import install_hint
-from . import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place, Reads
+from . import DEFAULT_CAPACITY, DEFAULT_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS, Entry, InMemoryLedger, Key, Place, Reads
 from ._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
@@ -89,8 +89,6 @@ __all__ = [
 ]
 
 DEFAULT_PREFIX = "otel-responses"
-DEFAULT_TTL_SECONDS = 3600
-DEFAULT_TIMEOUT_SECONDS = 0.05
 DEFAULT_BACKOFF_SECONDS = 1.0
 DEFAULT_QUEUE_SIZE = 10_000
 URL_SCHEMES = ("redis", "rediss", "unix")
