@@ -11,7 +11,7 @@ from otel_responses.tools import scenarios
 def render(results: dict[str, Any]) -> str:
     phases: dict[str, dict[str, Any]] = results["phases"]
     lines = [
-        "# Fleet benchmark (issue 16)",
+        "# Fleet benchmark: the shared ledger across worker processes",
         "",
         f"`{results['command']}` — {results['workers']} workers x {results['threads']} threads, "
         f"{results['conversations']} conversations ({len(scenarios.SCENARIOS)} scripted sessions cycled), "

@@ -7,7 +7,7 @@ fingerprints leave this module; payloads never do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 from typing import Any, NamedTuple, TypeGuard
 
@@ -158,8 +158,9 @@ def _message_text(content: object) -> str | None:
     return "".join(texts)  # one part: the same string, not a copy
 
 
-def _fields(item: object) -> Any:
-    """A ``get`` over the item's fields without raising.
+def fields_of(item: object) -> Any:
+    """A ``get`` over the item's fields without raising: the one reader of a dict's, a mapping's or an SDK model's
+    fields, declared or not.
 
     Dicts answer directly. SDK models (pydantic) keep their fields in ``__dict__`` and undeclared ones (a field
     newer than the installed SDK, say ``phase``) in ``__pydantic_extra__``: reading those dicts avoids
@@ -167,6 +168,8 @@ def _fields(item: object) -> Any:
     """
     if isinstance(item, dict):
         return field_reader(item)
+    if isinstance(item, Mapping):
+        return item.get
     fields = getattr(item, "__dict__", None)
     if isinstance(fields, dict):
         extra = getattr(item, "__pydantic_extra__", None)
@@ -174,6 +177,11 @@ def _fields(item: object) -> Any:
             return fields.get
         return {**extra, **fields}.get  # a few references, not the payload
     return lambda name: getattr(item, name, None)
+
+
+def field_of(item: object, name: str) -> Any:
+    """One field of ``item`` (see :func:`fields_of`); ``None`` when it has none by that name."""
+    return fields_of(item)(name)
 
 
 def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> ItemMeta:
@@ -184,7 +192,7 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
     messages' text is fingerprinted (distinct messages, turns sent twice).
     Runs once per replayed item, so the string checks are written out rather than calling a helper.
     """
-    get = item.get if type(item) is dict else _fields(item)
+    get = item.get if type(item) is dict else fields_of(item)
     raw_type = get("type")
     role = get("role")
     if not isinstance(role, str):
@@ -251,7 +259,7 @@ def item_meta(item: object, fingerprints: Fingerprinter, sent: bool = False) -> 
 def text_fingerprint(item: object, fingerprints: Fingerprinter) -> int | None:
     """The keyed fingerprint of a message's text, as ``item_meta`` makes it for an assistant message without an id:
     asked of one with an id only when the ledger does not know that id."""
-    get = item.get if type(item) is dict else _fields(item)
+    get = item.get if type(item) is dict else fields_of(item)
     text = _message_text(get("content"))
     return fingerprints.number(text) if text is not None else None
 

@@ -47,7 +47,8 @@ OPERATION_CREATE_CONVERSATION_ITEMS: Final = "create_conversation_items"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 
-# Project attributes.
+# Project attributes: every one starts with this prefix.
+PREFIX: Final = "openai_responses."
 REQUEST_ID: Final = "openai_responses.request_id"
 STATE_MODE: Final = "openai_responses.state.mode"
 STORE: Final = "openai_responses.store"  # effective: the response body's `store` when present, else the request's
@@ -85,6 +86,19 @@ PARENT_ID: Final = "openai_responses.parent.id"
 PARENT_DELETED: Final = "openai_responses.parent.deleted"
 INSTRUCTIONS_LAST_RESPONSE_ID: Final = "openai_responses.instructions.last_response.id"
 INSTRUCTIONS_LAST_TURN: Final = "openai_responses.instructions.last_turn"
+MISSING_COUNT: Final = "openai_responses.missing.count"
+MISSING_ITEM_TYPES: Final = "openai_responses.missing.item_types"
+ITEM_IDS: Final = "openai_responses.item.ids"
+CALL_IDS: Final = "openai_responses.call.ids"
+HISTORY_EXPECTED_APP_MESSAGES: Final = "openai_responses.history.expected_app_messages"
+HISTORY_APP_MESSAGES: Final = "openai_responses.history.app_messages"
+DUPLICATED_COUNT: Final = "openai_responses.duplicated.count"
+DUPLICATED_ITEM_TYPES: Final = "openai_responses.duplicated.item_types"
+DUPLICATED_COUNTS: Final = "openai_responses.duplicated.counts"
+INCOMPLETE_REASON: Final = "openai_responses.incomplete.reason"
+REASONING_COUNT: Final = "openai_responses.reasoning.count"
+CONFIRMED: Final = "openai_responses.confirmed"  # the API's own error confirmed the signal
+LEDGER_SHARED: Final = "openai_responses.ledger.shared"
 
 # Metrics.
 METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
@@ -110,7 +124,7 @@ DURATION_BUCKETS: Final = tuple(0.01 * 2**i for i in range(14))
 HTTP_RESPONSE_STATUS_CODE: Final = "http.response.status_code"
 ERROR_CODE: Final = "openai_responses.error.code"
 
-# --- Request settings, chunk timing and cost (issue 15, part 4) ---------------------------------------------
+# --- Request settings, chunk timing and cost -----------------------------------------------------------------
 # Reasoning settings of the request, span attributes only (enum-like tokens, never text). The effort is the GenAI
 # registry's `gen_ai.request.reasoning.level` (open-telemetry/semantic-conventions-genai#258, which renamed the
 # proposed `gen_ai.request.reasoning_effort`); summary, context and mode have no convention: the `openai.*`

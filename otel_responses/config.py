@@ -1,36 +1,45 @@
-"""Settings from ``instrument(**config)`` keywords, falling back to environment variables."""
+"""Settings from ``instrument(**config)`` keywords, falling back to environment variables: one option table
+(``OPTIONS``) that the keyword checks, the environment reading and the documentation all read.
+
+A keyword with a value the instrumentation cannot use raises ``ConfigError`` naming the keyword: the app's own code
+passed it. An environment variable with such a value logs a warning naming the variable and the value used instead,
+and instrumentation goes on, as OpenTelemetry's own settings do: under ``opentelemetry-instrument`` one mistyped
+variable must not stop this instrumentation, nor the ones loaded after it. No message ever repeats a value that may
+hold a secret (a hash key, a Redis URL with its password).
+"""
 
 from __future__ import annotations
 
 import logging
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
 from ._telemetry.pricing import PriceError, PriceTable, load_prices
-from .ledger import DEFAULT_CAPACITY, LEDGER_METHODS, InMemoryLedger, Ledger, SharedLedger, adapt
+from .ledger import (
+    DEFAULT_CAPACITY,
+    DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_TTL_SECONDS,
+    LEDGER_METHODS,
+    InMemoryLedger,
+    Ledger,
+    SharedLedger,
+    adapt,
+)
+from .version import install_hint
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
-# A shared ledger's entries expire after an hour: long enough for the turns of a conversation to reach other
-# workers (a user's think time, tool runs, a background response polled to its end), short enough that Redis
-# holds about an hour of traffic (an entry and its keys take well under 1 KB). A chain continued after that is
-# not checked against its parent: a missed signal, never a false one.
-DEFAULT_LEDGER_TTL = 3600
-# Reads sit on the call path: 50 ms is generous for a Redis in the same network (a loopback read takes about
-# 0.1 ms) and bounds what a stalled Redis can add to a call.
-DEFAULT_LEDGER_TIMEOUT = 0.05
 _HASH_KEY_HINT = (
     "a shared ledger needs the same hash_key in every process (a per-process random key would make fingerprints and "
     "instructions hashes never match across processes): set hash_key=... or OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
     "HASH_KEY to one long random secret for the whole fleet, e.g. the output of "
     "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
 )
-
 
 _log = logging.getLogger(__name__)
 
@@ -53,58 +62,344 @@ class Settings:
     chunk_timing: bool = False  # record gen_ai.client.operation.time_per_output_chunk (one SDK record per chunk)
 
 
-def _env(name: str, environ: Mapping[str, str]) -> str | None:
-    value = environ.get(ENV_PREFIX + name)
-    return value if value not in (None, "") else None
+# -- the option table -----------------------------------------------------------------------------------------
+
+Parse = Callable[[Any, bool], Any]  # (a keyword's value or a variable's text, whether it is the text) -> the setting
 
 
-def _bool_setting(config: Mapping[str, Any], name: str, environ: Mapping[str, str]) -> bool:
-    """A keyword must be a bool. An environment variable follows the OpenTelemetry specification for booleans:
-    only ``true`` (any case) is true; a value other than ``true``, ``false`` or empty is false, with a warning that
-    names the variable."""
-    if name in config:
-        value = config[name]
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name} must be True or False, got {type(value).__name__}")
-        return value
-    variable = ENV_PREFIX + name.upper()
-    text = environ.get(variable, "").strip().lower()
-    if text not in ("", "true", "false"):
-        _log.warning("otel-responses: %s must be true or false; its value is taken as false", variable)
-    return text == "true"
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting: its keyword, how a value is read (a ``ValueError`` says why one cannot be used), its default,
+    and, for the documentation, what it means and what an unusable environment value gives instead."""
+
+    name: str
+    parse: Parse
+    default: Any
+    meaning: str
+    default_text: str  # the default, as the documentation says it
+    fallback: str = ""  # what an unusable environment value gives; empty: the default
+    env: bool = True  # has an environment variable (a ledger object can only be passed in code)
+    secret: bool = False  # its value is never repeated in a message
+
+    @property
+    def variable(self) -> str | None:
+        return ENV_PREFIX + self.name.upper() if self.env else None
+
+    @property
+    def instead(self) -> str:
+        """What an unusable environment value is replaced with, in words."""
+        return self.fallback or f"the default ({self.default_text})"
 
 
-def _as_positive_int(name: str, value: object) -> int:
+def _flag(value: Any, text: bool) -> bool:
+    """A keyword: True or False. A variable: ``true`` or ``false``, any case (the OpenTelemetry convention)."""
+    if not text:
+        if isinstance(value, bool):
+            return value
+        raise ValueError(f"must be True or False, got {type(value).__name__}")
+    word = str(value).strip().lower()
+    if word not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return word == "true"
+
+
+def _positive_int(value: Any, text: bool) -> int:
+    if isinstance(value, (bool, float)):
+        raise ValueError("must be a positive integer")
     try:
-        number = int(str(value))
+        number = int(str(value).strip())
     except ValueError:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}") from None
+        raise ValueError("must be a positive integer") from None
     if number < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {number}")
+        raise ValueError("must be a positive integer")
     return number
 
 
-def _as_seconds(name: str, value: object) -> float:
+def _seconds(value: Any, text: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ValueError("must be a positive number of seconds")
     try:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError
         number = float(value)
     except ValueError:
-        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}") from None
+        raise ValueError("must be a positive number of seconds") from None
     if not math.isfinite(number) or number <= 0:
-        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+        raise ValueError("must be a positive number of seconds")
     return number
 
 
-def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_unsigned: bool, cluster: bool) -> Ledger:
-    """A ``RedisLedger`` for ``ledger_url`` (a Redis Cluster with ``ledger_cluster``: one or several seed nodes,
-    comma-separated or, as a keyword, a list); errors never repeat a URL (it may hold a password)."""
+def _version(value: Any, text: bool) -> InstructionsVersion:
+    if isinstance(value, str) or (not text and callable(value)):
+        return cast("InstructionsVersion", value)
+    raise ValueError("must be a string or a callable")
+
+
+def _key(value: Any, text: bool) -> bytes:
+    if isinstance(value, str):
+        return key_from_text(value) if value else b""
+    if isinstance(value, bytes):
+        return value
+    raise ValueError("must be str or bytes")
+
+
+def _anything(value: Any, text: bool) -> Any:
+    return value
+
+
+def _ledger_object(value: Any, text: bool) -> Ledger | None:
+    if value is None:
+        return None
+    ledger = adapt(value)  # a ledger written for the previous protocol, for one release
+    missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]
+    if missing:
+        raise ValueError(f"must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
+    return cast("Ledger", ledger)
+
+
+def _prices(value: Any, text: bool) -> PriceTable | None:
+    try:
+        return load_prices(value)
+    except PriceError as exc:
+        raise ValueError(str(exc)) from None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "zdr",
+        _flag,
+        False,
+        "the organisation runs under zero data retention (recorded as `openai_responses.zdr`)",
+        "`false`",
+    ),
+    Option(
+        "instructions_version",
+        _version,
+        None,
+        "a string, or (keyword only) a callable `f(instructions: str | None) -> str | None`, recorded as "
+        "`openai_responses.instructions.version`",
+        "none",
+    ),
+    Option(
+        "max_item_types",
+        _positive_int,
+        DEFAULT_MAX_ITEM_TYPES,
+        "longest item-type list put on a span",
+        f"`{DEFAULT_MAX_ITEM_TYPES}`",
+    ),
+    Option(
+        "hash_key",
+        _key,
+        b"",
+        "key of the instructions hash and the in-memory fingerprints; give every process of a fleet the same key to "
+        "make hashes comparable across processes (required with a shared ledger)",
+        "random per process",
+        secret=True,
+    ),
+    Option(
+        "strict",
+        _flag,
+        False,
+        "refuse requests that would lose context, before they are sent (strict mode)",
+        "`false`",
+    ),
+    Option(
+        "ledger",
+        _ledger_object,
+        None,
+        "any object implementing `otel_responses.ledger.Ledger`, such as an `otel_responses.ledger.redis.RedisLedger`",
+        "an `InMemoryLedger`",
+        env=False,
+    ),
+    Option(
+        "ledger_capacity",
+        _positive_int,
+        DEFAULT_CAPACITY,
+        "how many recent responses the ledger remembers (with a shared ledger: in this process)",
+        f"`{DEFAULT_CAPACITY}`",
+    ),
+    Option(
+        "ledger_url",
+        _anything,  # checked with the cluster setting, when the ledger is built
+        None,
+        "a `redis://` or `rediss://` URL: share the ledger with the other processes of a fleet (needs `hash_key` and "
+        "the `redis` extra); with `ledger_cluster`, several seed nodes: full URLs separated by commas (the keyword: "
+        "also a list)",
+        "none: in-process",
+        fallback="the in-process ledger",
+        secret=True,
+    ),
+    Option(
+        "ledger_ttl",
+        _positive_int,
+        DEFAULT_TTL_SECONDS,
+        "seconds an entry of the shared ledger lives",
+        f"`{DEFAULT_TTL_SECONDS}`",
+    ),
+    Option(
+        "ledger_timeout",
+        _seconds,
+        DEFAULT_TIMEOUT_SECONDS,
+        "seconds a read of the shared ledger may take before the call goes on without it",
+        f"`{DEFAULT_TIMEOUT_SECONDS}`",
+    ),
+    Option(
+        "ledger_accept_unsigned",
+        _flag,
+        False,
+        "also read the previous release's unsigned shared-ledger values, during a rolling deploy only",
+        "`false`",
+    ),
+    Option(
+        "ledger_cluster",
+        _flag,
+        False,
+        "`ledger_url` names a node of a Redis Cluster, or several seed nodes differing only in host and port",
+        "`false`",
+    ),
+    Option(
+        "prices",
+        _prices,
+        None,
+        "a price table (a mapping, or the path of a JSON or TOML file; the variable: a path): records cost",
+        "none: no cost recorded",
+        fallback="no price table",
+    ),
+    Option(
+        "chunk_timing",
+        _flag,
+        False,
+        "record `gen_ai.client.operation.time_per_output_chunk`, one histogram record per streamed chunk",
+        "`false`",
+    ),
+)
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+
+
+class _Values:
+    """The settings of one ``instrument()``: keywords first, then variables; where each came from."""
+
+    def __init__(self, config: Mapping[str, Any], environ: Mapping[str, str]) -> None:
+        unknown = set(config) - set(BY_NAME)
+        if unknown:
+            raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
+        self._config = config
+        self._environ = environ
+
+    def given(self, name: str) -> bool:
+        """The keyword or the variable was set (to anything)."""
+        option = BY_NAME[name]
+        variable = option.variable
+        return name in self._config or (variable is not None and self._environ.get(variable, "").strip() != "")
+
+    def from_keyword(self, name: str) -> bool:
+        return name in self._config
+
+    def get(self, name: str) -> Any:
+        option = BY_NAME[name]
+        if name in self._config:
+            value = self._config[name]
+            try:
+                return option.parse(value, False)
+            except ValueError as exc:
+                raise ConfigError(_message(option, exc, value)) from None
+        variable = option.variable
+        text = self._environ.get(variable, "") if variable is not None else ""
+        if not text.strip():
+            return option.default
+        try:
+            return option.parse(text, True)
+        except ValueError as exc:
+            self.warn(name, _message(option, exc, None))
+            return option.default
+
+    def warn(self, name: str, why: str) -> None:
+        """A variable's value cannot be used: say so, naming the variable and what is used instead."""
+        option = BY_NAME[name]
+        _log.warning("otel-responses: %s: %s; using %s instead", option.variable, why, option.instead)
+
+
+def _message(option: Option, why: ValueError, value: object) -> str:
+    """Why a value of ``option`` cannot be used, naming the option; a keyword's plain value is shown unless secret."""
+    text = str(why)
+    message = text if text.startswith(option.name) else f"{option.name} {text}"
+    plain = isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    if plain and not option.secret and not text.endswith(type(value).__name__):
+        message += f", got {value!r}"
+    return message
+
+
+def check_keywords(config: Mapping[str, Any]) -> None:
+    """``ConfigError`` for an unknown keyword or one whose value cannot be used, before anything is built (an
+    ``instrument()`` whose dependencies are missing checks its keywords all the same)."""
+    values = _Values(config, {})
+    if config.get("ledger") is not None and config.get("ledger_url") is not None:
+        raise ConfigError("give either ledger or ledger_url, not both")
+    for name in config:
+        if name not in ("ledger_url", "prices"):  # checked as what they name is read or built
+            values.get(name)
+
+
+# -- the settings ---------------------------------------------------------------------------------------------
+
+
+def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Keywords win over environment variables; an unknown keyword or an unusable one is an error, an unusable
+    variable a warning (see the module's docstring)."""
+    check_keywords(config)  # every keyword, even one only a shared ledger would read
+    values = _Values(config, os.environ if environ is None else environ)
+    zdr = values.get("zdr")
+    version = values.get("instructions_version")
+    max_types = values.get("max_item_types")
+    key = values.get("hash_key")
+    strict = values.get("strict")
+    chunk_timing = values.get("chunk_timing")
+    prices = values.get("prices")  # before a ledger is built: a bad table leaves nothing behind
+    ledger = values.get("ledger")
+    if ledger is not None:
+        shared = callable(getattr(ledger, "bind", None))
+        if shared and not key:
+            raise ConfigError(_HASH_KEY_HINT)
+    else:
+        ledger, shared = _ledger(values, key)
+    fingerprinter = Fingerprinter(key or None)
+    if shared:
+        cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
+    return Settings(zdr, version, max_types, fingerprinter, strict, ledger, prices, chunk_timing)
+
+
+def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:
+    """The ledger the settings name, and whether it is shared: in-process, or a ``RedisLedger`` for ``ledger_url``
+    (a Redis Cluster with ``ledger_cluster``). A URL from the environment that cannot be used is a warning and the
+    in-process ledger; from a keyword, an error. Errors never repeat a URL (it may hold a password)."""
+    capacity = values.get("ledger_capacity")
+    url = values.get("ledger_url")
+    if url is None or (isinstance(url, str) and not url.strip()):
+        return InMemoryLedger(capacity), False
+    keyword = values.from_keyword("ledger_url")
+    if not key:
+        if keyword:
+            raise ConfigError(_HASH_KEY_HINT)
+        values.warn("ledger_url", _HASH_KEY_HINT)
+        return InMemoryLedger(capacity), False
+    try:
+        return _redis_ledger(values, url, capacity), True
+    except ConfigError as exc:
+        if keyword:
+            raise
+        values.warn("ledger_url", str(exc))
+        return InMemoryLedger(capacity), False
+
+
+def _redis_ledger(values: _Values, url: object, capacity: int) -> Ledger:
+    """A ``RedisLedger`` for ``url`` (one or several seed nodes, comma-separated or, as a keyword, a list)."""
     from .ledger.redis import RedisLedger, RedisURLError, check_urls
 
+    cluster = values.get("ledger_cluster")
     try:
         valid = check_urls(url, cluster=cluster)
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
+    ttl, timeout = values.get("ledger_ttl"), values.get("ledger_timeout")
+    accept_unsigned = values.get("ledger_accept_unsigned")  # read first: a ConfigError is also a ValueError
     try:
         return RedisLedger(
             valid,
@@ -115,87 +410,8 @@ def _redis_ledger(url: object, ttl: int, timeout: float, capacity: int, accept_u
             cluster=cluster,
         )
     except ImportError:
-        raise ConfigError("ledger_url needs the redis package: pip install 'otel-responses[redis]'") from None
+        raise ConfigError(f"ledger_url needs the redis package: {install_hint('redis')}") from None
     except RedisURLError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
     except ValueError:
         raise ConfigError("ledger_url is not a Redis URL the redis package can use") from None
-
-
-def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
-    """Keywords win over environment variables; unknown keywords are an error, not silently ignored."""
-    env = os.environ if environ is None else environ
-    known = {
-        "zdr",
-        "instructions_version",
-        "max_item_types",
-        "hash_key",
-        "strict",
-        "ledger",
-        "ledger_capacity",
-        "ledger_url",
-        "ledger_ttl",
-        "ledger_timeout",
-        "ledger_accept_unsigned",
-        "ledger_cluster",
-        "prices",
-        "chunk_timing",
-    }
-    unknown = set(config) - known
-    if unknown:
-        raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
-
-    zdr = _bool_setting(config, "zdr", env)
-    version = config.get("instructions_version", _env("INSTRUCTIONS_VERSION", env))
-    if version is not None and not (isinstance(version, str) or callable(version)):
-        raise ConfigError("instructions_version must be a string or a callable")
-    max_types = _as_positive_int(
-        "max_item_types", config.get("max_item_types", _env("MAX_ITEM_TYPES", env) or DEFAULT_MAX_ITEM_TYPES)
-    )
-    raw_key = config.get("hash_key", _env("HASH_KEY", env))
-    if raw_key is not None and not isinstance(raw_key, (str, bytes)):
-        raise ConfigError("hash_key must be str or bytes")
-    key = key_from_text(raw_key) if isinstance(raw_key, str) else raw_key
-    strict = _bool_setting(config, "strict", env)
-    metering = _metering_settings(config, env)  # before a ledger is built: a bad table leaves nothing behind
-    ledger = config.get("ledger")
-    url = config.get("ledger_url", _env("LEDGER_URL", env))
-    ttl = _as_positive_int("ledger_ttl", config.get("ledger_ttl", _env("LEDGER_TTL", env) or DEFAULT_LEDGER_TTL))
-    timeout = _as_seconds(
-        "ledger_timeout", config.get("ledger_timeout", _env("LEDGER_TIMEOUT", env) or DEFAULT_LEDGER_TIMEOUT)
-    )
-    if ledger is not None and config.get("ledger_url") is not None:
-        raise ConfigError("give either ledger or ledger_url, not both")
-    shared = callable(getattr(ledger, "bind", None)) if ledger is not None else url is not None
-    if shared and not raw_key:
-        raise ConfigError(_HASH_KEY_HINT)
-    if ledger is None:
-        capacity = _as_positive_int(
-            "ledger_capacity", config.get("ledger_capacity", _env("LEDGER_CAPACITY", env) or DEFAULT_CAPACITY)
-        )
-        accept_unsigned = _bool_setting(config, "ledger_accept_unsigned", env)
-        cluster = _bool_setting(config, "ledger_cluster", env)
-        ledger = (
-            InMemoryLedger(capacity)
-            if url is None
-            else _redis_ledger(url, ttl, timeout, capacity, accept_unsigned, cluster)
-        )
-    else:
-        ledger = adapt(ledger)  # a ledger written for the previous protocol, for one release
-        missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]
-        if missing:
-            raise ConfigError(f"ledger must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
-    fingerprinter = Fingerprinter(key)
-    if shared:
-        cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
-    return Settings(zdr, version, max_types, fingerprinter, strict, ledger, *metering)
-
-
-def _metering_settings(config: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[PriceTable | None, bool]:
-    """``prices`` (a mapping or a file path; the environment variable: a file path) and ``chunk_timing``."""
-    raw = config.get("prices", _env("PRICES", environ))
-    try:
-        prices = None if raw is None else load_prices(raw)
-    except PriceError as exc:
-        raise ConfigError(str(exc)) from None
-    return prices, _bool_setting(config, "chunk_timing", environ)

@@ -9,7 +9,7 @@ mapping's bytes) into the hex the OTLP/JSON encoding specifies. ``otel-responses
 
     provider.add_span_processor(BatchSpanProcessor(OTLPJsonFileExporter("traces.jsonl")))
 
-It needs the SDK and protobuf (``pip install 'otel-responses[export]'``), which is why nothing else in the package
+It needs the SDK and protobuf (the ``export`` extra), which is why nothing else in the package
 imports it: the pytest plugin and the report reader stay free of protobuf.
 """
 

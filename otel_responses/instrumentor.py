@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
+import enum
 import importlib
 import logging
 from collections.abc import Callable, Collection
 from typing import Any, NamedTuple
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
@@ -24,6 +24,16 @@ _log = logging.getLogger(__name__)
 _USER = "ResponsesInstrumentor"
 
 
+class Calling(enum.Enum):
+    """How a wrapped method is called, which decides its wrapper."""
+
+    SYNC = "sync"
+    ASYNC = "async"
+    PAGINATOR = "paginator"  # an async `list` that returns a paginator without awaiting
+    PARSE = "parse"  # `parse`: keeps the unparsed response for the checks
+    ASYNC_PARSE = "async_parse"
+
+
 class Target(NamedTuple):
     """One method to wrap: where it lives, the operation it performs, and how it is called."""
 
@@ -31,7 +41,7 @@ class Target(NamedTuple):
     cls: str
     method: str
     operation: Operation
-    kind: str  # "sync", "async", "paginator" (an async `list` returning a paginator), "parse", "async_parse"
+    calling: Calling
 
 
 _RESPONSES = "openai.resources.responses.responses"
@@ -60,15 +70,17 @@ def _targets() -> tuple[Target, ...]:
     for module in (_RESPONSES, _BETA_RESPONSES):
         for method, operation in response_methods.items():
             parses = method == "parse"
-            table.append(Target(module, "Responses", method, operation, "parse" if parses else "sync"))
-            table.append(Target(module, "AsyncResponses", method, operation, "async_parse" if parses else "async"))
+            table.append(Target(module, "Responses", method, operation, Calling.PARSE if parses else Calling.SYNC))
+            table.append(
+                Target(module, "AsyncResponses", method, operation, Calling.ASYNC_PARSE if parses else Calling.ASYNC)
+            )
     table += [
-        Target(_INPUT_ITEMS, "InputItems", "list", op["list_input_items"], "sync"),
-        Target(_INPUT_ITEMS, "AsyncInputItems", "list", op["list_input_items"], "paginator"),
-        Target(_INPUT_TOKENS, "InputTokens", "count", op["count_input_tokens"], "sync"),
-        Target(_INPUT_TOKENS, "AsyncInputTokens", "count", op["count_input_tokens"], "async"),
-        Target(_ITEMS, "Items", "list", op["list_conversation_items"], "sync"),
-        Target(_ITEMS, "AsyncItems", "list", op["list_conversation_items"], "paginator"),
+        Target(_INPUT_ITEMS, "InputItems", "list", op["list_input_items"], Calling.SYNC),
+        Target(_INPUT_ITEMS, "AsyncInputItems", "list", op["list_input_items"], Calling.PAGINATOR),
+        Target(_INPUT_TOKENS, "InputTokens", "count", op["count_input_tokens"], Calling.SYNC),
+        Target(_INPUT_TOKENS, "AsyncInputTokens", "count", op["count_input_tokens"], Calling.ASYNC),
+        Target(_ITEMS, "Items", "list", op["list_conversation_items"], Calling.SYNC),
+        Target(_ITEMS, "AsyncItems", "list", op["list_conversation_items"], Calling.PAGINATOR),
     ]
     for method, name in (
         ("create", "create_conversation"),
@@ -76,25 +88,25 @@ def _targets() -> tuple[Target, ...]:
         ("update", "update_conversation"),
         ("delete", "delete_conversation"),
     ):
-        table.append(Target(_CONVERSATIONS, "Conversations", method, op[name], "sync"))
-        table.append(Target(_CONVERSATIONS, "AsyncConversations", method, op[name], "async"))
+        table.append(Target(_CONVERSATIONS, "Conversations", method, op[name], Calling.SYNC))
+        table.append(Target(_CONVERSATIONS, "AsyncConversations", method, op[name], Calling.ASYNC))
     for method, name in (
         ("create", "create_conversation_items"),
         ("retrieve", "retrieve_conversation_item"),
         ("delete", "delete_conversation_item"),
     ):
-        table.append(Target(_ITEMS, "Items", method, op[name], "sync"))
-        table.append(Target(_ITEMS, "AsyncItems", method, op[name], "async"))
+        table.append(Target(_ITEMS, "Items", method, op[name], Calling.SYNC))
+        table.append(Target(_ITEMS, "AsyncItems", method, op[name], Calling.ASYNC))
     return tuple(table)
 
 
 TARGETS = _targets()
-_OPERATION_WRAPPERS: dict[str, Callable[[Method], Wrapper]] = {
-    "sync": sync_wrapper,
-    "async": async_wrapper,
-    "paginator": paginator_wrapper,
-    "parse": lambda method: sync_wrapper(method, parses=True),
-    "async_parse": lambda method: async_wrapper(method, parses=True),
+_WRAPPERS: dict[Calling, Callable[[Method], Wrapper]] = {
+    Calling.SYNC: sync_wrapper,
+    Calling.ASYNC: async_wrapper,
+    Calling.PAGINATOR: paginator_wrapper,
+    Calling.PARSE: lambda method: sync_wrapper(method, parses=True),
+    Calling.ASYNC_PARSE: lambda method: async_wrapper(method, parses=True),
 }
 
 # `responses.parse`'s post-parser calls the module-level `parse_response` of the module defining `parse`
@@ -133,7 +145,7 @@ class _Patch(NamedTuple):
 
 
 def _patch(module: str, cls_name: str, method: str, wrapper: Wrapper) -> _Patch | None:
-    cls = _present(Target(module, cls_name, method, OPERATIONS["chat"], "sync"))
+    cls = _present(Target(module, cls_name, method, OPERATIONS["chat"], Calling.SYNC))
     if cls is None:
         return None
     own = method in cls.__dict__
@@ -171,7 +183,7 @@ def _present(target: Target) -> type | None:
     return cls if isinstance(cls, type) and hasattr(cls, target.method) else None
 
 
-class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class ResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments the OpenAI SDK's Responses API: spans, metrics and context-loss facts.
 
     ``ResponsesInstrumentor().instrument(tracer_provider=..., meter_provider=..., zdr=True)``; options are
@@ -189,7 +201,7 @@ class ResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         switch = Switch()
         patched: list[_Patch] = []
         for target in TARGETS:
-            make = _OPERATION_WRAPPERS[target.kind]
+            make = _WRAPPERS[target.calling]
             done = _patch(target.module, target.cls, target.method, make(Method(switch, telemetry, target.operation)))
             if done is not None:
                 patched.append(done)

@@ -11,7 +11,7 @@ from typing import Final
 
 from opentelemetry.util.types import AttributeValue
 
-from .attributes import PARENT_DELETED
+from .attributes import LEDGER_SHARED, PARENT_DELETED
 
 ERROR: Final = "error"
 WARNING: Final = "warning"
@@ -28,6 +28,18 @@ class Kind:
     meaning: str
     fix: str
     variants: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # Strict mode refuses to send a request raising it: only request-side errors that the request itself and this
+    # process's records prove. `encrypted_content_modified` is recorded, never refused: the API encrypts afresh on
+    # every serialisation and the instrumentation cannot see every copy, so it could be wrong about what is accepted.
+    strict: bool = False
+    # About pairing tool calls with their outputs: the span's `openai_responses.tool_calls.check` names the first
+    # raised, in catalogue order.
+    tool_pairing: bool = False
+    # Rests on the Responses API server's own semantics (what it stores, how it chains, its encrypted reasoning and
+    # assistant `phase`, the output items it returned): not raised on a call that a library bridges to a provider
+    # without the Responses API (litellm translating to Chat Completions and keeping its own session state). The
+    # others rest on the request's structure (tool pairing, both state fields, instructions across a lineage).
+    server_premised: bool = False
 
 
 CATALOGUE: Final[dict[str, Kind]] = {
@@ -38,6 +50,7 @@ CATALOGUE: Final[dict[str, Kind]] = {
             ERROR,
             "`conversation` and `previous_response_id` in one request",
             "choose one state mode per session: pass either `conversation` or `previous_response_id`, never both",
+            strict=True,
         ),
         Kind(
             "unstored_parent",
@@ -51,12 +64,15 @@ CATALOGUE: Final[dict[str, Kind]] = {
                     "or keep the history yourself and replay every output item",
                 )
             },
+            strict=True,
+            server_premised=True,
         ),
         Kind(
             "unstored_retrieve",
             ERROR,
             "retrieving a response (or its input items) that was created with `store=false` (not one the app deleted)",
             "do not rely on retrieve for `store=false` responses: keep what you need from the create result",
+            server_premised=True,
         ),
         Kind(
             "instructions_dropped",
@@ -77,18 +93,21 @@ CATALOGUE: Final[dict[str, Kind]] = {
             WARNING,
             "`store=false` (or ZDR) and reasoning items came back without `encrypted_content`",
             'add `include=["reasoning.encrypted_content"]` so the reasoning can be replayed next turn',
+            server_premised=True,
         ),
         Kind(
             "reasoning_dropped",
             WARNING,
             "a replay carries items of an earlier response but not its reasoning items",
             "replay every output item, reasoning included, not just the message text",
+            server_premised=True,
         ),
         Kind(
             "replay_incomplete",
             WARNING,
             "a replay carries some output items of an earlier response but not all",
             "append the whole `response.output` to the history, not only `output_text` or `output[0]`",
+            server_premised=True,
         ),
         Kind(
             "encrypted_content_modified",
@@ -96,36 +115,45 @@ CATALOGUE: Final[dict[str, Kind]] = {
             "a replayed opaque payload (reasoning or compaction `encrypted_content`, a `program` fingerprint) changed "
             "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content`",
             "store and send `encrypted_content` byte for byte; never decode, trim or re-serialise it",
+            server_premised=True,
         ),
         Kind(
             "phase_dropped",
             WARNING,
             "a replayed assistant message lost the `phase` it was returned with",
             "replay the message item as returned (with `phase`), not a rebuilt `{role, content}` message",
+            server_premised=True,
         ),
         Kind(
             "orphan_tool_output",
             ERROR,
             "a tool output whose `call_id` matches no call in the input or in the parent",
             "send the tool call item together with its output, and keep the `call_id` unchanged",
+            strict=True,
+            tool_pairing=True,
         ),
         Kind(
             "missing_tool_output",
             ERROR,
             "a tool call (in the input, or pending in the parent) has no output",
             "answer every tool call with an output item carrying its `call_id` before the next user turn",
+            strict=True,
+            tool_pairing=True,
         ),
         Kind(
             "tool_output_before_call",
             ERROR,
             "a tool output placed before its call",
             "keep items in the order the API returned them: the call, then its output",
+            strict=True,
+            tool_pairing=True,
         ),
         Kind(
             "duplicate_call_id",
             WARNING,
             "one `call_id` used by two calls",
             "do not replay a turn twice or merge two branches' histories",
+            tool_pairing=True,
         ),
         Kind(
             "history_truncated",
@@ -153,48 +181,19 @@ CATALOGUE: Final[dict[str, Kind]] = {
             "state already holds",
             "send only the new items (the user's message, tool outputs) beside `previous_response_id` or "
             "`conversation`; or keep the history yourself and drop the server state",
+            server_premised=True,
         ),
     )
 }
 
 # On a signal's event: the signal rests on a fact read from a shared ledger (another process's record, or a value
 # anyone who can write that store put there). Strict mode never refuses on such a signal; it is still recorded.
-SHARED_FACT: Final = "openai_responses.ledger.shared"
-# Request-side errors that strict mode refuses to send: only those the request itself and this process's records
-# prove. `encrypted_content_modified` is recorded, never refused: the API encrypts afresh on every serialisation and
-# the instrumentation cannot see every copy, so it could be wrong about what the API accepts.
-STRICT: Final = frozenset(
-    {
-        "state_mode_conflict",
-        "unstored_parent",
-        "orphan_tool_output",
-        "tool_output_before_call",
-        "missing_tool_output",
-    }
-)
-TOOL_SIGNALS: Final = (
-    "orphan_tool_output",
-    "missing_tool_output",
-    "tool_output_before_call",
-    "duplicate_call_id",
-)
+SHARED_FACT: Final = LEDGER_SHARED
+# Read from the catalogue, for the callers that need the set (or, for the tool check, the order).
+STRICT: Final = frozenset(k.name for k in CATALOGUE.values() if k.strict)
+TOOL_SIGNALS: Final = tuple(k.name for k in CATALOGUE.values() if k.tool_pairing)
+SERVER_PREMISED: Final = frozenset(k.name for k in CATALOGUE.values() if k.server_premised)
 LOSS_SEVERITIES: Final = frozenset({ERROR, WARNING})
-# Signals that rest on the Responses API server's own semantics (what it stores, how it chains, its encrypted
-# reasoning and assistant `phase`, the output items it returned): not raised on a call that a library bridges to a
-# provider without the Responses API (litellm translating to Chat Completions and keeping its own session state).
-# The others rest on the request's structure (tool pairing, both state fields, instructions across a lineage).
-SERVER_PREMISED: Final = frozenset(
-    {
-        "unstored_parent",
-        "unstored_retrieve",
-        "reasoning_not_replayable",
-        "reasoning_dropped",
-        "encrypted_content_modified",
-        "phase_dropped",
-        "replay_incomplete",
-        "context_duplicated",
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,7 +338,7 @@ def _event(span: ReadableSpan, name: str) -> Mapping[str, Any]:
 def _detail(span: ReadableSpan, name: str) -> str:
     """The signal event's metadata (counts, item types, ids; never payload)."""
     own = {_attr.SIGNAL_NAME, _attr.SIGNAL_SEVERITY}
-    detail = {k.removeprefix("openai_responses."): v for k, v in _event(span, name).items() if k not in own}
+    detail = {k.removeprefix(_attr.PREFIX): v for k, v in _event(span, name).items() if k not in own}
     return " [" + ", ".join(f"{k}={_value(v)}" for k, v in detail.items()) + "]" if detail else ""
 
 

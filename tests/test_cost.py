@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -272,12 +273,21 @@ def test_bad_price_tables_are_config_errors_from_instrument(table: Any, message:
     ],
     ids=["bad_json", "bad_toml", "json_list", "yaml", "missing"],
 )
-def test_bad_price_files_are_config_errors(tmp_path: Path, name: str, content: str | None, message: str) -> None:
+def test_bad_price_files_are_config_errors_from_a_keyword_and_warnings_from_the_environment(
+    tmp_path: Path, name: str, content: str | None, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / name
     if content is not None:
         path.write_text(content)
     with pytest.raises(ConfigError, match=message):
-        settings_from({}, {ENV_PREFIX + "PRICES": str(path)})
+        settings_from({"prices": str(path)}, {})
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({}, {ENV_PREFIX + "PRICES": str(path)})
+    assert settings.prices is None
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"]
+    assert warning.startswith(f"otel-responses: {ENV_PREFIX}PRICES: ")
+    assert re.search(message, warning)
+    assert warning.endswith("; using no price table instead")
 
 
 # -- price matching and arithmetic ----------------------------------------------------------------------------

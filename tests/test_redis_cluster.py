@@ -24,7 +24,7 @@ from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.ledger import Entry
+from otel_responses.ledger import Entry, InMemoryLedger
 from otel_responses.ledger._codec import entry_key, location_key
 from otel_responses.ledger.redis import RedisLedger, seed_nodes
 from otel_responses.testing import capture
@@ -227,7 +227,7 @@ def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: l
 # -- several seed nodes --------------------------------------------------------------------------------------
 
 
-def test_seed_node_settings() -> None:
+def test_seed_node_settings(caplog: pytest.LogCaptureFixture) -> None:
     """``ledger_url`` names one node or several seeds, comma-separated (the keyword: a list too); each is checked
     as one URL is, several only with ``ledger_cluster``, and a message names a URL by its place, never its text."""
     first, second = f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0"
@@ -255,18 +255,22 @@ def test_seed_node_settings() -> None:
 
     secret = f"redis://:hunter2-seed@127.0.0.1:{free_port()}/0"
     several = f"{first},{secret}"
-    for config, env in (
-        ({"ledger_url": several}, {}),
-        ({"ledger_url": [first, secret]}, {}),
-        ({}, {f"{ENV_PREFIX}LEDGER_URL": several}),
-    ):
+    several_without_cluster = (
+        "ledger_url: several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting "
+        "(ledger_cluster=True, OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or "
+        "RedisLedger(cluster=True))"
+    )
+    for config in ({"ledger_url": several}, {"ledger_url": [first, secret]}):
         with pytest.raises(ConfigError) as error:
-            settings_from({"hash_key": KEY, **config}, env)
-        assert str(error.value) == (
-            "ledger_url: several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting "
-            "(ledger_cluster=True, OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or "
-            "RedisLedger(cluster=True))"
-        )
+            settings_from({"hash_key": KEY, **config}, {})
+        assert str(error.value) == several_without_cluster
+    # From the environment: a warning naming the variable, and the in-process ledger.
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        fallback = settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": several}).ledger
+    assert isinstance(fallback, InMemoryLedger)
+    assert [r.getMessage() for r in caplog.records if r.name == "otel_responses.config"] == [
+        f"otel-responses: {ENV_PREFIX}LEDGER_URL: {several_without_cluster}; using the in-process ledger instead"
+    ]
     for bad, message in (
         (f"{several},unix:///tmp/redis.sock", "seed URL 3 of 3: a Redis Cluster ledger URL must start with redis://"),
         (f"{secret},redis://127.0.0.1:7000/2", "seed URL 2 of 2: a Redis Cluster has only database 0"),

@@ -13,6 +13,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -32,6 +33,7 @@ from otel_responses.ledger._codec import Codec, conversation_key, entry_key, loc
 from otel_responses.ledger.redis import RedisLedger, decode_entry, encode_entry
 from otel_responses.signals import SHARED_FACT
 from otel_responses.testing import capture
+from otel_responses.version import install_hint
 
 from .corpus import EMULATOR_SAFE_UNITS, PARAMS, WINDOW, Secrets, client_kwargs, emulator_session
 from .ledger_scenarios import (
@@ -560,17 +562,23 @@ def test_ledger_url_from_the_environment(
         assert 0 < admin.ttl(written) <= 120
 
 
-def test_a_shared_ledger_needs_a_hash_key(redis_url: str, ledgers: list[RedisLedger]) -> None:
-    password_url = "redis://:hunter2-not-to-be-echoed@127.0.0.1:1/0"
-    for config, env in (
-        ({"ledger_url": redis_url}, {}),
-        ({}, {f"{ENV_PREFIX}LEDGER_URL": password_url}),
-        ({"ledger": new_ledger(ledgers, redis_url)}, {}),
-    ):
+def test_a_shared_ledger_needs_a_hash_key(
+    redis_url: str, ledgers: list[RedisLedger], caplog: pytest.LogCaptureFixture
+) -> None:
+    """From keywords, an error; from the environment, a warning naming the variable and the in-process ledger
+    (auto-instrumentation goes on). Neither repeats the URL, which may hold a password."""
+    for config in ({"ledger_url": redis_url}, {"ledger": new_ledger(ledgers, redis_url)}):
         with pytest.raises(ConfigError, match="same hash_key in every process") as info:
-            settings_from(config, env)
+            settings_from(config, {})
         assert f"{ENV_PREFIX}HASH_KEY" in str(info.value)
-        assert "hunter2" not in str(info.value)
+    password_url = "redis://:hunter2-not-to-be-echoed@127.0.0.1:1/0"
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({}, {f"{ENV_PREFIX}LEDGER_URL": password_url})
+    assert isinstance(settings.ledger, InMemoryLedger)
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"]
+    assert warning.startswith(f"otel-responses: {ENV_PREFIX}LEDGER_URL: a shared ledger needs the same hash_key")
+    assert warning.endswith("; using the in-process ledger instead")
+    assert "hunter2" not in warning
     with pytest.raises(ConfigError, match="hash_key"):
         ResponsesInstrumentor().instrument(ledger_url=redis_url)
     assert not ResponsesInstrumentor().is_instrumented_by_opentelemetry
@@ -603,16 +611,47 @@ def test_bad_ledger_settings_are_config_errors(config: dict[str, Any], message: 
     assert not ResponsesInstrumentor().is_instrumented_by_opentelemetry
 
 
-def test_bad_ledger_settings_from_the_environment() -> None:
-    for name, value in (("LEDGER_TTL", "-1"), ("LEDGER_TIMEOUT", "0"), ("LEDGER_URL", "memcached://x")):
-        with pytest.raises(ConfigError, match=name.lower()):
-            settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}{name}": value})
+@pytest.mark.parametrize(
+    ("name", "value", "warning"),
+    [
+        ("LEDGER_TTL", "-1", "ledger_ttl must be a positive integer; using the default (`3600`) instead"),
+        (
+            "LEDGER_TIMEOUT",
+            "0",
+            "ledger_timeout must be a positive number of seconds; using the default (`0.05`) instead",
+        ),
+        (
+            "LEDGER_URL",
+            "memcached://:hunter2@x",
+            "ledger_url: the Redis ledger URL must start with redis://, rediss:// or unix://; "
+            "using the in-process ledger instead",
+        ),
+    ],
+)
+def test_bad_ledger_settings_from_the_environment_warn_and_fall_back(
+    redis_url: str, name: str, value: str, warning: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    environ = {f"{ENV_PREFIX}{name}": value}
+    if name != "LEDGER_URL":
+        environ[f"{ENV_PREFIX}LEDGER_URL"] = redis_url
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({"hash_key": KEY}, environ)
+    assert [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"] == [
+        f"otel-responses: {ENV_PREFIX}{name}: {warning}"
+    ]
+    ledger = settings.ledger
+    if name == "LEDGER_URL":
+        assert isinstance(ledger, InMemoryLedger)
+    else:
+        assert isinstance(ledger, RedisLedger)
+        assert (ledger.ttl_seconds, ledger.timeout_seconds) == (3600, 0.05)
+        ledger.close(timeout=1)
 
 
 def test_redis_package_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "redis", None)  # `import redis` now fails as if not installed
-    with pytest.raises(ConfigError, match=r"pip install 'otel-responses\[redis\]'"):
+    with pytest.raises(ConfigError, match=re.escape(install_hint("redis"))):
         settings_from({"ledger_url": "redis://127.0.0.1:1/0", "hash_key": KEY}, {})
-    with pytest.raises(ImportError, match=r"otel-responses\[redis\]"):
+    with pytest.raises(ImportError, match=re.escape(install_hint("redis"))):
         RedisLedger("redis://127.0.0.1:1/0")
     assert settings_from({}, {}).ledger.for_call().unavailable is False  # the in-process default needs no redis

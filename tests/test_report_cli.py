@@ -17,6 +17,7 @@ from otel_responses.export import to_json_line
 from otel_responses.testing import capture
 from otel_responses.tools import scenarios
 from otel_responses.tools.report.page import DOCS_URL
+from otel_responses.version import install_hint
 
 from .report_support import conversations, parse
 from .support import run_python
@@ -167,7 +168,7 @@ def test_a_zstd_file_without_a_zstd_reader_exits_5(traces: Path, tmp_path: Path)
     assert result.returncode == 5, result.stderr
     assert result.stderr == (
         f"otel-responses report: {zst}: zstd-compressed: reading it needs Python 3.14 or the `zstandard` package "
-        "(pip install 'otel-responses[zstd]')\n"
+        f"({install_hint('zstd')})\n"
     )
     assert _turns(tmp_path / "r.html") == EXPECTED  # the other input is reported
     result = run("report", str(zst), "--out", str(tmp_path / "z.html"))  # with the package: read

@@ -28,6 +28,7 @@ from otel_responses.tools import scenarios
 from otel_responses.tools.report import from_sdk
 from otel_responses.tools.report.otlp_json import Problem, read, read_text
 from otel_responses.tools.report.records import is_own
+from otel_responses.version import install_hint
 
 from .support import run_python
 
@@ -185,8 +186,7 @@ def test_without_a_zstd_reader_a_zstd_file_is_a_problem_naming_the_package(
         Problem(
             str(zstd),
             None,
-            "zstd-compressed: reading it needs Python 3.14 or the `zstandard` package "
-            "(pip install 'otel-responses[zstd]')",
+            f"zstd-compressed: reading it needs Python 3.14 or the `zstandard` package ({install_hint('zstd')})",
             "zstandard",
         )
     ]

@@ -23,12 +23,12 @@ from otel_responses._analysis.facts import response_facts
 from otel_responses._patching.call import Call
 from otel_responses._patching.operations import OPERATIONS
 from otel_responses._telemetry import spans as span_side
-from otel_responses._telemetry.recorded import Outcome
+from otel_responses._telemetry.recorded import Outcome, Server
 from otel_responses._telemetry.telemetry import Telemetry
 from otel_responses.config import settings_from
 from otel_responses.ledger import InMemoryLedger
 
-ENDPOINT = (("api.example.test", 443), "openai")
+ENDPOINT = (Server("api.example.test", 443), "openai")
 
 
 class Harness:

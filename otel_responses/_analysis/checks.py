@@ -13,12 +13,25 @@ from opentelemetry.util.types import AttributeValue
 
 from .._items import pending_calls
 from ..attributes import (
+    CALL_IDS,
+    CONFIRMED,
+    DUPLICATED_COUNT,
+    DUPLICATED_COUNTS,
+    DUPLICATED_ITEM_TYPES,
+    HISTORY_APP_MESSAGES,
+    HISTORY_EXPECTED_APP_MESSAGES,
+    INCOMPLETE_REASON,
     INSTRUCTIONS_LAST_RESPONSE_ID,
     INSTRUCTIONS_LAST_TURN,
+    ITEM_IDS,
+    MISSING_COUNT,
+    MISSING_ITEM_TYPES,
     OPERATION_CHAT,
     OPERATION_COMPACT,
     PARENT_DELETED,
     PARENT_ID,
+    REASONING_COUNT,
+    ZDR,
 )
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
 from .analysis import Analysis
@@ -59,14 +72,10 @@ def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal |
         return Signal("unstored_parent", _on_entry(detail, an.parent.shared))
     if an.parent is not None and not an.parent.store:
         if sit.zdr:  # the setting alone says the parent is unstored, whatever the ledger holds
-            return Signal(
-                "unstored_parent", {"openai_responses.parent.id": an.parent.response_id, "openai_responses.zdr": True}
-            )
-        return Signal(
-            "unstored_parent", _on_entry({"openai_responses.parent.id": an.parent.response_id}, an.parent.shared)
-        )
+            return Signal("unstored_parent", {PARENT_ID: an.parent.response_id, ZDR: True})
+        return Signal("unstored_parent", _on_entry({PARENT_ID: an.parent.response_id}, an.parent.shared))
     if sit.zdr:
-        return Signal("unstored_parent", {"openai_responses.zdr": True})
+        return Signal("unstored_parent", {ZDR: True})
     return None
 
 
@@ -74,7 +83,7 @@ def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     """A read of a response the API never kept; one the app deleted itself is gone by its own choice."""
     if req.target_response_id is None or an.parent is None or an.parent.store or an.parent.deleted:
         return None
-    return Signal("unstored_retrieve", {"openai_responses.parent.id": an.parent.response_id})
+    return Signal("unstored_retrieve", {PARENT_ID: an.parent.response_id})
 
 
 def instructions_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -105,12 +114,12 @@ def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Sig
         return None
     if req.instructions_hash == parent.instructions_hash:
         return None
-    return Signal("instructions_changed", {"openai_responses.parent.id": parent.response_id})
+    return Signal("instructions_changed", {PARENT_ID: parent.response_id})
 
 
 def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     dropped = sum(1 for replayed in an.replayed for m in replayed.missing() if m.type == "reasoning")
-    return Signal("reasoning_dropped", {"openai_responses.missing.count": dropped}) if dropped else None
+    return Signal("reasoning_dropped", {MISSING_COUNT: dropped}) if dropped else None
 
 
 def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -119,20 +128,20 @@ def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
         return None
     return Signal(
         "replay_incomplete",
-        {"openai_responses.missing.count": len(missing), "openai_responses.missing.item_types": missing[:16]},
+        {MISSING_COUNT: len(missing), MISSING_ITEM_TYPES: missing[:16]},
     )
 
 
 def encrypted_content_modified(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     if not an.modified:
         return None
-    return Signal("encrypted_content_modified", {"openai_responses.item.ids": an.modified[:16]})
+    return Signal("encrypted_content_modified", {ITEM_IDS: an.modified[:16]})
 
 
 def phase_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     if not an.phase_dropped:
         return None
-    return Signal("phase_dropped", {"openai_responses.item.ids": an.phase_dropped[:16]})
+    return Signal("phase_dropped", {ITEM_IDS: an.phase_dropped[:16]})
 
 
 def _on_entry(detail: dict[str, AttributeValue], shared: bool) -> dict[str, AttributeValue]:
@@ -146,7 +155,7 @@ def orphan_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
     ids = an.tools.orphans
     if not ids:
         return None
-    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.tools.rests_on_shared(ids))
+    detail = _on_entry({CALL_IDS: ids[:16]}, an.tools.rests_on_shared(ids))
     return Signal("orphan_tool_output", detail, settled=not an.tools.from_latest)
 
 
@@ -156,7 +165,7 @@ def missing_tool_output(req: RequestFacts, an: Analysis, sit: Situation) -> Sign
     if not ids:
         return None
     settled = not tools.from_latest or tools.missing_from_input == len(ids)
-    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, tools.rests_on_shared(ids))
+    detail = _on_entry({CALL_IDS: ids[:16]}, tools.rests_on_shared(ids))
     return Signal("missing_tool_output", detail, settled)
 
 
@@ -164,13 +173,13 @@ def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> 
     ids = an.tools.before_call
     if not ids:
         return None
-    detail = _on_entry({"openai_responses.call.ids": ids[:16]}, an.tools.rests_on_shared(ids))
+    detail = _on_entry({CALL_IDS: ids[:16]}, an.tools.rests_on_shared(ids))
     return Signal("tool_output_before_call", detail)
 
 
 def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.duplicates
-    return Signal("duplicate_call_id", {"openai_responses.call.ids": ids[:16]}) if ids else None
+    return Signal("duplicate_call_id", {CALL_IDS: ids[:16]}) if ids else None
 
 
 def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -195,9 +204,9 @@ def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     return Signal(
         "history_truncated",
         {
-            "openai_responses.parent.id": entry.response_id,
-            "openai_responses.history.expected_app_messages": entry.input_app_messages,
-            "openai_responses.history.app_messages": link.app_messages_before,
+            PARENT_ID: entry.response_id,
+            HISTORY_EXPECTED_APP_MESSAGES: entry.input_app_messages,
+            HISTORY_APP_MESSAGES: link.app_messages_before,
         },
     )
 
@@ -214,9 +223,9 @@ def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
     return Signal(
         "context_duplicated",
         {
-            "openai_responses.duplicated.count": sum(duplicated.values()),
-            "openai_responses.duplicated.item_types": types[:16],
-            "openai_responses.duplicated.counts": [duplicated[t] for t in types[:16]],
+            DUPLICATED_COUNT: sum(duplicated.values()),
+            DUPLICATED_ITEM_TYPES: types[:16],
+            DUPLICATED_COUNTS: [duplicated[t] for t in types[:16]],
         },
     )
 
@@ -224,14 +233,14 @@ def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
 def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if resp.status != "incomplete":
         return None
-    return Signal("response_incomplete", {"openai_responses.incomplete.reason": resp.finish_reason or "unknown"})
+    return Signal("response_incomplete", {INCOMPLETE_REASON: resp.finish_reason or "unknown"})
 
 
 def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if effective_store(req, resp) and not sit.zdr:
         return None
     bare = sum(1 for m in resp.output_items if m.type == "reasoning" and not m.encrypted)
-    return Signal("reasoning_not_replayable", {"openai_responses.reasoning.count": bare}) if bare else None
+    return Signal("reasoning_not_replayable", {REASONING_COUNT: bare}) if bare else None
 
 
 def compaction(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
@@ -301,7 +310,7 @@ def confirmed_by_api(signals: list[Signal], error_code: object) -> list[Signal]:
     its shape showed it before sending."""
     if error_code != "invalid_encrypted_content":
         return signals
-    confirmed: dict[str, AttributeValue] = {"openai_responses.confirmed": True}
+    confirmed: dict[str, AttributeValue] = {CONFIRMED: True}
     kept = [s for s in signals if s.name != "encrypted_content_modified"]
     before = next((s for s in signals if s.name == "encrypted_content_modified"), None)
     return [*kept, Signal("encrypted_content_modified", {**(before.detail if before else {}), **confirmed})]

@@ -9,11 +9,20 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from .._fingerprint import Fingerprinter
-from .._items import APP_ROLES, NOT_BY_CALL, ItemMeta, elements, is_sequence, item_meta, text_fingerprint
+from .._items import (
+    APP_ROLES,
+    NOT_BY_CALL,
+    ItemMeta,
+    elements,
+    field_of,
+    fields_of,
+    is_sequence,
+    item_meta,
+    text_fingerprint,
+)
 from ..attributes import PROVIDER_OPENAI
 from ..ledger import MAX_INPUT_MESSAGES, Key
 
@@ -242,16 +251,8 @@ def _int(value: object) -> int | None:
 
 
 def _undeclared_bool(model: object, name: str) -> bool | None:
-    """A boolean field the SDK's model may lack (it then sits in ``__pydantic_extra__``), read without the
-    costly failing ``getattr`` of a pydantic model."""
-    fields = getattr(model, "__dict__", None)  # an SDK model's declared fields: looked at first, the usual case
-    value = fields.get(name) if type(fields) is dict else None
-    if value is None:
-        if isinstance(model, Mapping):
-            value = model.get(name)
-        else:
-            extra = getattr(model, "__pydantic_extra__", None)
-            value = extra.get(name) if isinstance(extra, dict) else None
+    """A boolean field the SDK's model may lack (it then sits in ``__pydantic_extra__``)."""
+    value = field_of(model, name)
     return value if isinstance(value, bool) else None
 
 
@@ -447,19 +448,6 @@ def _setting(value: object) -> str | None:
     return None
 
 
-def _field(obj: object, name: str) -> object:
-    """A field of a dict, a TypedDict or an SDK model, declared or not (an older SDK's model keeps a field it lacks
-    in ``__pydantic_extra__``); never a failing ``getattr``."""
-    if isinstance(obj, Mapping):
-        return obj.get(name)
-    fields = getattr(obj, "__dict__", None)
-    value = fields.get(name) if isinstance(fields, dict) else None
-    if value is None:
-        extra = getattr(obj, "__pydantic_extra__", None)
-        value = extra.get(name) if isinstance(extra, dict) else None
-    return value
-
-
 def reasoning_settings(kwargs: Mapping[str, Any]) -> ReasoningSettings | None:
     """The ``reasoning`` the request sends: ``extra_body["reasoning"]`` when there is one (the SDK merges
     ``extra_body`` over the body key by key, so it replaces the keyword's), else the ``reasoning`` keyword (a dict
@@ -470,7 +458,7 @@ def reasoning_settings(kwargs: Mapping[str, Any]) -> ReasoningSettings | None:
         raw = extra["reasoning"]
     if raw is None:
         return None
-    get: Callable[[str], object] = raw.get if type(raw) is dict else partial(_field, raw)
+    get: Callable[[str], object] = fields_of(raw)
     effort, summary, context, mode = get("effort"), get("summary"), get("context"), get("mode")
     if summary is None:
         summary = get("generate_summary")  # the deprecated spelling

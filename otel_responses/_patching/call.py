@@ -36,8 +36,8 @@ from .._analysis.checks import (
 )
 from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage, lineage_of
-from .._telemetry.recorded import NOTHING_READ, Outcome
-from .._telemetry.telemetry import Server, Telemetry
+from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
+from .._telemetry.telemetry import Telemetry
 from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
 from ..ledger import AsyncCallLedger, CallLedger, Reads
 from ..signals import ContextLossError, Signal
@@ -56,7 +56,7 @@ LIBRARY_CALL: ContextVar[object | None] = ContextVar("otel_responses_library_cal
 PARSING: ContextVar[Call | None] = ContextVar("otel_responses_parsing", default=None)
 
 Endpoint = tuple[Server, str]  # the server and the GenAI provider name
-_last_endpoint: tuple[object, object, Endpoint] = (None, None, ((None, None), PROVIDER_OPENAI))
+_last_endpoint: tuple[object, object, Endpoint] = (None, None, (NO_SERVER, PROVIDER_OPENAI))
 
 
 def _endpoint(instance: Any) -> Endpoint:
@@ -72,11 +72,11 @@ def _endpoint(instance: Any) -> Endpoint:
         return last[2]
     host = getattr(url, "host", None)
     if not isinstance(host, str) or not host:
-        return (None, None), provider_of_client(kind, None)
+        return NO_SERVER, provider_of_client(kind, None)
     port = getattr(url, "port", None)
     if not isinstance(port, int):
         port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
-    endpoint: Endpoint = ((host, port), provider_of_client(kind, host))
+    endpoint: Endpoint = (Server(host, port), provider_of_client(kind, host))
     _last_endpoint = (url, kind, endpoint)
     return endpoint
 

@@ -8,6 +8,7 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from .. import attributes as a
+from .._telemetry.recorded import NO_SERVER, Server
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 
@@ -64,13 +65,13 @@ def provider_of_litellm(name: str | None, host: str | None = None) -> str:
 
 
 @lru_cache(maxsize=256)
-def server_of(url: str | None) -> tuple[str | None, int | None]:
-    """Host and port of a base URL given as text (a library's ``api_base``); ``(None, None)`` when there is none."""
+def server_of(url: str | None) -> Server:
+    """Host and port of a base URL given as text (a library's ``api_base``); ``NO_SERVER`` when there is none."""
     if not url:
-        return None, None
+        return NO_SERVER
     try:
         parts = urlsplit(url)
         port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
     except ValueError:
-        return None, None
-    return (parts.hostname or None), port
+        return NO_SERVER
+    return Server(parts.hostname or None, port)

@@ -13,9 +13,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from opentelemetry import metrics, trace
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from .._telemetry.telemetry import Telemetry
-from ..config import ConfigError, settings_from
+from ..config import ConfigError, check_keywords, settings_from
 from ..version import __version__
 
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -29,11 +30,31 @@ _telemetry: Telemetry | None = None
 _users: set[str] = set()
 
 
+def _options(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k not in _PROVIDERS and k not in _OTHER_PROVIDERS}
+
+
+def check(kwargs: Mapping[str, Any]) -> None:
+    """``ConfigError`` for an unknown or unusable option among ``instrument()``'s keywords, checked before the
+    instrumented library is looked for: a typo is an error whether or not the library is installed."""
+    check_keywords(_options(kwargs))
+
+
+class CheckedInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """A ``BaseInstrumentor`` whose ``instrument()`` checks its keywords first (the base looks for the library
+    before anything else and, missing, returns quietly: a typo would go unseen). Never instantiated itself: the
+    base keeps one instance per class in a class attribute its subclasses would inherit."""
+
+    def instrument(self, **kwargs: Any) -> Any:
+        check(kwargs)
+        return super().instrument(**kwargs)
+
+
 def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
     """The shared telemetry for ``user`` (an instrumentor's name): built from ``kwargs`` by the first user, joined by
     the others (a later user passing options gets ``ConfigError``)."""
     global _telemetry
-    options = {k: v for k, v in kwargs.items() if k not in _PROVIDERS and k not in _OTHER_PROVIDERS}
+    options = _options(kwargs)
     with _lock:
         if _telemetry is not None:
             if options:

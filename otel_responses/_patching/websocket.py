@@ -21,14 +21,13 @@ from .._telemetry.recorded import NOTHING_READ
 from .._telemetry.telemetry import Telemetry
 from .call import Call
 from .operations import OPERATIONS
-from .streams import StreamObserver
+from .streams import TERMINAL_EVENTS, StreamObserver
 from .wrappers import Method, Switch, Wrapper, await_through, call_through
 
 _log = logging.getLogger(__name__)
 _PENDING = "_otel_responses_pending"  # on the connection: lane (stream_id) -> open calls, oldest first
 _LATEST = "_otel_responses_latest"  # on the connection: lane -> its latest response id
 _CREATE = "response.create"
-_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
 # The API keeps a connection's latest response in memory: it can be continued even when unstored.
 _OWN_LATEST_EXEMPT = frozenset({"unstored_parent"})
 # Set while one of our wrappers sends: `response.create()` sends through `send()`, which may go through
@@ -108,7 +107,7 @@ def _received(connection: Any, event: Any) -> None:
             return
         observer = queue[0]
         observer.event(event)
-        if getattr(event, "type", None) in _TERMINAL:
+        if getattr(event, "type", None) in TERMINAL_EVENTS:
             latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
             response_id = getattr(getattr(event, "response", None), "id", None)
             if isinstance(response_id, str):

@@ -26,11 +26,10 @@ from .tally import Tally, observable_tally
 
 if TYPE_CHECKING:
     from ..signals import Signal
-    from .recorded import Outcome
+    from .recorded import Outcome, Server
     from .recorded import Recorded as Call
 
 Attributes = dict[str, AttributeValue]
-Server = tuple[str | None, int | None]
 
 _CACHE_SIZE = 1024
 _INPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_INPUT)
@@ -179,15 +178,15 @@ class Metrics:
     ) -> GenAIAttributes:
         """The GenAI client metrics' attribute sets of one call (duration; token usage, input and output), built
         together once per operation, models, server and provider: one lookup per call."""
-        host = metric_host(server[0])
-        key = (operation, model, response_model, host, server[1], provider)
+        host = metric_host(server.address)
+        key = (operation, model, response_model, host, server.port, provider)
         sets = self._genai_cache.get(key)
         if sets is None:
             base: Attributes = {a.GEN_AI_OPERATION_NAME: operation, a.GEN_AI_PROVIDER_NAME: provider}
             _put(base, a.GEN_AI_REQUEST_MODEL, model)
             _put(base, a.GEN_AI_RESPONSE_MODEL, response_model)
             _put(base, a.SERVER_ADDRESS, host)
-            _put(base, a.SERVER_PORT, server[1])
+            _put(base, a.SERVER_PORT, server.port)
             sets = GenAIAttributes(base, {**base, _INPUT[0]: _INPUT[1]}, {**base, _OUTPUT[0]: _OUTPUT[1]})
             if len(self._genai_cache) >= _CACHE_SIZE:
                 self._genai_cache.clear()

@@ -15,7 +15,15 @@ from .._analysis.lineage import Lineage
 from ..ledger import CallLedger
 from ..signals import Signal
 
-Server = tuple[str | None, int | None]
+
+class Server(NamedTuple):
+    """Where a call went: the host and port of the client's base URL (``server.address``, ``server.port``)."""
+
+    address: str | None
+    port: int | None
+
+
+NO_SERVER = Server(None, None)
 
 
 class Outcome(NamedTuple):

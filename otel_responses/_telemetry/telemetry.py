@@ -22,13 +22,13 @@ from .._analysis.facts import effective_store
 from ..config import Settings
 from ..signals import LOSS_SEVERITIES
 from . import spans
-from .metrics import Attributes, Metrics, Server
+from .metrics import Attributes, Metrics
 
 if TYPE_CHECKING:
     from .recorded import Outcome
     from .recorded import Recorded as Call
 
-__all__ = ["Attributes", "Server", "Telemetry"]
+__all__ = ["Attributes", "Telemetry"]
 
 _log = logging.getLogger(__name__)
 

@@ -16,8 +16,6 @@ import json
 from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from .. import attributes as a
 from .._patching import shared as _shared
 from .._patching.hooks import Hooks, Seam, Wrapper
@@ -165,7 +163,7 @@ def payload(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], k
     base_url = getattr(instance, "base_url", None)
     server = server_of(base_url if isinstance(base_url, str) else None)
     door = getattr(instance, "provider", None)  # lm15's provider: "openai", "azure" (its Azure door), "openai-codex"
-    azure = (isinstance(door, str) and door.startswith("azure")) or is_azure_host(server[0])
+    azure = (isinstance(door, str) and door.startswith("azure")) or is_azure_host(server.address)
     provider = a.PROVIDER_AZURE_OPENAI if azure else a.PROVIDER_OPENAI
     pending.prepare((), body, (server, provider), _NOTHING)
     refusal = pending.refusal()
@@ -228,7 +226,7 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
     ]
 
 
-class DSPyResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class DSPyResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments DSPy's Responses API calls through its vendored lm15 (DSPy 3.4 and later; earlier releases and
     ``engine="litellm"`` go through litellm, which :class:`~otel_responses.integrations.litellm.
     LiteLLMResponsesInstrumentor` records). Shares the settings and the ledger of the other instrumentors; DSPy is

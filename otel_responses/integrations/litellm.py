@@ -15,8 +15,6 @@ from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from .._patching import shared as _shared
 from .._patching.call import Endpoint
 from .._patching.hooks import Hooks, Seam, Wrapper
@@ -91,7 +89,7 @@ def _endpoint(kwargs: Mapping[str, Any]) -> tuple[Endpoint, frozenset[str]]:
     base = api_base if isinstance(api_base, str) else None
     server = server_of(base)
     name, bridged = _route(kwargs.get("model"), kwargs.get("custom_llm_provider"), base)
-    return (server, provider_of_litellm(name, server[0])), SERVER_PREMISED if bridged else _NOTHING
+    return (server, provider_of_litellm(name, server.address)), SERVER_PREMISED if bridged else _NOTHING
 
 
 def _read(result: Any) -> tuple[Any, str | None]:
@@ -180,8 +178,8 @@ def handler(bridged: bool) -> Wrapper:
         server = server_of(api_base if isinstance(api_base, str) else None)
         provider = kwargs.get("custom_llm_provider")
         endpoint: Endpoint | None = None
-        if server[0] is not None or isinstance(provider, str):
-            endpoint = (server, provider_of_litellm(provider if isinstance(provider, str) else None, server[0]))
+        if server.address is not None or isinstance(provider, str):
+            endpoint = (server, provider_of_litellm(provider if isinstance(provider, str) else None, server.address))
         model = kwargs.get("model")
         pending.routed(endpoint, SERVER_PREMISED if bridged else None, model if isinstance(model, str) else None)
         try:
@@ -227,7 +225,7 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
     return seams
 
 
-class LiteLLMResponsesInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments litellm's Responses API functions (``litellm.responses()``, ``aresponses()``, ``get_responses()``
     and the others): the spans, metrics and signals of :class:`~otel_responses.ResponsesInstrumentor`, whose settings
     and ledger it shares. litellm is patched when the app imports it, never imported here."""

@@ -19,6 +19,14 @@ if TYPE_CHECKING:
     from .._fingerprint import Fingerprinter
 
 DEFAULT_CAPACITY = 4096
+# A shared ledger's entries expire after an hour: long enough for the turns of a conversation to reach other
+# workers (a user's think time, tool runs, a background response polled to its end), short enough that Redis
+# holds about an hour of traffic (an entry and its keys take well under 1 KB). A chain continued after that is
+# not checked against its parent: a missed signal, never a false one.
+DEFAULT_TTL_SECONDS = 3600
+# Reads of a shared ledger sit on the call path: 50 ms is generous for a Redis in the same network (a loopback
+# read takes about 0.1 ms) and bounds what a stalled Redis can add to a call.
+DEFAULT_TIMEOUT_SECONDS = 0.05
 # Memory per entry is bounded whatever the history length: only this many output items are kept.
 MAX_OUTPUT_ITEMS = 32
 # A key may name items of several responses (a short answer many conversations got, a call id a compatible server

@@ -45,7 +45,8 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import DEFAULT_CAPACITY, Entry, InMemoryLedger, Key, Place, Reads
+from ..version import install_hint
+from . import DEFAULT_CAPACITY, DEFAULT_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS, Entry, InMemoryLedger, Key, Place, Reads
 from ._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
@@ -75,7 +76,6 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "DEFAULT_TTL_SECONDS",
     "FORMAT",
-    "INSTALL_HINT",
     "URL_SCHEMES",
     "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
@@ -89,8 +89,6 @@ __all__ = [
 ]
 
 DEFAULT_PREFIX = "otel-responses"
-DEFAULT_TTL_SECONDS = 3600
-DEFAULT_TIMEOUT_SECONDS = 0.05
 DEFAULT_BACKOFF_SECONDS = 1.0
 DEFAULT_QUEUE_SIZE = 10_000
 URL_SCHEMES = ("redis", "rediss", "unix")
@@ -114,7 +112,6 @@ COUNTS = (
     "forged",
     "unsigned",
 )
-INSTALL_HINT = "pip install 'otel-responses[redis]'"
 
 # Writes are off the call path: a slower network may take longer than a read may.
 WRITE_TIMEOUT_SECONDS = 2.0
@@ -128,7 +125,7 @@ def _import_redis() -> Any:
     try:
         import redis
     except ImportError as exc:
-        raise ImportError(f"the Redis ledger needs the redis package: {INSTALL_HINT}") from exc
+        raise ImportError(f"the Redis ledger needs the redis package: {install_hint('redis')}") from exc
     return redis
 
 

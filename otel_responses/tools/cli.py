@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from ..version import __version__
+from ..version import __version__, install_hint
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -46,7 +46,7 @@ in DIR differs, so nothing was written, or DIR cannot be written; report: an INP
 read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage;
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
-(pip install 'otel-responses[cli]'; demo and doctor only; report: a zstd INPUT needs the 'zstd'
+(the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
 extra); 130 interrupted by Ctrl-C
 (demo --serve stops with 0).
 """
@@ -54,7 +54,7 @@ extra); 130 interrupted by Ctrl-C
 DASHBOARDS_EPILOG = """\
 exit codes: 0 written (or already there, the same); 1 a file in DIR differs (nothing is written;
 --force replaces it) or DIR cannot be written; 2 bad usage; 130 interrupted by Ctrl-C.
-It needs no extra: a plain 'pip install otel-responses' has the files.
+It needs no extra: the package alone has the files.
 """
 
 EXTRA = "cli"
@@ -339,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing is not None:
         sys.stderr.write(
             f"otel-responses {args.command}: the module {missing!r} is missing; it comes with the '{EXTRA}' extra:\n"
-            f"  pip install 'otel-responses[{EXTRA}]'\n"
+            f"  {install_hint(EXTRA)}\n"
         )
         return EXIT_MISSING_EXTRA
     try:

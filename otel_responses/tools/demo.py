@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..attributes import PREFIX, SIGNALS
 from ..signals import CATALOGUE, LOSS_SEVERITIES
 from .scenarios import SCENARIOS, Transcript, run
 
@@ -29,7 +30,7 @@ class Outcome:
     def signals(self) -> list[str]:
         names: list[str] = []
         for span in self.spans:
-            raised: Any = (span.attributes or {}).get("openai_responses.signals", ())
+            raised: Any = (span.attributes or {}).get(SIGNALS, ())
             names.extend(str(name) for name in raised if name not in names)
         return names
 
@@ -206,7 +207,7 @@ def print_spans(out: TextIO, outcomes: list[Outcome]) -> None:
         for number, span in enumerate(o.spans, 1):
             out.write(f"  span {number}: {span.name}\n")
             for key, value in sorted((span.attributes or {}).items()):
-                if key.startswith("openai_responses."):
+                if key.startswith(PREFIX):
                     shown = ", ".join(map(str, value)) if isinstance(value, tuple) else value
                     out.write(f"    {key:<50} {shown}\n")
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ..attributes import SIGNALS
 from ..signals import CATALOGUE, LOSS_SEVERITIES
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ class Result:
 def _loss_signals(spans: Any) -> list[str]:
     names: list[str] = []
     for span in spans:
-        for name in (span.attributes or {}).get("openai_responses.signals", ()):
+        for name in (span.attributes or {}).get(SIGNALS, ()):
             if CATALOGUE[name].severity in LOSS_SEVERITIES and name not in names:
                 names.append(str(name))
     return names

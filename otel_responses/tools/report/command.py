@@ -38,8 +38,8 @@ EPILOG: Final = """\
 exit codes: 0 written; 1 an INPUT could not be read in full (each problem is named by file and
 line; the page holds what could be read), it held no span of otel-responses, or FILE cannot be
 written; 2 bad usage; 5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package
-(pip install 'otel-responses[zstd]'; the page holds the other inputs); 130 interrupted by Ctrl-C.
-It needs no extra: a plain 'pip install otel-responses' reads uncompressed and gzip files.
+(the 'zstd' extra; the page holds the other inputs); 130 interrupted by Ctrl-C.
+It needs no extra: the package alone reads uncompressed and gzip files.
 """
 
 

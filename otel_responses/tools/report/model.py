@@ -17,7 +17,7 @@ from ...signals import CATALOGUE, ERROR, INFO, LOSS_SEVERITIES, WARNING
 from .records import SpanRecord, Value
 
 SEVERITIES: Final = (ERROR, WARNING, INFO)
-PREFIX: Final = "openai_responses."
+PREFIX: Final = a.PREFIX
 _OWN_EVENT_KEYS: Final = frozenset({a.SIGNAL_NAME, a.SIGNAL_SEVERITY})
 
 # How a conversation is known, for its heading.

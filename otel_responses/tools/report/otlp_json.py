@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
+from ...version import install_hint
 from .records import UNKNOWN_SERVICE, EventRecord, SpanRecord, Value, is_own
 
 STDIN: Final = "-"
@@ -131,7 +132,7 @@ def _read_stream(name: str, raw: IO[bytes], reading: Reading) -> None:
                 name,
                 None,
                 f"zstd-compressed: reading it needs Python 3.14 or the `{missing.package}` package "
-                "(pip install 'otel-responses[zstd]')",
+                f"({install_hint('zstd')})",
                 missing.package,
             )
         )

@@ -1,0 +1,192 @@
+"""An environment variable the instrumentation cannot use is a warning naming the variable and what is used
+instead, and instrumentation goes on (OpenTelemetry's convention: under ``opentelemetry-instrument`` one mistyped
+variable must not stop this instrumentor, nor those loaded after it). A keyword the app passed is an error naming
+the keyword, whether or not the instrumented library is installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otel_responses import ConfigError, ResponsesInstrumentor
+from otel_responses.config import BY_NAME, ENV_PREFIX, OPTIONS, Settings, settings_from
+from otel_responses.emulator import Emulator
+from otel_responses.ledger import InMemoryLedger
+
+# Each variable with an unusable value, the warning's reason, and the setting it falls back to.
+UNUSABLE: list[tuple[str, str, str]] = [
+    ("zdr", "yes", "zdr must be true or false"),
+    ("max_item_types", "lots", "max_item_types must be a positive integer"),
+    ("max_item_types", "0", "max_item_types must be a positive integer"),
+    ("strict", "1", "strict must be true or false"),
+    ("ledger_capacity", "-3", "ledger_capacity must be a positive integer"),
+    ("ledger_ttl", "an hour", "ledger_ttl must be a positive integer"),
+    ("ledger_timeout", "inf", "ledger_timeout must be a positive number of seconds"),
+    ("ledger_accept_unsigned", "on", "ledger_accept_unsigned must be true or false"),
+    ("ledger_cluster", "yes please", "ledger_cluster must be true or false"),
+    ("chunk_timing", "TRUE!", "chunk_timing must be true or false"),
+    ("prices", "/nonexistent/prices.json", "cannot be read"),
+    ("ledger_url", "memcached://:hunter2@cache", "the Redis ledger URL must start with redis://"),
+]
+SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_accept_unsigned", "ledger_cluster")
+# Their near misses: values that are read as given, with no warning.
+USABLE: list[tuple[str, str, Any]] = [
+    ("zdr", "TRUE", True),
+    ("zdr", " false ", False),
+    ("max_item_types", "7", 7),
+    ("strict", "True", True),
+    ("ledger_capacity", "12", 12),
+    ("chunk_timing", "true", True),
+    ("instructions_version", "v3", "v3"),
+]
+
+
+def _setting(settings: Settings, name: str) -> Any:
+    if name == "ledger_capacity":
+        assert isinstance(settings.ledger, InMemoryLedger)
+        return settings.ledger.capacity
+    return getattr(settings, name)
+
+
+def test_every_variable_is_in_the_table() -> None:
+    """The rows above cover every option a variable can set (but the free-form ones)."""
+    free_form = {"instructions_version", "hash_key"}  # any text is a version or a key
+    variables = {option.name for option in OPTIONS if option.variable is not None}
+    assert {name for name, _, _ in UNUSABLE} == variables - free_form
+
+
+@pytest.mark.parametrize(("name", "value", "why"), UNUSABLE, ids=[f"{n}={v}" for n, v, _ in UNUSABLE])
+def test_an_unusable_variable_warns_and_falls_back(
+    name: str, value: str, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    option = BY_NAME[name]
+    assert option.variable is not None
+    environ = {option.variable: value}
+    shared = name in SHARED_ONLY
+    if shared:  # read only for a shared ledger: name one (building it connects to nothing)
+        pytest.importorskip("redis")
+        environ[f"{ENV_PREFIX}LEDGER_URL"] = "redis://127.0.0.1:1/0"
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({"hash_key": "k"}, environ)
+    [warning] = [record.getMessage() for record in caplog.records if record.name == "otel_responses.config"]
+    assert warning.startswith(f"otel-responses: {option.variable}: ")
+    assert why in warning
+    assert warning.endswith(f"; using {option.instead} instead")
+    assert "hunter2" not in warning
+    if shared:
+        ledger: Any = settings.ledger
+        fields = {"ledger_ttl": "ttl_seconds", "ledger_timeout": "timeout_seconds"}
+        attribute = fields.get(name, name.removeprefix("ledger_"))
+        assert getattr(ledger, attribute) == option.default
+        ledger.close(timeout=1)
+    elif name == "ledger_url":
+        assert isinstance(settings.ledger, InMemoryLedger)
+    elif name == "prices":
+        assert settings.prices is None
+    else:
+        assert _setting(settings, name) == option.default
+    # From a keyword, the same value is an error naming the keyword (a flag's keyword takes only a bool).
+    with pytest.raises(ConfigError, match=f"^{name}[ :]") as error:
+        settings_from({name: value, "hash_key": "k"}, {})
+    assert "hunter2" not in str(error.value)
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), USABLE, ids=[f"{n}={v}" for n, v, _ in USABLE])
+def test_a_usable_variable_is_read_without_a_warning(
+    name: str, value: str, expected: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    option = BY_NAME[name]
+    assert option.variable is not None
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({}, {option.variable: value})
+    assert [r for r in caplog.records if r.name == "otel_responses.config"] == []
+    assert _setting(settings, name) == expected
+
+
+def test_a_keyword_beats_an_unusable_variable_with_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({"max_item_types": 5}, {f"{ENV_PREFIX}MAX_ITEM_TYPES": "lots"})
+    assert (settings.max_item_types, [r.name for r in caplog.records]) == (5, [])
+
+
+@pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="needs litellm absent")
+def test_a_bad_keyword_is_an_error_even_when_the_library_is_absent() -> None:
+    """The base instrumentor looks for the library first and, missing, returns quietly: the keyword is checked
+    before it, so the mistake is seen on the machine without the library too."""
+    from otel_responses.integrations.litellm import LiteLLMResponsesInstrumentor
+
+    instrumentor = LiteLLMResponsesInstrumentor()
+    with pytest.raises(ConfigError, match=r"^max_item_types must be a positive integer, got 'lots'$"):
+        instrumentor.instrument(max_item_types="lots")
+    with pytest.raises(ConfigError, match=r"^unknown instrument\(\) option\(s\): max_itemtypes$"):
+        instrumentor.instrument(max_itemtypes=3)
+    instrumentor.instrument(max_item_types=3)  # a good keyword: quietly not instrumented, as before
+    assert not instrumentor.is_instrumented_by_opentelemetry
+
+
+def test_a_bad_keyword_on_an_instrumentor_raises_and_instruments_nothing() -> None:
+    instrumentor = ResponsesInstrumentor()
+    with pytest.raises(ConfigError, match=r"^strict must be True or False, got str$"):
+        instrumentor.instrument(strict="yes")
+    assert not instrumentor.is_instrumented_by_opentelemetry
+
+
+APP = """\
+import os
+import openai
+from otel_responses import ResponsesInstrumentor
+from otel_responses.integrations.litellm import LiteLLMResponsesInstrumentor
+
+client = openai.OpenAI(base_url=os.environ["EMULATOR_URL"], api_key="emulator-key", max_retries=0)
+print(client.responses.create(model="gpt-5-mini", input="Remember this: the marker is M-1.").output_text)
+print("instrumented:", ResponsesInstrumentor().is_instrumented_by_opentelemetry,
+      LiteLLMResponsesInstrumentor().is_instrumented_by_opentelemetry)
+"""
+
+
+def test_opentelemetry_instrument_goes_on_past_a_mistyped_variable(tmp_path: Path) -> None:
+    """The real ``opentelemetry-instrument`` loads this distribution's instrumentors in entry-point order (DSPy's,
+    litellm's, then the SDK's); every one reads the settings, so a raise in the first used to stop all of them."""
+    entry_points = [line.strip() for line in _entry_points().splitlines() if "=" in line]
+    assert [line.split(" =")[0] for line in entry_points] == ["dspy_responses", "litellm_responses", "openai_responses"]
+    app = tmp_path / "app.py"
+    app.write_text(APP)
+    bin_dir = Path(sys.executable).parent
+    with Emulator() as emulator:
+        result = subprocess.run(
+            [str(bin_dir / "opentelemetry-instrument"), sys.executable, str(app)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={
+                **os.environ,
+                "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+                "EMULATOR_URL": emulator.base_url,
+                f"{ENV_PREFIX}MAX_ITEM_TYPES": "lots",
+                "OTEL_TRACES_EXPORTER": "console",
+                "OTEL_METRICS_EXPORTER": "none",
+                "OTEL_LOGS_EXPORTER": "none",
+            },
+        )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        f"otel-responses: {ENV_PREFIX}MAX_ITEM_TYPES: max_item_types must be a positive integer; "
+        "using the default (`128`) instead\n"
+    )  # once: the instrumentors share one set of settings
+    assert "Noted marker M-1." in result.stdout
+    assert "instrumented: True True" in result.stdout  # the two loaded after the first
+    assert result.stdout.count('"openai_responses.state.mode": "single_turn"') == 1
+
+
+def _entry_points() -> str:
+    from importlib.metadata import distribution
+
+    text = distribution("otel-responses").read_text("entry_points.txt") or ""
+    return text.split("[opentelemetry_instrumentor]", 1)[1].split("[", 1)[0]
