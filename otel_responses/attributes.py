@@ -1,4 +1,4 @@
-"""Attribute and metric names: the telemetry contract of DESIGN.md section 3, in one place.
+"""Attribute and metric names: the telemetry contract (span attributes, metrics, events), in one place.
 
 GenAI names come from ``opentelemetry-semantic-conventions`` where it still has them; the few it lacks
 (moved to the GenAI conventions repository) are literals here so no other module spells a name.

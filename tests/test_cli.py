@@ -19,6 +19,7 @@ from typing import ClassVar
 import pytest
 
 from otel_responses.tools import dashboard_files, scenarios
+from otel_responses.tools.demo import _paused_until_stopped
 from otel_responses.tools.doctor import STEPS
 from otel_responses.version import __version__, install_hint
 
@@ -175,6 +176,35 @@ def test_demo_serve_stops_promptly_on_a_signal(signum: signal.Signals, interval:
     assert "Traceback" not in err
     assert "every healthy session kept its context" in out  # round 1 was shown
     assert err.count(ROUND_END) == 1, err  # the round under way stopped unfinished
+
+
+def test_a_signal_the_kernel_hands_another_thread_still_ends_the_pause() -> None:
+    """Only another thread can take the signal (the main thread blocks it; a thread inherits the mask it was
+    started with, so that one starts first): the pause still ends promptly, where one long lock wait would sleep
+    through the signal until its timeout."""
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda _signum, _frame: stop.set())
+    go = threading.Event()
+
+    def signal_later() -> None:
+        go.wait()
+        time.sleep(0.3)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    sender = threading.Thread(target=signal_later, daemon=True)
+    sender.start()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+    try:
+        go.set()
+        started = time.monotonic()
+        stopped = _paused_until_stopped(stop, 20)
+        took = time.monotonic() - started
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1})
+        signal.signal(signal.SIGUSR1, previous)
+        sender.join(5)
+    assert stopped
+    assert took < 3, f"the pause ran {took:.1f}s after the signal"
 
 
 def test_ctrl_c_during_a_one_off_demo_is_one_line_and_exit_130() -> None:

@@ -4,7 +4,7 @@ checked against its parent.
 Two tiers: this process's own entries, and those it read from Redis, live in a local ``InMemoryLedger``; Redis is
 asked only for what is missing locally, in one round trip per lookup (two for a replay: its item locations, then
 the entries they point to). Writes update the local tier at once and leave the call path: a background thread
-(``ledger_writer``) drains a bounded queue into Redis with pipelines, every key with a TTL. A read that fails, or
+(``_writer``) drains a bounded queue into Redis with pipelines, every key with a TTL. A read that fails, or
 times out (50 ms by default), is counted, marks the call's span ``openai_responses.ledger.unavailable`` and is
 answered from local knowledge; Redis is then left alone for a short backoff, so a dead store costs at most one
 timeout per backoff. Nothing here ever raises into the app, and ``redis`` is imported only when a client is built
@@ -15,14 +15,14 @@ on first use (it asks for the topology as it is made), with no retries of its ow
 Redis unavailable, as above, until the topology is refreshed. It may be given several seed nodes (full URLs,
 comma-separated), all handed to redis-py as ``startup_nodes``: a worker started after one of them died still
 reaches the cluster through another. Keys carry a hash tag per response, conversation or
-item (``ledger_codec``), one layout on a single node and on a cluster; a replay's lookup of many keys fans out one
+item (``_codec``), one layout on a single node and on a cluster; a replay's lookup of many keys fans out one
 ``MGET`` per slot in one pipeline.
 
 Redis holds only what the in-process ledger holds — ids, enums, flags, counts, the keyed instructions hash and
 keyed 64-bit fingerprints — under ``{prefix}:{key id}:``, the key id being that of the fingerprint key: processes
 with different keys never see each other's entries, so a rotated key makes old entries invisible (they expire),
 never a false signal. Every value is sealed with a MAC under a key derived from the fleet's hash key and checked
-against the API's shapes when read (``ledger_codec``): a value that fails is absent, and counted. An entry read from
+against the API's shapes when read (``_codec``): a value that fails is absent, and counted. An entry read from
 Redis is marked ``shared``: strict mode never refuses a request on it alone.
 
 In-flight detection (``enter``/``leave``, for ``concurrent_branch`` on requests running at the same moment) stays
@@ -400,7 +400,7 @@ class RedisLedger:
         )
         self._closed = False
         self._told = False  # whether a cluster whose topology could not be read was logged
-        self._async: Any = None  # the asynchronous reader (``ledger_prefetch``), made on first use
+        self._async: Any = None  # the asynchronous reader (``_async``), made on first use
         _LIVE.add(self)
 
     # -- setup ---------------------------------------------------------------------------------------------
@@ -699,7 +699,7 @@ class RedisLedger:
             await reader.prefetch(self, view, reads)
 
     def async_reader(self) -> Any:
-        """The asynchronous reader of this ledger (``ledger_prefetch.AsyncReader``), made on first use; None around
+        """The asynchronous reader of this ledger (``_async.AsyncReader``), made on first use; None around
         the app's own client."""
         reader = self._async
         if reader is None and self.urls:  # around the app's own client, its settings are not ours to copy

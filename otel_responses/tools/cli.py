@@ -33,7 +33,7 @@ conversation's turns on one page (report).
 
   demo        runs every scripted scenario (each state mode done right, each context-losing
               mistake) against the built-in emulator and shows what the instrumentation saw.
-  doctor      runs the troubleshooting guide's minimal flow against the emulator or a real endpoint.
+  doctor      runs the minimal troubleshooting flow (one state mode per step) against the emulator or a real endpoint.
   dashboards  writes the dashboard JSON and the alert rule file into a directory, and says how
               to import them.
   report      writes a self-contained HTML page of each conversation's turns and signals from
@@ -128,8 +128,8 @@ def _parser() -> argparse.ArgumentParser:
     doctor = commands.add_parser(
         "doctor",
         help="the minimal troubleshooting flow, step by step",
-        description="Run the troubleshooting guide's minimal flow, one state mode per step, and print PASS or\n"
-        "FAIL with the signals seen and the fix.",
+        description="Run the minimal troubleshooting flow for lost context, one state mode per step, and print\n"
+        "PASS or FAIL with the signals seen and the fix.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

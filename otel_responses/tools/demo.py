@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import secrets
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
@@ -212,6 +213,19 @@ def print_spans(out: TextIO, outcomes: list[Outcome]) -> None:
                     out.write(f"    {key:<50} {shown}\n")
 
 
+_WAKE_EVERY_SECONDS = 0.2
+
+
+def _paused_until_stopped(stop: threading.Event, seconds: float) -> bool:
+    """Wait up to `seconds`; True when `stop` was set. In slices: a signal the kernel hands to another thread
+    does not wake the main thread's lock wait, so one long wait would sleep through Ctrl-C or SIGTERM."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if stop.wait(min(left, _WAKE_EVERY_SECONDS)):
+            return True
+    return stop.is_set()
+
+
 def demo(
     out: TextIO,
     progress: TextIO,
@@ -255,7 +269,7 @@ def demo(
                 break
             progress.write(f"round {rounds} done; next in {interval:g}s (Ctrl-C to stop)\n")
             progress.flush()
-            if stop.wait(interval):
+            if _paused_until_stopped(stop, interval):
                 break
     finally:
         exporters.shutdown()

@@ -1,4 +1,4 @@
-"""``otel-responses doctor``: the troubleshooting guide's minimal flow as one command.
+"""``otel-responses doctor``: the minimal troubleshooting flow for lost context as one command.
 
 Each step uses one state mode on its own, asks a fixed question whose answer shows whether the context
 survived, and reports pass or fail with the signals the instrumentation raised and the fix. Nothing it

@@ -1,7 +1,7 @@
-"""Scripted sessions, each state mode done right and each mistake of DESIGN.md section 1, shared by the
+"""Scripted sessions, each state mode done right and each way a conversation loses context, shared by the
 demo and the tests.
 
-Each follows the acceptance test of the troubleshooting guide: turn 1 gives a marker (and the model
+Each follows the minimal troubleshooting flow for lost context: turn 1 gives a marker (and the model
 privately chooses a code word), turn 2 runs a tool, turn 3 asks for the marker, the tool's result, the
 current constraints and the code word.
 """
