@@ -252,6 +252,28 @@ def test_doctor_reports_a_refused_key(emulator_process: str) -> None:
     assert accepted.returncode == 0, accepted.stdout
 
 
+def test_doctor_names_a_base_url_without_v1_in_one_line(emulator_process: str) -> None:
+    """Each step would get the same 404: one line names the missing path and the URL to give instead."""
+    host = emulator_process.removesuffix("/v1").removeprefix("http://")
+    result = run("doctor", "--base-url", f"http://user:pw-secret@{host}/", env={"OPENAI_API_KEY": "sk-x"})
+    assert result.returncode == 2
+    assert result.stdout == f"otel-responses doctor: {host}, model gpt-5-mini\n"
+    assert result.stderr == (
+        f"otel-responses doctor: {host} answered 404 to POST /responses: the URL's path lacks /v1;"
+        f" give --base-url http://{host}/v1\n"
+    )
+
+
+def test_doctor_names_a_base_url_with_no_api_behind_it(emulator_process: str) -> None:
+    host = emulator_process.removesuffix("/v1").removeprefix("http://")
+    result = run("doctor", "--base-url", f"{emulator_process}/elsewhere", env={"OPENAI_API_KEY": "sk-x"})
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"otel-responses doctor: {host} answered 404 to POST /v1/elsewhere/responses: no Responses API at this URL;"
+        " give --base-url the URL an OpenAI client takes as its base_url\n"
+    )
+
+
 def test_doctor_reports_an_unreachable_endpoint() -> None:
     result = run("doctor", "--base-url", f"http://127.0.0.1:{free_port()}/v1", env={"OPENAI_API_KEY": "sk-x"})
     assert result.returncode == 3

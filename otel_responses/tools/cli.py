@@ -43,7 +43,8 @@ conversation's turns on one page (report).
 EPILOG = """\
 exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected (dashboards: a file
 in DIR differs, so nothing was written, or DIR cannot be written; report: an INPUT could not be
-read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage;
+read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage
+(doctor: no API at --base-url, which answered 404, a URL without /v1 say);
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
 (the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
@@ -187,6 +188,16 @@ def _endpoint(base_url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
+def _no_api_hint(base_url: str) -> str:
+    """What to do about a base URL with no Responses API behind it, credentials left out of the URL named."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if "v1" not in path.split("/"):
+        fixed = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{path}/v1"
+        return f"the URL's path lacks /v1; give --base-url {fixed}"
+    return "no Responses API at this URL; give --base-url the URL an OpenAI client takes as its base_url"
+
+
 def _unreachable(url: str, timeout: float = REACH_TIMEOUT) -> str | None:
     """Why a TCP connection to the URL's host and port fails, or None: checked up front, because the OTLP
     exporters would otherwise retry for seconds in the background and the run would still end in success."""
@@ -267,7 +278,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from ..emulator import Emulator
     from ..instrumentor import ResponsesInstrumentor
-    from .doctor import Refused, Unreachable, diagnose
+    from .doctor import NoApi, Refused, Unreachable, diagnose
 
     emulator: Emulator | None = None
     if args.base_url:
@@ -294,6 +305,9 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except Refused as error:
         err.write(f"otel-responses doctor: {where} refused the key ({error}); check OPENAI_API_KEY\n")
         return EXIT_REFUSED
+    except NoApi as error:
+        err.write(f"otel-responses doctor: {where} answered 404 to {error}: {_no_api_hint(base_url)}\n")
+        return EXIT_USAGE
     finally:
         instrumentor.uninstrument()
         client.close()
