@@ -134,6 +134,26 @@ def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
     assert "every healthy session kept its context" in out
 
 
+def test_demo_names_its_metrics_url_and_that_it_ends_without_serve() -> None:
+    port = free_port()
+    result = run("demo", "--prometheus-port", str(port))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"metrics on http://127.0.0.1:{port}/metrics until this run ends; give --serve to keep serving them"
+        " for a scraper\n" in result.stderr
+    )
+
+
+def test_demo_names_a_prometheus_port_in_use() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("demo", "--prometheus-port", str(port), timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"otel-responses demo: port {port} (--prometheus-port) is in use\n"
+
+
 def _read_until(process: subprocess.Popen[str], text: str, timeout: float = 60) -> str:
     """Read the process's standard error (where progress goes) through a line containing `text`; return it all."""
     assert process.stderr is not None

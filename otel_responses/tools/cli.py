@@ -6,6 +6,7 @@ The help text is written here in plain words, not taken from docstrings: argpars
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
@@ -241,10 +242,8 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             where = _endpoint(args.otlp_endpoint)
             err.write(f"otel-responses demo: cannot reach the OTLP endpoint {where} ({reason})\n")
             return EXIT_UNREACHABLE
-    from .demo import Exporters, ReportNotWritten, demo
+    from .demo import Exporters, MetricsPortUnavailable, ReportNotWritten, demo
 
-    if args.serve and args.prometheus_port:
-        err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
     exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
     try:
         ok = demo(
@@ -260,7 +259,11 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ReportNotWritten as error:
         err.write(f"otel-responses demo: cannot write the report {error.filename}: {error.strerror or error}\n")
         return EXIT_FAILED
-    except OSError as error:  # a port already taken, say
+    except MetricsPortUnavailable as error:
+        reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
+        err.write(f"otel-responses demo: port {error.port} (--prometheus-port) {reason}\n")
+        return EXIT_USAGE
+    except OSError as error:
         err.write(f"otel-responses demo: {error.strerror or error}\n")
         return EXIT_USAGE
     if exporters.export_failed:
