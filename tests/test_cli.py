@@ -105,6 +105,25 @@ def test_demo_exports_over_otlp() -> None:
     assert b"marker is" not in traces + metrics
 
 
+@pytest.mark.parametrize("signal_path", ["/v1/traces", "/v1/metrics/"])
+def test_demo_takes_a_signal_url_as_the_otlp_base_and_says_so(signal_path: str) -> None:
+    _Collector.received = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    where = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        result = run("demo", "--otlp-endpoint", f"http://user:pw-secret@{where}{signal_path}")
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert sorted(_Collector.received) == ["/v1/metrics", "/v1/traces"]
+    assert result.stderr.startswith(
+        f"otel-responses demo: --otlp-endpoint takes the base URL, so its {signal_path.rstrip('/')} is dropped:"
+        f" traces go to {where}/v1/traces, metrics to {where}/v1/metrics\n"
+    )
+    assert "pw-secret" not in result.stdout + result.stderr
+
+
 def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
     port = free_port()
     process = subprocess.Popen(

@@ -116,7 +116,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--spans", action="store_true", help="also print each span's openai_responses.* attributes")
     demo.add_argument("--console", action="store_true", help="print every span as the console exporter does")
-    demo.add_argument("--otlp-endpoint", type=_url, metavar="URL", help="export traces and metrics over OTLP/HTTP")
+    demo.add_argument(
+        "--otlp-endpoint",
+        type=_url,
+        metavar="URL",
+        help="export traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics (a URL given with"
+        " either path is taken as its base)",
+    )
     demo.add_argument(
         "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
     )
@@ -189,6 +195,21 @@ def _endpoint(base_url: str) -> str:
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
 
 
+OTLP_SIGNAL_PATHS = ("/v1/traces", "/v1/metrics")
+
+
+def _otlp_base(url: str) -> tuple[str, str | None]:
+    """The base URL the signal paths are appended to (as OTEL_EXPORTER_OTLP_ENDPOINT is), and the signal path
+    dropped from it: a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's form) would be posted to at
+    .../v1/traces/v1/traces otherwise."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    for signal_path in OTLP_SIGNAL_PATHS:
+        if path.endswith(signal_path):
+            return parts._replace(path=path.removesuffix(signal_path)).geturl(), signal_path
+    return url, None
+
+
 def _no_api_hint(base_url: str) -> str:
     """What to do about a base URL with no Responses API behind it, credentials left out of the URL named."""
     parts = urlsplit(base_url)
@@ -237,6 +258,13 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.serve:
         _stop_on_signals(stop)
     if args.otlp_endpoint:
+        args.otlp_endpoint, dropped = _otlp_base(args.otlp_endpoint)
+        if dropped is not None:
+            where = _endpoint(args.otlp_endpoint) + urlsplit(args.otlp_endpoint).path
+            err.write(
+                f"otel-responses demo: --otlp-endpoint takes the base URL, so its {dropped} is dropped:"
+                f" traces go to {where}/v1/traces, metrics to {where}/v1/metrics\n"
+            )
         reason = _unreachable(args.otlp_endpoint)
         if reason is not None:
             where = _endpoint(args.otlp_endpoint)
