@@ -408,10 +408,29 @@ def test_the_blocker_really_blocks(tmp_path: Path) -> None:
     assert "ModuleNotFoundError: No module named 'openai'" in result.stderr
 
 
-def test_version_prints_the_package_version() -> None:
-    result = run("--version", timeout=60)
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_prints_the_package_version(flag: str) -> None:
+    result = run(flag, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"otel-responses {__version__}"
+    assert result.stdout == f"otel-responses {__version__}\n"
+
+
+def test_no_command_shows_the_help_and_exits_2() -> None:
+    result = run(timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == run("--help", timeout=60).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "prog"),
+    [(["--bogus"], "otel-responses"), (["demo", "--bogus"], "otel-responses demo")],
+    ids=["top", "demo"],
+)
+def test_an_unknown_flag_is_named_with_where_the_help_is(args: list[str], prog: str) -> None:
+    result = run(*args, timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"usage: {prog} [-h] ")
+    assert result.stderr.endswith(f"{prog}: error: unrecognized arguments: --bogus\nsee '{prog} --help'\n")
 
 
 @pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["top", "demo", "doctor"])

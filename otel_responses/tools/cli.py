@@ -13,8 +13,8 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from ..version import __version__, install_hint
@@ -97,15 +97,26 @@ def _name(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage line and error, then where the help is (each command's parser is one of these too)."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
         prog="otel-responses",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    # Not required: with no command the whole help is shown (argparse would say "arguments are required").
+    commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser(
         "demo",
         help="run every scripted scenario against the built-in emulator",
@@ -164,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     from .report.command import add_parser
 
     add_parser(commands)
+    parser.commands = commands.choices
     return parser
 
 
@@ -379,7 +391,13 @@ def _quiet(unraisable: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, whose usage line and help are the ones to read
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     missing = _missing_module(_needed_modules(args))
     if missing is not None:
         sys.stderr.write(
