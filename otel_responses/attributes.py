@@ -57,6 +57,9 @@ ZDR: Final = "openai_responses.zdr"
 # Set (true) when a shared ledger could not be read for this call: its checks used local knowledge only.
 LEDGER_UNAVAILABLE: Final = "openai_responses.ledger.unavailable"
 # Lineage (see lineage.py): the call's turn, its lineage's id (span attributes) and a turn-depth bucket (metrics).
+# A turn is one response of the chain, counted from 1: every call that continues a response is the next turn, a call
+# that only carries a tool's output back included, so a question answered after one tool call takes two turns. It
+# counts the responses of the chain, not the user's messages; the depth buckets it (1, 2-4, 5-16, 17+).
 TURN: Final = "openai_responses.turn"
 LINEAGE_ID: Final = "openai_responses.lineage.id"
 TURN_DEPTH: Final = "openai_responses.turn.depth"

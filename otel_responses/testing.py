@@ -15,6 +15,7 @@ conversations (under the test's ``tmp_path``, or ``--otel-responses-report-dir``
 from __future__ import annotations
 
 import difflib
+import inspect
 import re
 import tempfile
 from collections.abc import Generator, Iterable, Iterator, Mapping
@@ -194,14 +195,21 @@ def responses_client(responses_emulator: Emulator) -> Iterator[openai.OpenAI]:
 
 
 @pytest.fixture
-def responses_async_client(responses_emulator: Emulator) -> Iterator[openai.AsyncOpenAI]:
+def responses_async_client(
+    responses_emulator: Emulator, request: pytest.FixtureRequest
+) -> Iterator[openai.AsyncOpenAI]:
     """An ``openai.AsyncOpenAI`` for the emulator; closed after the test.
+
+    pytest runs no ``async def`` test by itself: mark the test ``@pytest.mark.anyio`` (anyio's pytest plugin comes
+    with anyio, which openai depends on) or, with pytest-asyncio, ``@pytest.mark.asyncio``. An async test with
+    neither marker fails at setup with a message that says so. A plain test can call it through ``asyncio.run``.
 
     It keeps no connection open between requests, so one client works across event loops (``asyncio.run`` in a
     plain test, or an async test under pytest-asyncio or anyio) and is closed cleanly after the test.
     """
     import asyncio
 
+    _require_async_runner(request, "responses_async_client")
     _require_openai("responses_async_client")
     client = responses_emulator.async_client(default_headers={"Connection": "close"})
     try:
@@ -221,6 +229,30 @@ def responses_telemetry() -> Iterator[CapturedTelemetry]:
     ``with capture(strict=True) as telemetry:`` in the test instead."""
     with capture() as telemetry:
         yield telemetry
+
+
+_ASYNC_MARKERS = ("anyio", "asyncio", "trio")
+
+
+def _require_async_runner(request: pytest.FixtureRequest, needed_by: str) -> None:
+    """Fail an ``async def`` test that no plugin will run, at setup and saying what to add: pytest's own message
+    ("async def functions are not natively supported", install anyio) misleads where anyio is installed."""
+    function = getattr(request, "function", None)
+    if function is None or not inspect.iscoroutinefunction(function):
+        return
+    if any(request.node.get_closest_marker(name) for name in _ASYNC_MARKERS) or "anyio_backend" in request.fixturenames:
+        return
+    try:
+        if request.config.getini("asyncio_mode") == "auto":  # pytest-asyncio runs every async test
+            return
+    except ValueError:  # no pytest-asyncio
+        pass
+    pytest.fail(
+        f"{request.node.name} is an async test with no async marker, so pytest would not run it: mark it"
+        " @pytest.mark.anyio (anyio's pytest plugin comes with openai) or, with pytest-asyncio,"
+        f" @pytest.mark.asyncio; {needed_by} works in either",
+        pytrace=False,
+    )
 
 
 def _require_openai(needed_by: str) -> None:

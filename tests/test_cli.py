@@ -105,6 +105,25 @@ def test_demo_exports_over_otlp() -> None:
     assert b"marker is" not in traces + metrics
 
 
+@pytest.mark.parametrize("signal_path", ["/v1/traces", "/v1/metrics/"])
+def test_demo_takes_a_signal_url_as_the_otlp_base_and_says_so(signal_path: str) -> None:
+    _Collector.received = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    where = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        result = run("demo", "--otlp-endpoint", f"http://user:pw-secret@{where}{signal_path}")
+    finally:
+        server.shutdown()
+    assert result.returncode == 0, result.stderr
+    assert sorted(_Collector.received) == ["/v1/metrics", "/v1/traces"]
+    assert result.stderr.startswith(
+        f"otel-responses demo: --otlp-endpoint takes the base URL, so its {signal_path.rstrip('/')} is dropped:"
+        f" traces go to {where}/v1/traces, metrics to {where}/v1/metrics\n"
+    )
+    assert "pw-secret" not in result.stdout + result.stderr
+
+
 def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
     port = free_port()
     process = subprocess.Popen(
@@ -132,6 +151,26 @@ def test_demo_serves_metrics_for_scraping_until_stopped() -> None:
         out, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert "every healthy session kept its context" in out
+
+
+def test_demo_names_its_metrics_url_and_that_it_ends_without_serve() -> None:
+    port = free_port()
+    result = run("demo", "--prometheus-port", str(port))
+    assert result.returncode == 0, result.stderr
+    assert (
+        f"metrics on http://127.0.0.1:{port}/metrics until this run ends; give --serve to keep serving them"
+        " for a scraper\n" in result.stderr
+    )
+
+
+def test_demo_names_a_prometheus_port_in_use() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run("demo", "--prometheus-port", str(port), timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"otel-responses demo: port {port} (--prometheus-port) is in use\n"
 
 
 def _read_until(process: subprocess.Popen[str], text: str, timeout: float = 60) -> str:
@@ -252,6 +291,28 @@ def test_doctor_reports_a_refused_key(emulator_process: str) -> None:
     assert accepted.returncode == 0, accepted.stdout
 
 
+def test_doctor_names_a_base_url_without_v1_in_one_line(emulator_process: str) -> None:
+    """Each step would get the same 404: one line names the missing path and the URL to give instead."""
+    host = emulator_process.removesuffix("/v1").removeprefix("http://")
+    result = run("doctor", "--base-url", f"http://user:pw-secret@{host}/", env={"OPENAI_API_KEY": "sk-x"})
+    assert result.returncode == 2
+    assert result.stdout == f"otel-responses doctor: {host}, model gpt-5-mini\n"
+    assert result.stderr == (
+        f"otel-responses doctor: {host} answered 404 to POST /responses: the URL's path lacks /v1;"
+        f" give --base-url http://{host}/v1\n"
+    )
+
+
+def test_doctor_names_a_base_url_with_no_api_behind_it(emulator_process: str) -> None:
+    host = emulator_process.removesuffix("/v1").removeprefix("http://")
+    result = run("doctor", "--base-url", f"{emulator_process}/elsewhere", env={"OPENAI_API_KEY": "sk-x"})
+    assert result.returncode == 2
+    assert result.stderr == (
+        f"otel-responses doctor: {host} answered 404 to POST /v1/elsewhere/responses: no Responses API at this URL;"
+        " give --base-url the URL an OpenAI client takes as its base_url\n"
+    )
+
+
 def test_doctor_reports_an_unreachable_endpoint() -> None:
     result = run("doctor", "--base-url", f"http://127.0.0.1:{free_port()}/v1", env={"OPENAI_API_KEY": "sk-x"})
     assert result.returncode == 3
@@ -347,10 +408,29 @@ def test_the_blocker_really_blocks(tmp_path: Path) -> None:
     assert "ModuleNotFoundError: No module named 'openai'" in result.stderr
 
 
-def test_version_prints_the_package_version() -> None:
-    result = run("--version", timeout=60)
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_prints_the_package_version(flag: str) -> None:
+    result = run(flag, timeout=60)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"otel-responses {__version__}"
+    assert result.stdout == f"otel-responses {__version__}\n"
+
+
+def test_no_command_shows_the_help_and_exits_2() -> None:
+    result = run(timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == run("--help", timeout=60).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "prog"),
+    [(["--bogus"], "otel-responses"), (["demo", "--bogus"], "otel-responses demo")],
+    ids=["top", "demo"],
+)
+def test_an_unknown_flag_is_named_with_where_the_help_is(args: list[str], prog: str) -> None:
+    result = run(*args, timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith(f"usage: {prog} [-h] ")
+    assert result.stderr.endswith(f"{prog}: error: unrecognized arguments: --bogus\nsee '{prog} --help'\n")
 
 
 @pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["top", "demo", "doctor"])

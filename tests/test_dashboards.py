@@ -192,13 +192,13 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
         "Latency p50 / p95 / p99 by model",
         "Errors by error.type",
         "Spans that lost context (Tempo)",
-        "Signals by turn depth",
-        "Share of calls with context loss by turn depth",
-        "Context loss by turn depth (selected range)",
+        "Signals by depth in the chain",
+        "Share of calls with context loss by depth in the chain",
+        "Context loss by depth in the chain (selected range)",
         "Cost (selected range)",
         "Cost per hour by model",
         "Share saved by cached input",
-        "Turns of the conversation (Tempo)",
+        "Responses of the conversation, tool round trips included (Tempo)",
     ):
         assert title in titles
     variables = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
@@ -252,7 +252,7 @@ def test_tempo_panel_lists_spans_with_context_loss_and_links_to_the_drill_down()
 
 
 def test_drill_down_lists_the_turns_of_one_conversation_in_order() -> None:
-    panel = _tempo_panels()["Turns of the conversation (Tempo)"]
+    panel = _tempo_panels()["Responses of the conversation, tool round trips included (Tempo)"]
     [target] = panel["targets"]
     assert target["queryType"] == "traceql"
     assert target["tableType"] == "spans"
@@ -739,8 +739,8 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
             "Cost (selected range)",
             "Cost per hour by model",
             "Share saved by cached input",
-            "Share of calls with context loss by turn depth",
-            "Context loss by turn depth (selected range)",
+            "Share of calls with context loss by depth in the chain",
+            "Context loss by depth in the chain (selected range)",
             "Token usage",
             "Cache hit ratio",
             "Latency p50 / p95 / p99 by model",

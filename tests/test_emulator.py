@@ -8,8 +8,10 @@ import json
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -620,3 +622,103 @@ def test_cli_serves_and_prints_base_url() -> None:
         process.terminate()
         process.communicate(timeout=10)
     assert process.returncode == 0
+
+
+def _emulator_command(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "otel_responses.emulator", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@pytest.mark.parametrize("value", [None, "", "  "], ids=["unset", "empty", "blank"])
+def test_cli_refuses_to_start_with_an_api_key_variable_that_is_not_set(value: str | None) -> None:
+    """Started, it would accept every key, while its help promises it refuses all but one."""
+    env = {k: v for k, v in os.environ.items() if k != "EMULATOR_TEST_KEY"}
+    if value is not None:
+        env["EMULATOR_TEST_KEY"] = value
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_responses.emulator", "--api-key-env", "EMULATOR_TEST_KEY"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.startswith("usage: python -m otel_responses.emulator ")
+    assert result.stderr.endswith(
+        "python -m otel_responses.emulator: error: --api-key-env EMULATOR_TEST_KEY: the variable is not set;"
+        " set it to the key to accept\n"
+    )
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "65536"])
+def test_cli_says_in_one_line_that_a_port_is_out_of_range(port: str) -> None:
+    result = _emulator_command("--port", port)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"otel-responses emulator: port {port} is out of range (1-65535)\n"
+
+
+def test_cli_says_in_one_line_that_a_port_is_in_use() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = _emulator_command("--port", str(port))
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr == f"otel-responses emulator: port {port} is in use\n"
+
+
+def _reset_midway(port: int, request: bytes) -> None:
+    """Send `request`, then end the connection with a TCP reset (SO_LINGER 0), as a killed client does."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        time.sleep(0.2)  # the handler is reading (or writing) by now
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def test_cli_says_nothing_when_a_client_resets_its_connection() -> None:
+    port = _free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "otel_responses.emulator", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        base_url = process.stdout.readline().strip()
+        head = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        _reset_midway(port, head + b'Content-Length: 1000\r\n\r\n{"model"')  # reset while the body is read
+        body = json.dumps({"model": MODEL, "input": "The marker is r-1. " * 2000, "stream": True}).encode()
+        _reset_midway(port, head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)  # while it writes
+        with openai.OpenAI(base_url=base_url, api_key="x", max_retries=0) as sdk:  # still serving
+            assert sdk.responses.create(model=MODEL, input="The marker is r-2.").output_text == "Noted marker r-2."
+    finally:
+        process.terminate()
+        _, err = process.communicate(timeout=10)
+    assert err == "otel-responses emulator running; press Ctrl-C to stop\n"
+
+
+def test_other_handler_errors_are_still_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    with Emulator() as emulator:
+        server = emulator._running()
+        for quiet in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+            try:
+                raise quiet
+            except OSError:
+                server.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise RuntimeError("a handler's own mistake")
+        except RuntimeError:
+            server.handle_error(None, ("127.0.0.1", 1))
+    err = capsys.readouterr().err
+    assert "Exception occurred during processing of request from ('127.0.0.1', 1)" in err
+    assert "RuntimeError: a handler's own mistake" in err

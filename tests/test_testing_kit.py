@@ -270,6 +270,56 @@ def test_async_client_works_across_event_loops_and_is_closed_after_the_test(
     assert len(responses_telemetry.chat_spans()) == 2
 
 
+ASYNC_TESTS = """\
+import pytest
+
+pytestmark = MODULE_MARK
+
+
+async def ask(client):
+    return (await client.responses.create(model="gpt-5.4", input="Remember this: the marker is A-1.")).output_text
+
+
+async def test_unmarked(responses_async_client):
+    assert await ask(responses_async_client) == "Noted marker A-1."
+
+
+@pytest.mark.anyio
+async def test_marked(responses_async_client):
+    assert await ask(responses_async_client) == "Noted marker A-1."
+
+
+def test_plain(responses_async_client):
+    import asyncio
+
+    assert asyncio.run(ask(responses_async_client)) == "Noted marker A-1."
+"""
+
+
+def test_an_async_test_without_a_marker_is_told_to_add_one(tmp_path: Path) -> None:
+    """pytest's own failure says to install anyio, which is installed (openai depends on it): the marker is missing."""
+    file = tmp_path / "test_async_app.py"
+    file.write_text(ASYNC_TESTS.replace("MODULE_MARK", "[]"))
+    result = run_pytest(tmp_path, file)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert re.search(r"^2 passed, 1 error in ", result.stdout, re.M), result.stdout
+    assert "ERROR at setup of test_unmarked" in result.stdout
+    assert (
+        "\ntest_unmarked is an async test with no async marker, so pytest would not run it: mark it"
+        " @pytest.mark.anyio (anyio's pytest plugin comes with openai) or, with pytest-asyncio,"
+        " @pytest.mark.asyncio; responses_async_client works in either\n" in result.stdout
+    )
+    assert "not natively supported" not in result.stdout
+
+
+def test_a_module_wide_async_marker_is_enough(tmp_path: Path) -> None:
+    file = tmp_path / "test_async_app.py"
+    file.write_text(ASYNC_TESTS.replace("MODULE_MARK", "pytest.mark.anyio"))
+    result = run_pytest(tmp_path, file)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^3 passed in ", result.stdout, re.M), result.stdout
+
+
 def test_sync_client_points_at_the_session_emulator(responses_client: openai.OpenAI, emulator: Any) -> None:
     assert str(responses_client.base_url).rstrip("/") == emulator.base_url
     assert responses_client.max_retries == 0

@@ -24,12 +24,13 @@ def conversation() -> Section:
         f"Conversation ${LINEAGE}",
         [
             table.Panel()
-            .title("Turns of the conversation (Tempo)")
+            .title("Responses of the conversation, tool round trips included (Tempo)")
             .description(
-                "Every turn of the conversation named in the Lineage id box, in order (openai_responses.turn, 1 "
-                "for the first): its state mode, the signals it raised, whether it lost context, and its input and "
-                "output tokens. Each turn is its own trace; each chat span also links (span link) to the span of "
-                "the turn it continues. Click a trace id to open a turn."
+                "Every response of the conversation named in the Lineage id box, in order (openai_responses.turn, "
+                "1 for the first; a call that only carries a tool's output back is a turn of its own): its state "
+                "mode, the signals it raised, whether it lost context, and its input and output tokens. Each turn "
+                "is its own trace; each chat span also links (span link) to the span of the turn it continues. "
+                "Click a trace id to open a turn."
             )
             .datasource(TEMPO)
             .with_target(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m otel_responses.emulator",
         description="Serve a local, deterministic OpenAI Responses API emulator.",
     )
-    parser.add_argument("--port", type=int, default=0, help="TCP port (default: a free port)")
+    parser.add_argument("--port", type=int, default=0, help="TCP port, 1-65535 (default: a free port)")
     parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS, help="loopback only")
     parser.add_argument("--seed", default=EmulatorConfig.seed, help="seed for ids and code words")
     parser.add_argument(
@@ -28,15 +29,40 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="a compatible server's habit: two reasoning items under one id per reasoning turn",
     )
-    parser.add_argument("--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable")
+    parser.add_argument(
+        "--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable (it must be set)"
+    )
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     return parser
 
 
+PREFIX = "otel-responses emulator"
+EXIT_USAGE = 2  # as argparse exits for a bad argument
+
+
+def _listening(emulator: Emulator, port: int) -> str | None:
+    """Start it; why it cannot listen on the port otherwise, in a line (not a traceback)."""
+    try:
+        emulator.start()
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            return f"port {port} is in use"
+        return f"cannot listen on port {port}: {error.strerror or error}"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first."""
-    args = _parser().parse_args(argv)
-    required_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    parser = _parser()
+    args = parser.parse_args(argv)
+    required_key = None
+    if args.api_key_env is not None:
+        required_key = os.environ.get(args.api_key_env)
+        if not (required_key or "").strip():  # unset, it would mean that every key is accepted
+            parser.error(f"--api-key-env {args.api_key_env}: the variable is not set; set it to the key to accept")
+    if not 0 <= args.port <= 65535:  # 0: a free port
+        sys.stderr.write(f"{PREFIX}: port {args.port} is out of range (1-65535)\n")
+        return EXIT_USAGE
     config = EmulatorConfig(
         seed=args.seed,
         drop_context=args.drop_context,
@@ -50,9 +76,14 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGINT, _on_signal)  # also when started in the background, where SIGINT is ignored
-    with Emulator(config, port=args.port, host=args.host, verbose=args.verbose) as emulator:
+    emulator = Emulator(config, port=args.port, host=args.host, verbose=args.verbose)
+    reason = _listening(emulator, args.port)
+    if reason is not None:
+        sys.stderr.write(f"{PREFIX}: {reason}\n")
+        return EXIT_USAGE
+    with emulator:
         print(emulator.base_url, flush=True)
-        print("otel-responses emulator running; press Ctrl-C to stop", file=sys.stderr, flush=True)
+        print(f"{PREFIX} running; press Ctrl-C to stop", file=sys.stderr, flush=True)
         try:
             while not stop.wait(0.5):
                 pass

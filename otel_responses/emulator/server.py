@@ -123,6 +123,13 @@ class EmulatorHTTPServer(ThreadingHTTPServer):
         self.server_name = str(host)
         self.server_port = int(port)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that resets or abandons its connection is routine (a timeout, a test that ends, Ctrl-C): say
+        nothing. Any other error in a handler is still reported with its traceback."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
+
     def next_request_id(self) -> str:
         """`req_<hex>`, deterministic in the order requests arrive (restarted by `reset`)."""
         return self.service.ids.new("req")

@@ -6,14 +6,15 @@ The help text is written here in plain words, not taken from docstrings: argpars
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import signal
 import socket
 import sys
 import threading
-from collections.abc import Sequence
-from typing import Any, TextIO
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
 from ..version import __version__, install_hint
@@ -43,7 +44,8 @@ conversation's turns on one page (report).
 EPILOG = """\
 exit codes: 0 all as expected; 1 a step failed or an outcome was unexpected (dashboards: a file
 in DIR differs, so nothing was written, or DIR cannot be written; report: an INPUT could not be
-read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage;
+read in full or FILE cannot be written; demo: --report FILE cannot be written); 2 bad usage
+(doctor: no API at --base-url, which answered 404, a URL without /v1 say);
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
 (the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
@@ -95,15 +97,26 @@ def _name(text: str) -> str:
     return text
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class _Parser(argparse.ArgumentParser):
+    """argparse's usage line and error, then where the help is (each command's parser is one of these too)."""
+
+    commands: Mapping[str, argparse.ArgumentParser]
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\nsee '{self.prog} --help'\n")
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
         prog="otel-responses",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
+    # Not required: with no command the whole help is shown (argparse would say "arguments are required").
+    commands = parser.add_subparsers(dest="command")
     demo = commands.add_parser(
         "demo",
         help="run every scripted scenario against the built-in emulator",
@@ -114,7 +127,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--spans", action="store_true", help="also print each span's openai_responses.* attributes")
     demo.add_argument("--console", action="store_true", help="print every span as the console exporter does")
-    demo.add_argument("--otlp-endpoint", type=_url, metavar="URL", help="export traces and metrics over OTLP/HTTP")
+    demo.add_argument(
+        "--otlp-endpoint",
+        type=_url,
+        metavar="URL",
+        help="export traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics (a URL given with"
+        " either path is taken as its base)",
+    )
     demo.add_argument(
         "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
     )
@@ -156,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
     from .report.command import add_parser
 
     add_parser(commands)
+    parser.commands = commands.choices
     return parser
 
 
@@ -185,6 +205,31 @@ def _endpoint(base_url: str) -> str:
     """host:port only: a URL may carry credentials, and the path says nothing useful."""
     parts = urlsplit(base_url)
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
+
+
+OTLP_SIGNAL_PATHS = ("/v1/traces", "/v1/metrics")
+
+
+def _otlp_base(url: str) -> tuple[str, str | None]:
+    """The base URL the signal paths are appended to (as OTEL_EXPORTER_OTLP_ENDPOINT is), and the signal path
+    dropped from it: a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's form) would be posted to at
+    .../v1/traces/v1/traces otherwise."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    for signal_path in OTLP_SIGNAL_PATHS:
+        if path.endswith(signal_path):
+            return parts._replace(path=path.removesuffix(signal_path)).geturl(), signal_path
+    return url, None
+
+
+def _no_api_hint(base_url: str) -> str:
+    """What to do about a base URL with no Responses API behind it, credentials left out of the URL named."""
+    parts = urlsplit(base_url)
+    path = parts.path.rstrip("/")
+    if "v1" not in path.split("/"):
+        fixed = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{path}/v1"
+        return f"the URL's path lacks /v1; give --base-url {fixed}"
+    return "no Responses API at this URL; give --base-url the URL an OpenAI client takes as its base_url"
 
 
 def _unreachable(url: str, timeout: float = REACH_TIMEOUT) -> str | None:
@@ -225,15 +270,20 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.serve:
         _stop_on_signals(stop)
     if args.otlp_endpoint:
+        args.otlp_endpoint, dropped = _otlp_base(args.otlp_endpoint)
+        if dropped is not None:
+            where = _endpoint(args.otlp_endpoint) + urlsplit(args.otlp_endpoint).path
+            err.write(
+                f"otel-responses demo: --otlp-endpoint takes the base URL, so its {dropped} is dropped:"
+                f" traces go to {where}/v1/traces, metrics to {where}/v1/metrics\n"
+            )
         reason = _unreachable(args.otlp_endpoint)
         if reason is not None:
             where = _endpoint(args.otlp_endpoint)
             err.write(f"otel-responses demo: cannot reach the OTLP endpoint {where} ({reason})\n")
             return EXIT_UNREACHABLE
-    from .demo import Exporters, ReportNotWritten, demo
+    from .demo import Exporters, MetricsPortUnavailable, ReportNotWritten, demo
 
-    if args.serve and args.prometheus_port:
-        err.write(f"metrics on http://127.0.0.1:{args.prometheus_port}/metrics\n")
     exporters = Exporters(args.console, args.otlp_endpoint, args.prometheus_port)
     try:
         ok = demo(
@@ -249,7 +299,11 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except ReportNotWritten as error:
         err.write(f"otel-responses demo: cannot write the report {error.filename}: {error.strerror or error}\n")
         return EXIT_FAILED
-    except OSError as error:  # a port already taken, say
+    except MetricsPortUnavailable as error:
+        reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
+        err.write(f"otel-responses demo: port {error.port} (--prometheus-port) {reason}\n")
+        return EXIT_USAGE
+    except OSError as error:
         err.write(f"otel-responses demo: {error.strerror or error}\n")
         return EXIT_USAGE
     if exporters.export_failed:
@@ -267,7 +321,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     from ..emulator import Emulator
     from ..instrumentor import ResponsesInstrumentor
-    from .doctor import Refused, Unreachable, diagnose
+    from .doctor import NoApi, Refused, Unreachable, diagnose
 
     emulator: Emulator | None = None
     if args.base_url:
@@ -294,6 +348,9 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     except Refused as error:
         err.write(f"otel-responses doctor: {where} refused the key ({error}); check OPENAI_API_KEY\n")
         return EXIT_REFUSED
+    except NoApi as error:
+        err.write(f"otel-responses doctor: {where} answered 404 to {error}: {_no_api_hint(base_url)}\n")
+        return EXIT_USAGE
     finally:
         instrumentor.uninstrument()
         client.close()
@@ -334,7 +391,13 @@ def _quiet(unraisable: object) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser, whose usage line and help are the ones to read
+        parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
     missing = _missing_module(_needed_modules(args))
     if missing is not None:
         sys.stderr.write(

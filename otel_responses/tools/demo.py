@@ -51,6 +51,14 @@ class ReportNotWritten(OSError):
     """The ``--report`` file could not be written (the demo itself ran)."""
 
 
+class MetricsPortUnavailable(OSError):
+    """The ``--prometheus-port`` cannot be listened on (in use, say); nothing has run yet."""
+
+    def __init__(self, port: int, error: OSError) -> None:
+        super().__init__(error.errno, error.strerror)
+        self.port = port
+
+
 def write_report(path: str, outcomes: list[Outcome]) -> None:
     """The report page of one round: each scenario's conversation captioned with the scenario's name."""
     from .report import Options, labels, write_sdk_spans
@@ -130,8 +138,11 @@ class Exporters:
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
             from prometheus_client import start_http_server
 
+            try:
+                started = start_http_server(self.prometheus_port, addr="127.0.0.1")
+            except OSError as error:
+                raise MetricsPortUnavailable(self.prometheus_port, error) from error
             readers.append(PrometheusMetricReader())
-            started = start_http_server(self.prometheus_port, addr="127.0.0.1")
             if isinstance(started, tuple):  # prometheus_client >= 0.17 returns (server, thread)
                 self._shutdown.append(started[0].shutdown)
         meter_provider = MeterProvider(resource=resource, metric_readers=readers)
@@ -213,6 +224,7 @@ def print_spans(out: TextIO, outcomes: list[Outcome]) -> None:
                     out.write(f"    {key:<50} {shown}\n")
 
 
+METRICS_HINT = "give --serve to keep serving them for a scraper"
 _WAKE_EVERY_SECONDS = 0.2
 
 
@@ -240,6 +252,11 @@ def demo(
     """Run the workload (repeatedly with `serve`, until `stop` is set); True when every outcome was as expected.
     ``report``: where to write the HTML report of the first round."""
     tracer_provider, meter_provider, memory = exporters.providers(out)
+    if exporters.prometheus_port is not None:
+        url = f"http://127.0.0.1:{exporters.prometheus_port}/metrics"
+        # Without --serve the process exits after its one round (seconds): too soon for a scraper.
+        progress.write(f"metrics on {url}\n" if serve else f"metrics on {url} until this run ends; {METRICS_HINT}\n")
+        progress.flush()
     stop = stop or threading.Event()
     ok = True
     rounds = 0

@@ -39,6 +39,11 @@ class Refused(Exception):
     """The endpoint refused the key."""
 
 
+class NoApi(Exception):
+    """The first request got a 404 that names no API error: nothing answers the Responses API at the base URL
+    (a `--base-url` without its `/v1`, say). Every later step would fail the same way, so the run stops there."""
+
+
 @dataclass
 class Check:
     """What a step found: whether the context survived, and what it would take to fix."""
@@ -220,7 +225,7 @@ def _loss_signals(spans: Any) -> list[str]:
     return names
 
 
-def _run_step(step: Step, probe: Probe) -> Check:
+def _run_step(step: Step, probe: Probe, *, first: bool = False) -> Check:
     import openai
 
     try:
@@ -230,6 +235,8 @@ def _run_step(step: Step, probe: Probe) -> Check:
     except openai.APIConnectionError as error:
         raise Unreachable(type(error).__name__) from None
     except openai.APIStatusError as error:
+        if first and error.status_code == 404 and not isinstance(error.code, str):  # `model_not_found` has a code
+            raise NoApi(f"{error.request.method} {error.request.url.path}") from None
         code = error.code if isinstance(error.code, str) else str(error.status_code)
         return Check(False, f"the API refused a request ({code})", "see the signals and their fixes")
 
@@ -240,7 +247,7 @@ def diagnose(client: OpenAI, model: str, memory: Any, out: TextIO) -> list[Resul
     width = max(len(s.name) for s in STEPS)
     for number, step in enumerate(STEPS, 1):
         memory.clear()
-        check = _run_step(step, Probe(client, model))
+        check = _run_step(step, Probe(client, model), first=number == 1)
         signals = _loss_signals(memory.get_finished_spans())
         fix = check.fix or (CATALOGUE[signals[0]].fix if signals else "")
         if not check.passed and signals and check.fix == "see the signals and their fixes":
