@@ -454,3 +454,20 @@ def test_console_auto_instrumentation_example_prints_spans(tmp_path: Path) -> No
     assert '"openai_responses.state.mode": "single_turn"' in result.stdout  # the span, from this package
     assert '"name": "openai_responses.calls"' in result.stdout  # and the metrics
     assert "Traceback" not in result.stderr
+
+
+def test_pre_commit_runs_ruff_and_mypy_as_ci_does() -> None:
+    hooks = {
+        hook["id"]: (repo["repo"], hook)
+        for repo in yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text())["repos"]
+        for hook in repo["hooks"]
+    }
+    assert hooks["ruff-check"][0] == "https://github.com/astral-sh/ruff-pre-commit"
+    assert hooks["ruff-format"][1]["args"] == ["--check"]
+    mypy = hooks["mypy"][1]
+    assert mypy["entry"] == ".venv/bin/mypy --strict"
+    assert mypy["pass_filenames"] is False  # the files of pyproject.toml, as .ci/run checks them
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert ".venv/bin/mypy --strict" in ci
+    assert "NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .ci/site" in ci
+    assert ".venv/bin/twine check --strict dist/*" in ci
