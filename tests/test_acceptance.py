@@ -1,5 +1,5 @@
-"""The troubleshooting guide's acceptance tests: three turns per state mode done right and done wrong,
-strict mode, a long session with compaction, and concurrency."""
+"""Acceptance tests of the troubleshooting flow (docs/troubleshooting.md): three turns per state mode done right and
+done wrong, strict mode, a long session with compaction, and concurrency."""
 
 from __future__ import annotations
 
