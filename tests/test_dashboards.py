@@ -551,6 +551,14 @@ def test_compose_stack_provisions_collector_prometheus_tempo_and_grafana() -> No
     assert any(v.endswith(f"{dashboard_dir}/context-health.json:ro") for v in services["grafana"]["volumes"])
 
 
+def test_the_grafana_page_lists_every_alert_with_its_severity() -> None:
+    table = GRAFANA_PAGE.split("\n## The alert rules\n", 1)[1].split("\n#", 1)[0]
+    rows = {
+        row.split(" | ")[0].strip("| `"): row.split(" | ")[2] for row in table.splitlines() if row.startswith("| `")
+    }
+    assert rows == {rule["alert"]: rule["labels"]["severity"] for rule in ALERT_RULES}
+
+
 def test_the_grafana_page_shows_the_stack_commands() -> None:
     assert "docker compose -f dashboards/stack/compose.yaml up" in GRAFANA_PAGE
     assert "otel-responses demo --otlp-endpoint http://127.0.0.1:4318 --serve" in GRAFANA_PAGE
