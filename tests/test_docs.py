@@ -410,6 +410,20 @@ def test_every_signal_has_an_example_and_a_near_miss() -> None:
     assert sorted((n, w) for n, w, _ in examples) == sorted((n, w) for n in CATALOGUE for w in ("raises", "near miss"))
 
 
+def test_the_price_tables_on_the_records_page_load(tmp_path: Path) -> None:
+    """The JSON and TOML examples of a price table are tables `prices=` accepts, with the prices they show."""
+    from otel_responses._telemetry.pricing import load_prices
+
+    cost = _section("records.md", "Cost")
+    (json_table,) = _blocks(cost, "json")
+    (toml_table,) = _blocks(cost, "toml")
+    for suffix, text in ((".json", json_table), (".toml", toml_table)):
+        path = tmp_path / f"prices{suffix}"
+        path.write_text(text)
+        assert load_prices(path) is not None, suffix
+    assert json.loads(json_table)["models"]["gpt-4o"]["input"] == 2.50
+
+
 def test_emulator_example_runs() -> None:
     example = next(code for code in _blocks(PAGES["emulator.md"], "python") if "Emulator()" in code)
     namespace: dict[str, object] = {}
