@@ -146,6 +146,7 @@ def test_site_builds_strictly_with_every_page_in_the_nav(site: Path) -> None:
     titles = [title for title, _ in _nav(MKDOCS["nav"])]
     assert titles.index("Grafana and alerts") < titles.index("The emulator")
     assert (site / "search" / "search_index.json").exists()  # search runs in the browser, from the site itself
+    assert not [path for path in site.rglob("*.py*")], "the generator (or its bytecode) was published"
 
 
 def test_no_built_page_loads_anything_from_another_host(site: Path) -> None:
