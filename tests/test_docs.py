@@ -146,7 +146,7 @@ def test_site_builds_strictly_with_every_page_in_the_nav(site: Path) -> None:
     titles = [title for title, _ in _nav(MKDOCS["nav"])]
     assert titles.index("Grafana and alerts") < titles.index("The emulator")
     assert (site / "search" / "search_index.json").exists()  # search runs in the browser, from the site itself
-    assert not [path for path in site.rglob("*.py*")], "the generator (or its bytecode) was published"
+    assert not list(site.rglob("*.py*")), "the generator (or its bytecode) was published"
 
 
 def test_no_built_page_loads_anything_from_another_host(site: Path) -> None:
@@ -423,6 +423,30 @@ def test_the_price_tables_on_the_records_page_load(tmp_path: Path) -> None:
         path.write_text(text)
         assert load_prices(path) is not None, suffix
     assert json.loads(json_table)["models"]["gpt-4o"]["input"] == 2.50
+
+
+def test_the_quick_start_shows_the_attributes_its_app_records(emulator: Emulator) -> None:
+    """What "What the spans show" prints of the two spans is what the app's two calls record."""
+    from otel_responses.testing import capture
+
+    page = PAGES["quickstart.md"]
+    app = re.findall(r"<!-- runnable -->\n```python\n(.*?)```", page, re.S)[0]
+    shown = _blocks(_section("quickstart.md", "What the spans show"), "text")
+    assert len(shown) == 2
+    with capture() as telemetry:
+        exec(compile(app.replace(EXAMPLE_URL, emulator.base_url), "docs/quickstart.md", "exec"), {})
+    spans = telemetry.chat_spans()
+    assert len(spans) == 2
+    for span, text in zip(spans, shown, strict=True):
+        attributes_ = dict(span.attributes or {})
+        for line in text.strip().splitlines():
+            key, _, value = line.rstrip(",").partition(": ")
+            expected = json.loads(value)
+            actual = attributes_[json.loads(key)]
+            if isinstance(expected, str) and expected.endswith("…"):
+                assert str(actual).startswith(expected[:-1]), (key, actual)
+            else:
+                assert (list(actual) if isinstance(actual, tuple) else actual) == expected, (key, actual)
 
 
 def test_emulator_example_runs() -> None:
