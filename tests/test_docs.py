@@ -320,6 +320,20 @@ def test_no_page_tells_users_what_they_cannot_do_or_do_not_have() -> None:
                 assert not re.search(r"pip install ['\"]?otel-responses", line), (name, line)
 
 
+def test_troubleshooting_page_follows_the_doctors_steps_and_names_real_signals() -> None:
+    from otel_responses.tools.doctor import STEPS
+
+    page = PAGES["troubleshooting.md"]
+    rows = re.findall(r"^\| (\d+)\. `(\w+)` \|.*\|(.*)\|$", page, re.M)
+    assert [(int(number), name) for number, name, _ in rows] == [(i, s.name) for i, s in enumerate(STEPS, 1)]
+    for _, name, signals in rows:
+        named = re.findall(r"\[`(\w+)`\]\(signals\.md#(\w+)\)", signals)
+        assert named, name
+        assert all(text == anchor and anchor in CATALOGUE for text, anchor in named), (name, named)
+    assert "otel-responses doctor" in page
+    assert "--base-url" in page
+
+
 def test_changelog_top_entry_is_this_version() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     top = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)[0]
