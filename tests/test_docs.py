@@ -463,6 +463,25 @@ def test_the_quick_start_shows_the_attributes_its_app_records(emulator: Emulator
                 assert (list(actual) if isinstance(actual, tuple) else actual) == expected, (key, actual)
 
 
+def test_the_async_kit_example_passes_as_a_users_test(tmp_path: Path) -> None:
+    """The testing page's async example, as a test file of a user's project: the plugin found by its entry point,
+    the test run by anyio's pytest plugin."""
+    (example,) = _blocks(_section("testing.md", "Async apps"), "python")
+    (tmp_path / "test_async_app.py").write_text(example)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_async_app.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^1 passed in ", result.stdout, re.M), result.stdout
+
+
 def test_emulator_example_runs() -> None:
     example = next(code for code in _blocks(PAGES["emulator.md"], "python") if "Emulator()" in code)
     namespace: dict[str, object] = {}
