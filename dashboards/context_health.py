@@ -21,17 +21,18 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableSort,
 )
 
-from dashboards.names import CALLS, MODEL, RUNBOOK_BASE, SERVICE
+from dashboards.names import CALLS, MODEL, SERVICE
 from dashboards.panels import LINEAGE, PROMETHEUS, UID
 from dashboards.rows import ROWS
+from otel_responses.docs_links import DOCS_URL, SIGNALS_PAGE, page_url
 
 #: The Grafana the dashboard is built for: the grafana-foundation-sdk build pinned in pyproject.toml.
 GRAFANA_VERSION = "11.6"
 ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
 
 
-def context_health() -> Dashboard:
-    """The "OpenAI Responses — context health" dashboard."""
+def context_health(docs_url: str = DOCS_URL) -> Dashboard:
+    """The "OpenAI Responses — context health" dashboard; its link to the signals' documentation at ``docs_url``."""
     board = (
         Dashboard("OpenAI Responses — context health")
         .uid(UID)
@@ -48,7 +49,7 @@ def context_health() -> Dashboard:
         .link(
             DashboardLink("Signals: what each one means and how to fix it")
             .type(DashboardLinkType.LINK)
-            .url(f"{RUNBOOK_BASE}#signals")
+            .url(page_url(SIGNALS_PAGE, "signals", docs_url))
             .icon("doc")
             .target_blank(True)
         )
@@ -101,5 +102,8 @@ def context_health() -> Dashboard:
     return board
 
 
-def render_dashboard() -> str:
-    return json.dumps(context_health().build(), cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+def render_dashboard(docs_url: str = DOCS_URL) -> str:
+    return (
+        json.dumps(context_health(docs_url).build(), cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n"
+    )

@@ -7,9 +7,12 @@ Derived from ``otel_responses.attributes`` (dots become underscores, counters ge
 from __future__ import annotations
 
 from otel_responses import attributes as attr
+from otel_responses.docs_links import SIGNALS_PAGE, page_url
 
-#: Where every runbook link points: the README, whose ``### <signal>`` sections are the runbooks.
-RUNBOOK_BASE = "https://github.com/otel-responses/otel-responses/blob/main/README.md"
+#: Where every runbook link points by default: the Signals page of the documentation, whose sections (one per signal,
+#: the signal's name as anchor) are the runbooks. ``python -m dashboards.build --docs-url BASE`` points them at a copy
+#: of the site hosted elsewhere.
+RUNBOOK_BASE = page_url(SIGNALS_PAGE)
 
 
 def label(attribute: str) -> str:

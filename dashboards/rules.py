@@ -11,8 +11,9 @@ from typing import Any
 
 import yaml
 
-from dashboards.names import CALLS, MODEL, RUNBOOK_BASE, SERVICE, SEVERITY, SIGNAL_NAME, SIGNALS
+from dashboards.names import CALLS, MODEL, SERVICE, SEVERITY, SIGNAL_NAME, SIGNALS
 from dashboards.promql import BEFORE, eq, group, matches
+from otel_responses.docs_links import DOCS_URL, SIGNALS_PAGE, page_url
 from otel_responses.signals import ERROR, WARNING
 
 WINDOW = "10m"
@@ -36,8 +37,10 @@ def counted(metric: str, *matchers: str, by: Sequence[str]) -> str:
     return f"{group(by)}(\n  " + events(selector).replace("\n", "\n  ") + "\n)"
 
 
-def runbook(anchor: str) -> str:
-    return f"{RUNBOOK_BASE}#{anchor}"
+def runbook(anchor: str, docs_url: str = DOCS_URL) -> str:
+    """The runbook of ``anchor`` (a signal's name, or a section): the Signals page of the documentation at
+    ``docs_url``. Not ``signal_doc_url``: the anchor may be a template (``{{ $labels.… }}``), kept as it is."""
+    return page_url(SIGNALS_PAGE, base=docs_url) + f"#{anchor}"
 
 
 BY_SIGNAL = "{{ $labels." + SIGNAL_NAME + " }}"
@@ -47,8 +50,8 @@ TIMES = "{{ $value | humanize }}"
 RULE_LABELS = (SERVICE, SIGNAL_NAME, MODEL)
 
 
-def alert_rules() -> dict[str, Any]:
-    """The Prometheus rule file, as data."""
+def alert_rules(docs_url: str = DOCS_URL) -> dict[str, Any]:
+    """The Prometheus rule file, as data; the runbook links lead to the documentation at ``docs_url``."""
     error_signal = counted(SIGNALS, eq(SEVERITY, ERROR), by=RULE_LABELS)
     warning_ratio = (
         f"{counted(SIGNALS, eq(SEVERITY, WARNING), by=(SERVICE,))}\n/\n{counted(CALLS, by=(SERVICE,))}"
@@ -69,7 +72,7 @@ def alert_rules() -> dict[str, Any]:
                     "certainly lost context. The runbook says why and how to fix it; the Tempo panel of the "
                     "context-health dashboard lists the spans."
                 ),
-                "runbook_url": runbook(BY_SIGNAL),
+                "runbook_url": runbook(BY_SIGNAL, docs_url),
             },
         },
         {
@@ -83,9 +86,9 @@ def alert_rules() -> dict[str, Any]:
                     f"Over the last {WINDOW}, {JOB} raised {{{{ $value | humanizePercentage }}}} "
                     f"warning-severity signals per call (threshold {WARNING_RATIO:.0%}): context is being lost "
                     "silently (instructions, reasoning or history not carried over). See which signal in the "
-                    "context-health dashboard, then follow its section of the README."
+                    "context-health dashboard, then follow its section of the documentation."
                 ),
-                "runbook_url": runbook("signals"),
+                "runbook_url": runbook("signals", docs_url),
             },
         },
         {
@@ -98,9 +101,9 @@ def alert_rules() -> dict[str, Any]:
                     f"In the last {WINDOW} {JOB} both sent conversation with previous_response_id "
                     "(state_mode_conflict) and chained to a store=false response (unstored_parent): different "
                     "code paths or workers pick the state mode each on their own. Choose one state mode per "
-                    f"session; see also {runbook('unstored_parent')}."
+                    f"session; see also {runbook('unstored_parent', docs_url)}."
                 ),
-                "runbook_url": runbook("state_mode_conflict"),
+                "runbook_url": runbook("state_mode_conflict", docs_url),
             },
         },
         {
@@ -115,7 +118,7 @@ def alert_rules() -> dict[str, Any]:
                     "instructions are never carried over (not through previous_response_id, a conversation or a "
                     "replay), so the model answers without its system prompt. Send instructions on every request."
                 ),
-                "runbook_url": runbook("instructions_dropped"),
+                "runbook_url": runbook("instructions_dropped", docs_url),
             },
         },
         {
@@ -130,7 +133,7 @@ def alert_rules() -> dict[str, Any]:
                     "model reads those turns twice (and may ignore a tool result), and their input tokens are paid "
                     "twice. Send only the new items."
                 ),
-                "runbook_url": runbook("context_duplicated"),
+                "runbook_url": runbook("context_duplicated", docs_url),
             },
         },
         {
@@ -145,7 +148,7 @@ def alert_rules() -> dict[str, Any]:
                     "or not replayable because encrypted_content was not requested with store=false), so the model "
                     "starts its thinking over: worse answers, more tokens."
                 ),
-                "runbook_url": runbook(BY_SIGNAL),
+                "runbook_url": runbook(BY_SIGNAL, docs_url),
             },
         },
         {
@@ -160,7 +163,7 @@ def alert_rules() -> dict[str, Any]:
                     "matches no call. The API rejects the request with a 400 or the model never sees the tool "
                     "result. Replay each call and its output together, matched by call_id."
                 ),
-                "runbook_url": runbook(BY_SIGNAL),
+                "runbook_url": runbook(BY_SIGNAL, docs_url),
             },
         },
     ]
@@ -183,7 +186,7 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _BlockDumper.add_representer(str, _str)
 
 
-def render_rules() -> str:
+def render_rules(docs_url: str = DOCS_URL) -> str:
     header = "# Generated by `python -m dashboards.build` from dashboards/build.py: edit that, not this file.\n"
-    body = yaml.dump(alert_rules(), Dumper=_BlockDumper, sort_keys=False, width=1000, allow_unicode=True)
+    body = yaml.dump(alert_rules(docs_url), Dumper=_BlockDumper, sort_keys=False, width=1000, allow_unicode=True)
     return header + body

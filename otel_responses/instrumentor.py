@@ -187,7 +187,8 @@ class ResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments the OpenAI SDK's Responses API: spans, metrics and context-loss facts.
 
     ``ResponsesInstrumentor().instrument(tracer_provider=..., meter_provider=..., zdr=True)``; options are
-    documented in the README and may also come from ``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*`` variables.
+    documented on the Configuration page of the documentation (``otel_responses.docs_links.page_url("configuration")``)
+    and may also come from ``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*`` variables.
     """
 
     _switch: Switch | None = None

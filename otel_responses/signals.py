@@ -12,6 +12,7 @@ from typing import Final
 from opentelemetry.util.types import AttributeValue
 
 from .attributes import LEDGER_SHARED, PARENT_DELETED
+from .docs_links import signal_doc_url
 
 ERROR: Final = "error"
 WARNING: Final = "warning"
@@ -236,12 +237,14 @@ class Signal:
 class ContextLossError(Exception):
     """Raised by strict mode, before the request is sent, for a request that would lose context.
 
-    ``signal`` is the first offending signal's name; ``signals`` all of them.
+    ``signal`` is the first offending signal's name; ``signals`` all of them; ``doc_url`` the section of the
+    documentation about the first (why context is lost, the fix), which the message ends with.
     """
 
     def __init__(self, signals: list[Signal]) -> None:
         self.signals = tuple(s.name for s in signals)
         self.signal = self.signals[0]
+        self.doc_url = signal_doc_url(self.signal)
         first = signals[0]
         others = f" (also: {', '.join(self.signals[1:])})" if len(self.signals) > 1 else ""
-        super().__init__(f"{first.name}: {first.meaning}. Fix: {first.fix}.{others}")
+        super().__init__(f"{first.name}: {first.meaning}. Fix: {first.fix}.{others} See {self.doc_url}")

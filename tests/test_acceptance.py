@@ -1,5 +1,5 @@
-"""The troubleshooting guide's acceptance tests: three turns per state mode done right and done wrong,
-strict mode, a long session with compaction, and concurrency."""
+"""Acceptance tests of the troubleshooting flow (docs/troubleshooting.md): three turns per state mode done right and
+done wrong, strict mode, a long session with compaction, and concurrency."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from otel_responses import ContextLossError, ResponsesInstrumentor
+from otel_responses.docs_links import signal_doc_url
 from otel_responses.emulator import Emulator
 from otel_responses.ledger import InMemoryLedger
 from otel_responses.signals import CATALOGUE, STRICT
@@ -131,6 +132,8 @@ def test_strict_error_names_the_signal_and_the_fix(strict_emulator: tuple[Emulat
     assert error.signals == ("state_mode_conflict",)
     assert str(error).startswith("state_mode_conflict: ")
     assert "Fix: choose one state mode per session" in str(error)
+    assert str(error).endswith(" See https://otel-responses.github.io/otel-responses/signals/#state_mode_conflict")
+    assert error.doc_url == signal_doc_url("state_mode_conflict")
     span = cap.spans()[-1]
     assert (span.attributes or {})["openai_responses.signals"] == ("state_mode_conflict",)
     assert (span.attributes or {})["error.type"] == "ContextLossError"

@@ -40,7 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
 ALERTS = DASHBOARDS / "alerts"
 STACK = DASHBOARDS / "stack"
-README = (ROOT / "README.md").read_text()
+# The documentation pages whose sections the rules link to and the dashboard is described in.
+SIGNALS_PAGE = (ROOT / "docs" / "signals.md").read_text()
+GRAFANA_PAGE = (ROOT / "docs" / "grafana.md").read_text()
 DASHBOARD = json.loads(build.DASHBOARD_FILE.read_text())
 RULES = yaml.safe_load(build.RULES_FILE.read_text())
 ALERT_RULES = [rule for group in RULES["groups"] for rule in group["rules"]]
@@ -319,7 +321,7 @@ def test_every_traceql_query_is_well_formed() -> None:
     assert len(queries) == 2
     for query in queries:
         parse_traceql(query)
-    # The README's example too.
+    # The example of the Grafana page too.
     parse_traceql('{ span.openai_responses.lineage.id = "conv_123" } | select(span.openai_responses.turn)')
     for broken in (
         '{ span.openai_responses.turn = "1" } | select(span.openai_responses.turn)',  # an int attribute
@@ -359,7 +361,7 @@ def test_per_model_panels_leave_out_or_name_calls_without_a_model() -> None:
         assert named or expr.count('gen_ai_request_model!=""') == len(selectors), title
 
 
-def test_every_alert_is_documented_and_links_to_its_readme_section() -> None:
+def test_every_alert_is_documented_and_links_to_its_signal_section() -> None:
     assert {rule["alert"] for rule in ALERT_RULES} == {
         "OpenAIResponsesErrorSignal",
         "OpenAIResponsesWarningSignalRatioHigh",
@@ -369,8 +371,10 @@ def test_every_alert_is_documented_and_links_to_its_readme_section() -> None:
         "OpenAIResponsesReasoningDropped",
         "OpenAIResponsesToolOutputMissingOrOrphaned",
     }
-    headings = set(re.findall(r"^#+ (.+)$", README, re.M))
-    anchors = {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings}
+    # Each section's anchor, explicit (`## name {#name}`) or as mkdocs makes it from the heading (the built site's
+    # ids are checked in tests/test_docs.py).
+    headings = re.findall(r"^#+ (.+?)(?: \{#([\w-]+)\})?$", SIGNALS_PAGE, re.M)
+    anchors = {anchor or re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h, anchor in headings}
     for rule in ALERT_RULES:
         annotations = rule["annotations"]
         assert annotations["summary"], rule["alert"]
@@ -547,12 +551,30 @@ def test_compose_stack_provisions_collector_prometheus_tempo_and_grafana() -> No
     assert any(v.endswith(f"{dashboard_dir}/context-health.json:ro") for v in services["grafana"]["volumes"])
 
 
-def test_readme_shows_the_stack_commands() -> None:
-    section = README.split("\n## See it in Grafana\n", 1)[1].split("\n## ", 1)[0]
-    assert "docker compose -f dashboards/stack/compose.yaml up" in section
-    assert "otel-responses demo --otlp-endpoint http://127.0.0.1:4318 --serve" in section
-    assert "python -m dashboards.build" in section
-    assert README.index("\n## See it in Grafana\n") < README.index("\n## The emulator\n")
+def test_the_grafana_page_lists_every_alert_with_its_severity() -> None:
+    table = GRAFANA_PAGE.split("\n## The alert rules\n", 1)[1].split("\n#", 1)[0]
+    rows = {
+        row.split(" | ")[0].strip("| `"): row.split(" | ")[2] for row in table.splitlines() if row.startswith("| `")
+    }
+    assert rows == {rule["alert"]: rule["labels"]["severity"] for rule in ALERT_RULES}
+
+
+def test_the_grafana_page_shows_the_stack_commands() -> None:
+    assert "docker compose -f dashboards/stack/compose.yaml up" in GRAFANA_PAGE
+    assert "otel-responses demo --otlp-endpoint http://127.0.0.1:4318 --serve" in GRAFANA_PAGE
+    assert "python -m dashboards.build" in GRAFANA_PAGE
+    assert '{ span.openai_responses.lineage.id = "conv_' in GRAFANA_PAGE
+
+
+def test_the_builder_points_the_runbooks_at_another_copy_of_the_documentation() -> None:
+    base = "https://docs.example.internal/otel-responses"
+    rules = yaml.safe_load(build.render_rules(base))
+    urls = [rule["annotations"]["runbook_url"] for group in rules["groups"] for rule in group["rules"]]
+    assert urls
+    assert all(url.startswith(f"{base}/signals/#") for url in urls)
+    dashboard = json.loads(build.render_dashboard(base))
+    assert [link["url"] for link in dashboard["links"]] == [f"{base}/signals/#signals"]
+    assert build.render_rules() == build.RULES_FILE.read_text()  # the default: the published site
 
 
 # --- end to end: a real Prometheus scraping the real exporter -------------------------------------------------

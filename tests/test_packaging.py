@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from otel_responses.docs_links import DOCS_URL
 from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR
 from otel_responses.version import __version__, install_hint
 
@@ -95,7 +96,28 @@ def test_the_wheel_names_the_project_urls(dists: Dists) -> None:
     urls = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Project-URL: ")]
     assert f"Homepage, {URL}" in urls
     assert f"Issues, {URL}/issues" in urls
-    assert any(url.startswith(f"Documentation, {URL}") for url in urls)
+    assert f"Documentation, {DOCS_URL}" in urls
+
+
+def test_the_license_is_the_full_apache_text_in_the_sdist_and_the_wheel(dists: Dists, wheel: Path) -> None:
+    license_text = (ROOT / "LICENSE").read_bytes()
+    text = license_text.decode()
+    assert text.lstrip().startswith("Apache License\n")
+    assert "Version 2.0, January 2004" in text
+    for clause in ("1. Definitions.", "4. Redistribution.", "9. Accepting Warranty or Additional Liability."):
+        assert clause in text
+    assert "END OF TERMS AND CONDITIONS" in text
+    assert "APPENDIX: How to apply the Apache License" in text
+    assert len(text.splitlines()) > 190
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read(f"otel_responses-{__version__}.dist-info/licenses/LICENSE") == license_text
+        metadata = archive.read(f"otel_responses-{__version__}.dist-info/METADATA").decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
+    with tarfile.open(dists.sdist) as tar:
+        member = tar.extractfile(f"otel_responses-{__version__}/LICENSE")
+        assert member is not None
+        assert member.read() == license_text
 
 
 def test_the_sdist_holds_the_files_the_wheel_is_built_from(dists: Dists) -> None:

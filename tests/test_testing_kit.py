@@ -1,5 +1,6 @@
-"""The pytest kit (`otel_responses.testing`): the README's regression test run as a user's project would run it
-(a fresh directory, the plugin found through its entry point), the assertions on real spans, and a cheap import."""
+"""The pytest kit (`otel_responses.testing`): the regression test of its documentation page (docs/testing.md) run
+as a user's project would run it (a fresh directory, the plugin found through its entry point), the assertions on
+real spans, and a cheap import."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ from otel_responses.testing import (
 
 from .support import run_python
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-SECTION = README.split("\n## Regression tests for your app\n", 1)[1].split("\n## ", 1)[0]
+# The kit's page of the documentation (docs/testing.md): its example, and the failure it shows.
+SECTION = (Path(__file__).resolve().parent.parent / "docs" / "testing.md").read_text()
 EXAMPLE = re.findall(r"```python\n(.*?)```", SECTION, re.S)[0]
 GOOD_REPLAY = "    history += response.output\n"
 BROKEN_REPLAY = re.findall(r"The same app replaying only the text \(`(.*?)`\)", SECTION)[0]
@@ -69,11 +70,19 @@ def test_readme_regression_test_catches_an_app_replaying_only_output_text(tmp_pa
     # The failure points at the user's line, not into the kit.
     assert re.search(r"^>\s+assert_no_context_loss\(responses_telemetry\)", result.stdout, re.M)
     assert "otel_responses/testing.py" not in result.stdout
+    # The page shows pytest's own lines of this failure, as they are (only the temporary directory differs).
+    printed = [line for line in result.stdout.splitlines() if line.startswith("E  ")]
+    printed = [
+        re.sub(r"/\S+/otel-responses-test_", "/tmp/pytest-of-you/pytest-7/otel-responses-test_", line)
+        for line in printed
+    ]
+    shown = re.findall(r"```text\n(.*?)```", SECTION, re.S)[0]
+    assert shown.splitlines() == printed
 
 
 def test_readme_failure_example_is_what_the_kit_prints() -> None:
     shown = re.findall(r"```text\n(.*?)```", SECTION, re.S)[0]
-    assert shown.startswith("AssertionError: context lost: 4 signals of severity error or warning:\n")
+    assert shown.startswith("E       AssertionError: context lost: 4 signals of severity error or warning:\n")
     for name in ("reasoning_dropped", "phase_dropped"):
         assert f"Fix: {CATALOGUE[name].fix}." in shown
 

@@ -19,9 +19,9 @@ def signals() -> Section:
             series(
                 "Signal rate by name, severity and model",
                 "Signals raised per minute, one line per signal name, severity (error, warning, info) and requested "
-                "model. A signal names one way multi-turn context gets lost; each has a README section (dashboard "
-                "link at the top, or README.md#<signal name>) saying why context is lost and how to fix it. A new "
-                "line right after a deploy usually points at the change that introduced it.",
+                "model. A signal names one way multi-turn context gets lost; each has a section in the documentation's "
+                "Signals page (dashboard link at the top; the signal name is its anchor) saying why context is lost "
+                "and how to fix it. A new line right after a deploy usually points at the change that introduced it.",
                 unit="cpm",
                 width=16,
                 height=9,
@@ -35,7 +35,7 @@ def signals() -> Section:
             .title("Signals in the selected range")
             .description(
                 "Total of each signal over the selected time range, largest first: the list to work through. The "
-                "signal name is also the anchor of its runbook in the README (README.md#<signal name>)."
+                "signal name is also the anchor of its runbook, its section of the documentation's Signals page."
             )
             .datasource(PROMETHEUS)
             .with_target(

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import urlsplit
 
-# Where each signal's section of the documentation is: the signal's name is the anchor. The one place to change it.
-DOCS_URL: Final = "https://otel-responses.github.io/otel-responses/signals/"
+from ...docs_links import SIGNALS_PAGE, page_url
+
+# Where each signal's section of the documentation is: the signal's name is the anchor (otel_responses/docs_links.py
+# holds the site's address).
+DOCS_URL: Final = page_url(SIGNALS_PAGE)
 TRACE_ID: Final = "{trace_id}"
 SPAN_ID: Final = "{span_id}"
 

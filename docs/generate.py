@@ -1,0 +1,116 @@
+"""Write the reference parts of the documentation from the code, so they cannot drift from it.
+
+    python docs/generate.py           # rewrite the generated blocks of docs/*.md
+    python docs/generate.py --check   # exit 1 when a committed page differs from what the code gives
+
+A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in a page; the
+text around it is written by hand. ``options``: every setting of ``otel_responses.config.OPTIONS``; ``names``:
+every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``). tests/test_docs.py
+runs the check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from otel_responses import attributes, config
+
+DOCS = Path(__file__).resolve().parent
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def options_table() -> str:
+    """Every setting: keyword, environment variable, default, meaning, and what an unusable variable gives."""
+    rows = [
+        "| keyword | environment variable | default | meaning | an unusable environment value gives |",
+        "|---|---|---|---|---|",
+    ]
+    for option in config.OPTIONS:
+        variable = f"`{option.variable}`" if option.variable else "— (keyword only)"
+        instead = option.instead if option.variable else "—"
+        rows.append(
+            f"| `{option.name}` | {variable} | {_cell(option.default_text)} | {_cell(option.meaning)} | "
+            f"{_cell(instead)} |"
+        )
+    return "\n".join(rows)
+
+
+def names() -> list[tuple[str, str, str, str, str]]:
+    """(name, where it is recorded, type, meaning, constant) for every telemetry name of attributes.py, in the
+    file's order, from its ``MEANINGS``; a constant without an entry there is an error."""
+    found = []
+    for constant, value in vars(attributes).items():
+        if not constant.isupper() or not isinstance(value, str) or constant == "PREFIX":
+            continue
+        if constant not in attributes.MEANINGS:
+            raise ValueError(f"otel_responses/attributes.py: {constant} has no entry in MEANINGS")
+        where, kind, meaning = attributes.MEANINGS[constant]
+        found.append((value, where, kind, meaning, constant))
+    return found
+
+
+def names_table() -> str:
+    """Every name but the values of other names, then those values."""
+    rows = ["| name | recorded as | type | meaning |", "|---|---|---|---|"]
+    every = names()
+    for value, where, kind, meaning, _ in every:
+        if where != "value":
+            rows.append(f"| `{value}` | {where} | {kind} | {_cell(meaning)} |")
+    rows += ["", "| value | meaning |", "|---|---|"]
+    for value, where, _, meaning, _ in every:
+        if where == "value":
+            rows.append(f"| `{value}` | {_cell(meaning)} |")
+    return "\n".join(rows)
+
+
+BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
+    "configuration.md": {"options": options_table},
+    "records.md": {"names": names_table},
+}
+
+
+def _fill(pattern: re.Pattern[str], content: str, text: str) -> str:
+    return pattern.sub(lambda m: m.group(1) + content + m.group(2), text)
+
+
+def render(page: str, text: str) -> str:
+    """``text`` with each generated block of ``page`` rewritten; a missing block is an error."""
+    for name, build in BLOCKS[page].items():
+        pattern = re.compile(
+            rf"(<!-- generated: {name} \(python docs/generate.py\) -->\n).*?(<!-- end generated: {name} -->)", re.S
+        )
+        if not pattern.search(text):
+            raise ValueError(f"docs/{page}: no generated block {name!r}")
+        text = _fill(pattern, build() + "\n", text)
+    return text
+
+
+def stale() -> list[str]:
+    """The pages whose committed text differs from what the code gives."""
+    return [page for page in BLOCKS if (DOCS / page).read_text() != render(page, (DOCS / page).read_text())]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python docs/generate.py", description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail when a committed page differs from the code")
+    args = parser.parse_args(argv)
+    if args.check:
+        for page in stale():
+            print(f"docs/{page} is out of date: run python docs/generate.py", file=sys.stderr)
+        return 1 if stale() else 0
+    for page in stale():
+        path = DOCS / page
+        path.write_text(render(page, path.read_text()))
+        print(f"wrote docs/{page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
