@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from otel_responses.testing import CapturedTelemetry
 
 from .ledger_scenarios import MODEL, REPLAYS, replay
 from .redis_cluster import LocalCluster, cluster_fixture
-from .support import attrs, chat_signals, json_from_python
+from .support import attrs, chat_signals, free_port, json_from_python
 
 REDIS_SERVER = shutil.which("redis-server") or next(
     (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None
@@ -44,12 +43,6 @@ OTHER_KEY = "another-fleet-key-after-rotation"
 
 
 # -- a real redis-server ---------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RedisServer:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -30,6 +31,13 @@ if TYPE_CHECKING:
 HTTPX: Any = httpx
 BASE_URL = "http://fuzz.invalid/v1"
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now (the kernel's pick)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def fuzz_settings(examples: int) -> settings:

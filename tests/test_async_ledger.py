@@ -37,8 +37,8 @@ from .ledger_scenarios import (
     replay_input,
     tool_request,
 )
-from .shared_ledger import KEY, RedisServer, Store, achained, free_port, needs_redis_server, new_ledger
-from .support import attrs, chat_signals
+from .shared_ledger import KEY, RedisServer, Store, achained, needs_redis_server, new_ledger
+from .support import attrs, chat_signals, free_port
 
 pytestmark = needs_redis_server
 

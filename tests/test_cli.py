@@ -23,6 +23,8 @@ from otel_responses.tools.demo import _paused_until_stopped
 from otel_responses.tools.doctor import STEPS
 from otel_responses.version import __version__, install_hint
 
+from .support import free_port
+
 COMMAND = str(Path(sys.executable).parent / "otel-responses")
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,12 +38,6 @@ def run(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> 
         check=False,
         env={**os.environ, **(env or {})},
     )
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from dashboards import build
 from otel_responses import attributes
 from otel_responses.signals import CATALOGUE
 
-from .support import prometheus_binary
+from .support import free_port, prometheus_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 DASHBOARDS = ROOT / "dashboards"
@@ -580,13 +579,6 @@ def test_the_builder_points_the_runbooks_at_another_copy_of_the_documentation() 
 # --- end to end: a real Prometheus scraping the real exporter -------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _get(url: str) -> Any:
     with urllib.request.urlopen(url, timeout=5) as response:
         return json.load(response)
@@ -658,7 +650,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
     signal fires its alert and shows as 1 on every panel that counts it, and a priced chain fills the cost and
     turn-depth panels, first samples included."""
     prometheus = prometheus_binary("prometheus")
-    demo_port, compaction_port, new_port, web_port = _free_port(), _free_port(), _free_port(), _free_port()
+    demo_port, compaction_port, new_port, web_port = free_port(), free_port(), free_port(), free_port()
     targets = [f"127.0.0.1:{port}" for port in (demo_port, compaction_port, new_port)]
     config = {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},

@@ -24,6 +24,7 @@ from openai.resources.responses import Responses
 from otel_responses.emulator import Emulator, EmulatorConfig
 
 from .ledger_scenarios import Item, user
+from .support import free_port
 
 MODEL = "gpt-4.1"
 REASONER = "o4-mini"
@@ -595,14 +596,8 @@ def test_only_loopback() -> None:
         Emulator(host="0.0.0.0")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_cli_serves_and_prints_base_url() -> None:
-    port = _free_port()
+    port = free_port()
     src = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))}
     process = subprocess.Popen(
@@ -684,7 +679,7 @@ def _reset_midway(port: int, request: bytes) -> None:
 
 
 def test_cli_says_nothing_when_a_client_resets_its_connection() -> None:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "otel_responses.emulator", "--port", str(port)],
         stdout=subprocess.PIPE,

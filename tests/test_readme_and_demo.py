@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,8 @@ from pathlib import Path
 from otel_responses.docs_links import DOCS_URL, signal_doc_url
 from otel_responses.signals import CATALOGUE
 from otel_responses.tools import scenarios
+
+from .support import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -84,13 +85,6 @@ def test_readme_never_suggests_an_install_command_that_cannot_work() -> None:
     assert "not on a package index yet" in README
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     """The quick start's commands, literally, in a fresh directory whose `.venv` is this one: the emulator in the
     background, the app zero-code under `opentelemetry-instrument`, then in code. Only the port differs (a free
@@ -102,7 +96,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert "--traces_exporter console" in script
     assert "--logs_exporter none" in script
     assert "kill %1" in script
-    port = _free_port()
+    port = free_port()
     wait = f"for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done\n"
     script = script.replace("--port 8080 &\n", f"--port {port} &\n{wait}").replace(
         "127.0.0.1:8080", f"127.0.0.1:{port}"

@@ -31,8 +31,8 @@ from otel_responses.testing import capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, REPLAYS, TOOLS, replay, tool_request
 from .redis_cluster import LocalCluster, cluster_fixture
-from .shared_ledger import CLUSTER_OPTIONS, KEY, chained, entry_with_calls, free_port, new_ledger
-from .support import attrs, chat_signals
+from .shared_ledger import CLUSTER_OPTIONS, KEY, chained, entry_with_calls, new_ledger
+from .support import attrs, chat_signals, free_port
 
 redis_cluster = cluster_fixture("module")
 failover_cluster = cluster_fixture("module", name="failover_cluster")

@@ -56,12 +56,11 @@ from .shared_ledger import (
     chain_turns,
     chained,
     entry_with_calls,
-    free_port,
     needs_redis_server,
     new_ledger,
     replay_turns,
 )
-from .support import attrs, chat_signals, closing
+from .support import attrs, chat_signals, closing, free_port
 
 pytestmark = needs_redis_server
 
