@@ -161,9 +161,13 @@ def ledgers() -> Iterator[list[RedisLedger]]:
 CLUSTER_OPTIONS: dict[str, Any] = {"cluster": True, "timeout_seconds": 0.5}
 
 
-def new_ledger(made: list[RedisLedger], url: str, **options: Any) -> RedisLedger:
+def new_ledger(made: list[RedisLedger], url: str, *, warm: bool = True, **options: Any) -> RedisLedger:
+    """A ledger closed after the test. A cluster ledger's client is built here (``warm``: a loaded machine may take
+    longer than a read's timeout to read the topology, and the call's checks would be skipped, not tested)."""
     ledger = RedisLedger(url, **options)
     made.append(ledger)
+    if warm and ledger.cluster:
+        ledger.warm_up(10)
     return ledger
 
 

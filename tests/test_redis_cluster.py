@@ -10,9 +10,13 @@ replica took over, a cluster down at startup breaks nothing, the settings, and t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -85,8 +89,8 @@ def test_a_replay_is_checked_on_the_cluster_where_one_mget_would_fail(
         assert view.unavailable is True
         old.close(timeout=1)
 
-    # A read waits for the cluster client being built at most its timeout: generous here, where the fan-out is
-    # tested, not the timeout (a loaded machine builds it in more than the default 50 ms).
+    # A generous read timeout: the fan-out is tested here, not the timeout (a loaded machine may answer a pipeline
+    # of several MGETs in more than the default 50 ms).
     b = new_ledger(ledgers, redis_cluster.url, cluster=True, timeout_seconds=5)
     with capture(ledger=b, hash_key=KEY) as cap:
         replay(client, "no_reasoning", output)
@@ -168,6 +172,59 @@ def test_a_cluster_down_at_startup_breaks_nothing(client: openai.OpenAI) -> None
     assert attrs(chained)[LEDGER_UNAVAILABLE] is True
     assert attrs(chained)["openai_responses.signals"] == ("instructions_dropped",)
     assert elapsed < 1.0
+
+
+@contextlib.contextmanager
+def _a_node_that_answers_a_byte_at_a_time() -> Iterator[tuple[str, threading.Event]]:
+    """A seed node on 127.0.0.1 that accepts, then answers every connection one byte every 20 ms, never completing
+    a reply: each socket read gets a byte within any timeout, so building a cluster client on it lasts until the
+    context ends. Yields its URL and an event set once a client has connected."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    connected, done = threading.Event(), threading.Event()
+
+    def answer(connection: socket.socket) -> None:
+        with connection, contextlib.suppress(OSError):
+            connection.sendall(b"$")
+            while not done.wait(0.02):
+                connection.sendall(b"1")
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while not done.is_set():
+                connection, _ = listener.accept()
+                connected.set()
+                threading.Thread(target=answer, args=(connection,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0", connected
+    finally:
+        done.set()
+        listener.close()
+
+
+def test_a_read_while_the_cluster_client_is_being_built_is_skipped_not_backed_off() -> None:
+    """Binding starts building the cluster client in the background (it reads the topology). A call's read that
+    comes meanwhile waits at most the read timeout, then the call is analysed locally (its view unavailable, the read
+    counted skipped) and no backoff starts: Redis has not failed, and the next call tries again at once."""
+    timeout = 0.2
+    with _a_node_that_answers_a_byte_at_a_time() as (url, connected):
+        ledger = RedisLedger(url, cluster=True, timeout_seconds=timeout, backoff_seconds=60)
+        try:
+            ledger.bind(Fingerprinter(key_from_text(KEY)))
+            assert connected.wait(5)  # the build is under way, and lasts
+            for _ in range(2):
+                view = ledger.for_call()
+                started = time.perf_counter()
+                assert view.get("resp_0123456789abcdef") is None
+                waited = time.perf_counter() - started
+                assert view.unavailable is True
+                assert timeout * 0.9 <= waited < timeout + 1.0  # it waited for the build, not for a backoff
+            stats = ledger.stats()
+            assert (stats["reads_skipped"], stats["read_failures"], stats["reads"]) == (2, 0, 0)
+            assert ledger.warm_up(timeout) is False  # still under way
+        finally:
+            ledger.close(timeout=1)
 
 
 def test_cluster_settings() -> None:
@@ -321,6 +378,7 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
         lone = settings_from({"hash_key": KEY, "ledger_url": seeds[0], **timeout}).ledger
         assert isinstance(lone, RedisLedger)
         ledgers.append(lone)
+        assert lone.warm_up(10) is False  # its one seed is dead: no topology
         with caplog.at_level(logging.WARNING, "otel_responses.ledger.redis"), capture(ledger=lone, hash_key=KEY) as cap:
             client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parents[0])
         assert chat_signals(cap) == [()]  # the parent is another worker's: unseen
@@ -339,6 +397,7 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
         worker = settings_from({"hash_key": KEY, "ledger_url": ",".join(seeds), **timeout}).ledger
         assert isinstance(worker, RedisLedger)
         ledgers.append(worker)
+        assert worker.warm_up(10)  # past the dead first seed, the topology read from another
         with capture(ledger=worker, hash_key=KEY) as cap:
             client.responses.create(model=MODEL, input="What are the constraints?", previous_response_id=parents[1])
         assert chat_signals(cap) == [("instructions_dropped",)]

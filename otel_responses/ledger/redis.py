@@ -152,6 +152,11 @@ def _build(urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> Any:
     return RedisCluster.from_url(urls[0], startup_nodes=seeds, **options)
 
 
+class _NotReady(TimeoutError):
+    """The client a read needs is still being built by another thread (a cluster client reads the topology first):
+    the read is skipped, Redis is not in the backoff (it has not failed)."""
+
+
 class _Client:
     """A Redis client made on first use (under a lock, by one thread); a failed build is tried again on next use."""
 
@@ -167,22 +172,41 @@ class _Client:
 
     def __call__(self) -> Any:
         """The client; built here if nobody has yet. While another thread builds it (``warm``), waits at most the
-        timeout, then fails as a read that timed out would."""
+        timeout, then raises ``_NotReady``: the build is slow, Redis has not failed."""
         client = self._client
         if client is not None:
             return client
         if not self._lock.acquire(timeout=self._timeout):
-            raise TimeoutError("the Redis client is still being built")
+            raise _NotReady("the Redis client is still being built")
         try:
-            if self._client is None:
-                try:
-                    self._client = _build(self._urls, self._cluster, self._timeout)
-                except Exception as error:
-                    self._failed(error)
-                    raise
-            return self._client
+            return self._built()
         finally:
             self._lock.release()
+
+    def wait(self, timeout_seconds: float) -> bool:
+        """Whether the client is built, building it here if nobody has yet, waiting at most ``timeout_seconds`` for
+        a build under way; a failed build is False (and tried again on next use)."""
+        if self._client is not None:
+            return True
+        if not self._lock.acquire(timeout=timeout_seconds):
+            return False
+        try:
+            self._built()
+        except Exception:
+            return False
+        finally:
+            self._lock.release()
+        return True
+
+    def _built(self) -> Any:
+        """The client, built now if it is not yet (the caller holds the lock); a failure is told, then raised."""
+        if self._client is None:
+            try:
+                self._client = _build(self._urls, self._cluster, self._timeout)
+            except Exception as error:
+                self._failed(error)
+                raise
+        return self._client
 
     def warm(self) -> None:
         """Build the client off the call path (a cluster client reads the topology as it is built: several round
@@ -464,6 +488,12 @@ class RedisLedger:
             return False
         return True
 
+    def read_skipped(self, view: View) -> None:
+        """A read not made because the client is still being built: counted as skipped, the call's view marked, no
+        backoff (reads go to Redis as soon as the client is there)."""
+        self._bump("reads_skipped")
+        view.unavailable = True
+
     def read_failed(self, error: BaseException, view: View) -> None:
         """A read failed: Redis is left alone for the backoff, the failure counted, the call's view marked."""
         self._retry_at = time.monotonic() + self.backoff_seconds
@@ -501,8 +531,9 @@ class RedisLedger:
         self._bump(name)
 
     def stats(self) -> dict[str, int]:
-        """Counts of Redis reads, failures, skipped reads (backoff), writes, dropped, trimmed and local-only
-        entries, and of values ignored as undecodable, forged or unsigned (see ``COUNTS``)."""
+        """Counts of Redis reads, failures, skipped reads (in the backoff, or while the client was being built),
+        writes, dropped, trimmed and local-only entries, and of values ignored as undecodable, forged or unsigned
+        (see ``COUNTS``)."""
         with self._counts_lock:
             return dict(self._counts)
 
@@ -525,6 +556,9 @@ class RedisLedger:
             client = self._reader()
             asked = keys + legacy if legacy else keys
             values = client.mget_nonatomic(asked) if self.cluster else client.mget(asked)
+        except _NotReady:
+            self.read_skipped(view)
+            return None
         except Exception as error:  # refused, timed out, AUTH, READONLY...: never the app's problem
             self.read_failed(error, view)
             return None
@@ -766,6 +800,14 @@ class RedisLedger:
         if self._async is not None:
             self._async.after_fork()
         self._retry_at = 0.0
+
+    def warm_up(self, timeout: float = 5.0) -> bool:
+        """Build the client reads use now, on this thread, waiting at most ``timeout`` for a build under way; True
+        once it is built (around the app's own client, at once). A cluster client reads the topology first, over
+        several round trips; until then a call's reads are skipped (the span says the ledger was unavailable),
+        since a call never waits past the read timeout. A worker whose first calls must see the fleet's responses
+        calls this at startup."""
+        return self._owned is None or self._owned[0].wait(timeout)
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait until every queued write was sent (or failed); False if ``timeout`` ran out first."""
