@@ -18,12 +18,14 @@ from typing import ClassVar
 
 import pytest
 
+from dashboards import build
+from otel_responses.docs_links import DOCS_URL
 from otel_responses.tools import dashboard_files, scenarios
 from otel_responses.tools.demo import _paused_until_stopped
 from otel_responses.tools.doctor import STEPS
 from otel_responses.version import __version__, install_hint
 
-from .support import free_port
+from .support import free_port, prometheus_binary
 
 COMMAND = str(Path(sys.executable).parent / "otel-responses")
 REPO = Path(__file__).resolve().parent.parent
@@ -532,6 +534,30 @@ def test_dashboards_force_replaces_differing_files(tmp_path: Path) -> None:
     assert re.search(r"^  replaced +context-health\.json ", result.stdout, re.M)
     assert re.search(r"^  written +otel-responses\.rules\.yaml ", result.stdout, re.M)
     assert _written(tmp_path) == {**_committed(), "mine.txt": b"not ours"}
+
+
+def test_dashboards_for_a_copy_of_the_documentation_lead_there_and_still_pass_their_unit_tests(tmp_path: Path) -> None:
+    """--docs-url: the files are what the builder makes for that URL (the rules' runbook links, the dashboard's
+    link), the rules' unit tests expect the same links, and promtool runs them."""
+    own = "https://docs.example.internal/otel-responses"  # no trailing slash: taken as the site's root
+    result = run("dashboards", "--out", str(tmp_path), "--docs-url", own, timeout=60)
+    assert result.returncode == 0, result.stderr
+    written = _written(tmp_path)
+    assert written["context-health.json"].decode() == build.render_dashboard(own + "/")
+    assert written["otel-responses.rules.yaml"].decode() == build.render_rules(own + "/")
+    assert [name for name, data in written.items() if DOCS_URL.encode() in data] == []
+    assert written["otel-responses.rules_test.yaml"].count(f"{own}/signals/#".encode()) >= 7
+    tested = subprocess.run(
+        [prometheus_binary("promtool"), "test", "rules", str(tmp_path / "otel-responses.rules_test.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    refused = run("dashboards", "--out", str(tmp_path / "other"), "--docs-url", "docs.example.internal", timeout=60)
+    assert refused.returncode == 2
+    assert "--docs-url: not an http(s) URL: 'docs.example.internal'" in refused.stderr
+    assert not (tmp_path / "other").exists()
 
 
 def test_dashboards_into_a_path_that_is_a_file_exits_1(tmp_path: Path) -> None:

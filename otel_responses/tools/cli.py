@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
+from ..docs_links import DOCS_URL
 from ..version import __version__, install_hint
 
 EXIT_OK = 0
@@ -172,6 +173,14 @@ def _parser() -> _Parser:
         "--out", required=True, type=_name, metavar="DIR", help="the directory to write into (created if need be)"
     )
     dashboards.add_argument("--force", action="store_true", help="replace files in DIR that differ")
+    dashboards.add_argument(
+        "--docs-url",
+        type=_url,
+        default=DOCS_URL,
+        metavar="URL",
+        help="where your copy of the documentation is: the alerts' runbook links and the dashboard's link lead "
+        "there (default: %(default)s)",
+    )
     from .report.command import add_parser
 
     add_parser(commands)
@@ -368,7 +377,7 @@ def _dashboards(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     where = Path(args.out).expanduser().absolute()
     try:
-        done = write(where, force=args.force)
+        done = write(where, force=args.force, docs_url=args.docs_url)
     except WouldOverwrite as error:
         err.write("otel-responses dashboards: nothing written; these files differ from the shipped ones:\n")
         err.writelines(f"  {path}\n" for path in error.paths)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ..docs_links import DOCS_URL
+
 PACKAGE_DIR = "_dashboards"  # inside otel_responses, in a wheel
 CHECKOUT_DIR = "dashboards"  # beside otel_responses, in a source checkout
 
@@ -68,10 +70,18 @@ def contents() -> dict[ShippedFile, bytes]:
     raise NotShipped(f"neither otel_responses/{PACKAGE_DIR}/ nor a source checkout's {CHECKOUT_DIR}/ is there")
 
 
-def write(out: Path, *, force: bool) -> list[tuple[ShippedFile, Path, str]]:
-    """Write every file into `out` (created if need be); each file's path and what happened to it: "written",
-    "unchanged" or "replaced". Nothing is written when a file differs and `force` is false: WouldOverwrite."""
-    data = contents()
+def for_docs_at(data: dict[ShippedFile, bytes], docs_url: str) -> dict[ShippedFile, bytes]:
+    """The files with their documentation links (the rules' runbook links, the dashboard's link, the expected
+    annotations of the rules' tests) leading to `docs_url`, a team's own copy of the site, instead of DOCS_URL."""
+    root = docs_url if docs_url.endswith("/") else f"{docs_url}/"
+    return {file: content.replace(DOCS_URL.encode(), root.encode()) for file, content in data.items()}
+
+
+def write(out: Path, *, force: bool, docs_url: str = DOCS_URL) -> list[tuple[ShippedFile, Path, str]]:
+    """Write every file into `out` (created if need be), its links leading to `docs_url`; each file's path and
+    what happened to it: "written", "unchanged" or "replaced". Nothing is written when a file differs and `force`
+    is false: WouldOverwrite."""
+    data = for_docs_at(contents(), docs_url)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(out))
     targets = {file: out / file.name for file in FILES}
