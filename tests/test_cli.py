@@ -554,9 +554,16 @@ def test_dashboards_for_a_copy_of_the_documentation_lead_there_and_still_pass_th
         timeout=120,
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
-    refused = run("dashboards", "--out", str(tmp_path / "other"), "--docs-url", "docs.example.internal", timeout=60)
-    assert refused.returncode == 2
-    assert "--docs-url: not an http(s) URL: 'docs.example.internal'" in refused.stderr
+    for bad, said in (
+        ("docs.example.internal", "not an http(s) URL: 'docs.example.internal'"),
+        ("https://docs.example.internal/a b/", "not a documentation site's URL (no query, fragment, quote or space)"),
+        ("https://docs.example.internal/it's/", "not a documentation site's URL"),
+        ("https://docs.example.internal/?page=", "not a documentation site's URL"),
+    ):
+        refused = run("dashboards", "--out", str(tmp_path / "other"), "--docs-url", bad, timeout=60)
+        assert refused.returncode == 2, bad
+        assert f"--docs-url: {said}" in refused.stderr, bad
+        assert "Traceback" not in refused.stderr
     assert not (tmp_path / "other").exists()
 
 

@@ -9,6 +9,7 @@ import argparse
 import errno
 import importlib
 import os
+import re
 import signal
 import socket
 import sys
@@ -78,6 +79,20 @@ def _url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    return text
+
+
+_SITE_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/@!$&()*+,;=%]+")
+
+
+def _site(text: str) -> str:
+    """A documentation site's root: an http(s) URL without query or fragment (pages are appended to it), of the
+    characters a URL needs and no quote or space, so that it goes into the rules' YAML and the dashboard's JSON as
+    it is."""
+    _url(text)
+    if "#" in text or "?" in text or not _SITE_CHARACTERS.fullmatch(text):
+        rule = "no query, fragment, quote or space"
+        raise argparse.ArgumentTypeError(f"not a documentation site's URL ({rule}): {text!r}")
     return text
 
 
@@ -175,7 +190,7 @@ def _parser() -> _Parser:
     dashboards.add_argument("--force", action="store_true", help="replace files in DIR that differ")
     dashboards.add_argument(
         "--docs-url",
-        type=_url,
+        type=_site,
         default=DOCS_URL,
         metavar="URL",
         help="where your copy of the documentation is: the alerts' runbook links and the dashboard's link lead "
