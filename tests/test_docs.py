@@ -25,11 +25,12 @@ import yaml
 
 from docs import generate
 from otel_responses import attributes, config
-from otel_responses.docs_links import DOCS_URL, page_url, signal_doc_url
+from otel_responses.docs_links import DOCS_URL, signal_doc_url
 from otel_responses.emulator import Emulator
 from otel_responses.signals import CATALOGUE, ContextLossError, Signal
 from otel_responses.tools import cli
-from otel_responses.tools.report import DOCS_URL as REPORT_DOCS_URL
+from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
+from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +185,7 @@ def _links() -> Iterator[tuple[str, str]]:
     for name in CATALOGUE:
         yield "signal_doc_url", signal_doc_url(name)
         yield "ContextLossError", ContextLossError([Signal(name)]).doc_url
-        yield "report page", f"{REPORT_DOCS_URL}#{name}"
+        yield "report page", signal_link(name)
     rules = yaml.safe_load((ROOT / "dashboards" / "alerts" / "otel-responses.rules.yaml").read_text())
     for group in rules["groups"]:
         for rule in group["rules"]:
@@ -221,7 +222,7 @@ def test_the_documentation_url_is_the_same_everywhere() -> None:
     urls = (ROOT / "pyproject.toml").read_text().split("\n[project.urls]\n", 1)[1].split("\n[", 1)[0]
     assert f'Documentation = "{DOCS_URL}"' in urls.splitlines()
     assert MKDOCS["site_url"] == DOCS_URL
-    assert page_url("signals") == REPORT_DOCS_URL
+    assert REPORT_DOCS_URL == DOCS_URL
     assert signal_doc_url("compaction", base="https://docs.example/x") == "https://docs.example/x/signals/#compaction"
     assert signal_doc_url("compaction") == "https://otel-responses.github.io/otel-responses/signals/#compaction"
 

@@ -56,7 +56,7 @@ def test_a_file_of_traces_becomes_a_page(traces: Path, tmp_path: Path) -> None:
     assert result.stderr == ""
     assert _turns(page) == EXPECTED
     html = page.read_text()
-    assert f'href="{DOCS_URL}#unstored_parent"' in html
+    assert f'href="{DOCS_URL}signals/#unstored_parent"' in html
     assert 'href="http://127.0.0.1:16686/trace/' in html
     assert "default-src 'none'" in html
 
@@ -110,9 +110,10 @@ def test_no_span_of_this_package_is_a_failure(tmp_path: Path) -> None:
         (["--trace-url", "javascript:alert(1)//{trace_id}"], "not an http(s) URL"),
         (["--trace-url", "http://jaeger/trace/"], "no {trace_id} in"),
         (["--docs-url", "file:///etc/passwd"], "not an http(s) URL"),
+        (["--docs-url", "https://docs.example/it's/"], "not a documentation site's URL"),
         (["--out", ""], "must not be empty"),
     ],
-    ids=["javascript", "no trace id", "docs", "empty out"],
+    ids=["javascript", "no trace id", "docs", "docs with a quote", "empty out"],
 )
 def test_bad_usage(traces: Path, tmp_path: Path, args: list[str], message: str) -> None:
     out = [] if "--out" in args else ["--out", str(tmp_path / "r.html")]

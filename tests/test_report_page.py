@@ -49,7 +49,8 @@ def test_the_policy_allows_the_pages_own_style_and_script_and_nothing_else(recor
     for pattern in (r"<link\b", r"<img\b", r"<iframe\b", r"\bsrc=", r"url\(", r"@import", r"<base\b", r"\bstyle="):
         assert re.search(pattern, page) is None, pattern
     links = [a.attrs["href"] for a in root.find_all("a")]
-    assert {h for h in links if not h.startswith("#")} == {DOCS_URL, *(f"{DOCS_URL}#{n}" for n in _names(records))}
+    signals = f"{DOCS_URL}signals/"
+    assert {h for h in links if not h.startswith("#")} == {signals, *(f"{signals}#{n}" for n in _names(records))}
 
 
 def _names(records: list[SpanRecord]) -> set[str]:

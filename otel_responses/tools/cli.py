@@ -9,7 +9,6 @@ import argparse
 import errno
 import importlib
 import os
-import re
 import signal
 import socket
 import sys
@@ -18,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn, TextIO
 from urllib.parse import urlsplit
 
-from ..docs_links import DOCS_URL
+from ..docs_links import DOCS_URL, NotASite, check_site
 from ..version import __version__, install_hint
 
 EXIT_OK = 0
@@ -82,18 +81,11 @@ def _url(text: str) -> str:
     return text
 
 
-_SITE_CHARACTERS = re.compile(r"[A-Za-z0-9\-._~:/@!$&()*+,;=%]+")
-
-
 def _site(text: str) -> str:
-    """A documentation site's root: an http(s) URL without query or fragment (pages are appended to it), of the
-    characters a URL needs and no quote or space, so that it goes into the rules' YAML and the dashboard's JSON as
-    it is."""
-    _url(text)
-    if "#" in text or "?" in text or not _SITE_CHARACTERS.fullmatch(text):
-        rule = "no query, fragment, quote or space"
-        raise argparse.ArgumentTypeError(f"not a documentation site's URL ({rule}): {text!r}")
-    return text
+    try:
+        return check_site(text)
+    except NotASite as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _positive(text: str) -> float:

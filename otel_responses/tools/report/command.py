@@ -62,7 +62,11 @@ def add_parser(commands: Any) -> None:
         "http://127.0.0.1:16686/trace/{trace_id}?uiFind={span_id}",
     )
     parser.add_argument(
-        "--docs-url", type=_docs_url, default=DOCS_URL, metavar="URL", help="where the signals' documentation is"
+        "--docs-url",
+        type=_docs_url,
+        default=DOCS_URL,
+        metavar="URL",
+        help="where your copy of the documentation is: signal names link to its Signals page (default: %(default)s)",
     )
     parser.add_argument("--title", type=_nonempty, default=TITLE, help="the page's title")
 

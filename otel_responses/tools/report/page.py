@@ -24,7 +24,16 @@ from ...version import __version__
 from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
 from .records import SpanRecord, Value
-from .urls import DOCS_URL, SPAN_ID, TRACE_ID, BadTemplate, check_docs_url, check_trace_url
+from .urls import (
+    DOCS_URL,
+    SPAN_ID,
+    TRACE_ID,
+    BadTemplate,
+    check_docs_url,
+    check_trace_url,
+    signal_link,
+    signals_page,
+)
 
 __all__ = ["DOCS_URL", "BadTemplate", "Options", "check_docs_url", "check_trace_url", "render", "render_conversations"]
 
@@ -68,7 +77,7 @@ class Options:
 
     title: str = "otel-responses report"
     trace_url: str | None = None  # e.g. http://127.0.0.1:16686/trace/{trace_id}?uiFind={span_id} (Jaeger)
-    docs_url: str = DOCS_URL
+    docs_url: str = DOCS_URL  # the documentation site's root (a team's own copy, say)
     sources: Sequence[str] = ()
     problems: Sequence[str] = ()
     other_spans: int = 0  # spans of other instrumentations in the input, left out
@@ -227,7 +236,8 @@ class _Page:
         parts += [self.conversation(number, c) for number, c in enumerate(found, 1)]
         parts.append(
             "</main>\n<footer>Made by otel-responses from OpenTelemetry spans. Signal names link to their "
-            f'documentation at <a href="{_t(o.docs_url)}" rel="noreferrer">{_t(o.docs_url)}</a>.</footer>\n'
+            f'documentation at <a href="{_t(signals_page(o.docs_url))}" rel="noreferrer">'
+            f"{_t(signals_page(o.docs_url))}</a>.</footer>\n"
             f"<script>{SCRIPT}</script>\n</body>\n</html>\n"
         )
         return "".join(parts)
@@ -492,7 +502,7 @@ class _Page:
         """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix the
         first time the conversation shows it."""
         kind = CATALOGUE.get(name)
-        link = f"{self.options.docs_url}#{_token(name)}"
+        link = signal_link(_token(name), self.options.docs_url)
         shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
         out = (
             f'<li class="{_sev(severity)}" data-signal="{_t(name)}" data-severity="{_t(severity)}">'

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Final
 from urllib.parse import urlsplit
 
-from ...docs_links import SIGNALS_PAGE, page_url
+from ...docs_links import DOCS_URL as SITE_URL
+from ...docs_links import SIGNALS_PAGE, NotASite, check_site, page_url
 
-# Where each signal's section of the documentation is: the signal's name is the anchor (otel_responses/docs_links.py
-# holds the site's address).
-DOCS_URL: Final = page_url(SIGNALS_PAGE)
+# The documentation site's root (otel_responses/docs_links.py holds it): each signal's name links to its section
+# of the Signals page there, the name being the anchor.
+DOCS_URL: Final = SITE_URL
 TRACE_ID: Final = "{trace_id}"
 SPAN_ID: Final = "{span_id}"
 
@@ -33,7 +34,18 @@ def check_trace_url(template: str) -> str:
 
 
 def check_docs_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadTemplate(f"not an http(s) URL: {url!r}")
-    return url
+    """A copy of the documentation site's root (see ``docs_links.check_site``)."""
+    try:
+        return check_site(url)
+    except NotASite as error:
+        raise BadTemplate(str(error)) from None
+
+
+def signals_page(docs_url: str = DOCS_URL) -> str:
+    """The Signals page of the site at ``docs_url``."""
+    return page_url(SIGNALS_PAGE, base=docs_url)
+
+
+def signal_link(name: str, docs_url: str = DOCS_URL) -> str:
+    """Where a signal's name on the page links to: its section of the Signals page."""
+    return f"{signals_page(docs_url)}#{name}"
