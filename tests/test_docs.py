@@ -44,7 +44,7 @@ class _MkdocsLoader(yaml.SafeLoader):
 _MkdocsLoader.add_constructor("!relative", lambda loader, node: str(loader.construct_scalar(node)))  # type: ignore[arg-type]
 MKDOCS = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=_MkdocsLoader)
 PAGES = {path.name: path.read_text() for path in sorted(DOCS.glob("*.md"))}
-# The port the pages' examples name for the emulator (`python -m otel_responses.emulator --port 8080`).
+# The port the pages' examples name for the emulator (`otel-responses emulator --port 8080`).
 EXAMPLE_URL = "http://127.0.0.1:8080/v1"
 
 

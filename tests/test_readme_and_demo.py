@@ -92,7 +92,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     blocks = re.findall(r"```bash\n(.*?)```", _section("Quick start"), re.S)
     assert len(blocks) == 3
     script = "\n".join(blocks)
-    assert ".venv/bin/python -m otel_responses.emulator --port 8080 &\n" in script
+    assert ".venv/bin/otel-responses emulator --port 8080 &\n" in script
     assert "--traces_exporter console" in script
     assert "--logs_exporter none" in script
     assert "kill %1" in script

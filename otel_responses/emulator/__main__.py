@@ -12,12 +12,17 @@ from types import FrameType
 
 from . import LOOPBACK_HOSTS, Emulator, EmulatorConfig
 
+DESCRIPTION = "Serve a local, deterministic OpenAI Responses API emulator."
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m otel_responses.emulator",
-        description="Serve a local, deterministic OpenAI Responses API emulator.",
-    )
+    parser = argparse.ArgumentParser(prog="python -m otel_responses.emulator", description=DESCRIPTION)
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The emulator's options, on its own parser and on ``otel-responses emulator``'s."""
     parser.add_argument("--port", type=int, default=0, help="TCP port, 1-65535 (default: a free port)")
     parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS, help="loopback only")
     parser.add_argument("--seed", default=EmulatorConfig.seed, help="seed for ids and code words")
@@ -33,7 +38,6 @@ def _parser() -> argparse.ArgumentParser:
         "--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable (it must be set)"
     )
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
-    return parser
 
 
 PREFIX = "otel-responses emulator"
@@ -54,7 +58,11 @@ def _listening(emulator: Emulator, port: int) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first."""
     parser = _parser()
-    args = parser.parse_args(argv)
+    return run(parser.parse_args(argv), parser)
+
+
+def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Serve with the options ``add_arguments`` defined, parsed by ``parser`` (which reports a bad one)."""
     required_key = None
     if args.api_key_env is not None:
         required_key = os.environ.get(args.api_key_env)

@@ -30,8 +30,8 @@ EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + 
 
 DESCRIPTION = """\
 Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor),
-write out the Grafana dashboard and the Prometheus alert rules (dashboards), or see each
-conversation's turns on one page (report).
+write out the Grafana dashboard and the Prometheus alert rules (dashboards), see each
+conversation's turns on one page (report), or serve the emulator for your own app (emulator).
 
   demo        runs every scripted scenario (each state mode done right, each context-losing
               mistake) against the built-in emulator and shows what the instrumentation saw.
@@ -40,6 +40,8 @@ conversation's turns on one page (report).
               to import them.
   report      writes a self-contained HTML page of each conversation's turns and signals from
               exported traces (OTLP/JSON files, as the Collector's file exporter writes them).
+  emulator    serves the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your
+              app's base_url at the URL it prints.
 """
 
 EPILOG = """\
@@ -51,7 +53,7 @@ read in full or FILE cannot be written; demo: --report FILE cannot be written); 
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
 (the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
 extra); 130 interrupted by Ctrl-C
-(demo --serve stops with 0).
+(demo --serve and emulator stop with 0; emulator: 2 its port is in use or out of range).
 """
 
 DASHBOARDS_EPILOG = """\
@@ -191,13 +193,24 @@ def _parser() -> _Parser:
     from .report.command import add_parser
 
     add_parser(commands)
+    from ..emulator.__main__ import DESCRIPTION as EMULATOR
+    from ..emulator.__main__ import add_arguments
+
+    emulator = commands.add_parser(
+        "emulator",
+        help="serve the built-in Responses API emulator until Ctrl-C",
+        description=f"{EMULATOR}\nIt prints its base URL (http://127.0.0.1:PORT/v1) on standard output, then serves\n"
+        "until Ctrl-C or SIGTERM. It needs no extra: the standard library only.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(emulator)
     parser.commands = commands.choices
     return parser
 
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
-    if args.command in ("dashboards", "report"):
+    if args.command in ("dashboards", "report", "emulator"):
         return []  # the standard library only
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
@@ -430,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report.command import run
 
             return run(args, sys.stdout, sys.stderr)
+        if args.command == "emulator":
+            from ..emulator.__main__ import run as serve
+
+            return serve(args, parser.commands["emulator"])
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")
