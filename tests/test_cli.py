@@ -586,6 +586,21 @@ def test_dashboards_needs_no_extra(tmp_path: Path) -> None:
     assert _written(out) == _committed()
 
 
+def test_the_commands_help_does_not_load_the_emulator() -> None:
+    """`otel-responses emulator` hands its arguments to the emulator's own parser: the emulator is loaded when it is
+    run, not for every command's help (it is most of the command's start-up time)."""
+    probe = (
+        "import sys\n"
+        "from otel_responses.tools import cli\n"
+        "cli._parser().format_help()\n"
+        "print(sorted(name for name in sys.modules if name.startswith('otel_responses.emulator')))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
+    listed = run("--help", timeout=60)
+    assert re.search(r"^    emulator +serve the built-in Responses API emulator until Ctrl-C$", listed.stdout, re.M)
+
+
 def test_dashboards_help_is_plain_text() -> None:
     result = run("dashboards", "--help", timeout=60)
     assert result.returncode == 0, result.stderr

@@ -12,17 +12,16 @@ from types import FrameType
 
 from . import LOOPBACK_HOSTS, Emulator, EmulatorConfig
 
-DESCRIPTION = "Serve a local, deterministic OpenAI Responses API emulator."
+DESCRIPTION = """\
+Serve a local, deterministic OpenAI Responses API emulator on 127.0.0.1. It prints its base
+URL (http://127.0.0.1:PORT/v1) on standard output, then serves until Ctrl-C or SIGTERM.
+"""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m otel_responses.emulator", description=DESCRIPTION)
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The emulator's options, on its own parser and on ``otel-responses emulator``'s."""
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--port", type=int, default=0, help="TCP port, 1-65535 (default: a free port)")
     parser.add_argument("--host", default="127.0.0.1", choices=LOOPBACK_HOSTS, help="loopback only")
     parser.add_argument("--seed", default=EmulatorConfig.seed, help="seed for ids and code words")
@@ -38,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable (it must be set)"
     )
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
+    return parser
 
 
 PREFIX = "otel-responses emulator"
@@ -55,14 +55,11 @@ def _listening(emulator: Emulator, port: int) -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first."""
-    parser = _parser()
-    return run(parser.parse_args(argv), parser)
-
-
-def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Serve with the options ``add_arguments`` defined, parsed by ``parser`` (which reports a bad one)."""
+def main(argv: list[str] | None = None, prog: str = "python -m otel_responses.emulator") -> int:
+    """Run until interrupted (Ctrl-C or SIGTERM); prints the base URL on its own line first. ``prog``: the name
+    usage lines give it (``otel-responses emulator`` hands its arguments here)."""
+    parser = _parser(prog)
+    args = parser.parse_args(argv)
     required_key = None
     if args.api_key_env is not None:
         required_key = os.environ.get(args.api_key_env)

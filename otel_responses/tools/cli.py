@@ -193,24 +193,16 @@ def _parser() -> _Parser:
     from .report.command import add_parser
 
     add_parser(commands)
-    from ..emulator.__main__ import DESCRIPTION as EMULATOR
-    from ..emulator.__main__ import add_arguments
-
-    emulator = commands.add_parser(
-        "emulator",
-        help="serve the built-in Responses API emulator until Ctrl-C",
-        description=f"{EMULATOR}\nIt prints its base URL (http://127.0.0.1:PORT/v1) on standard output, then serves\n"
-        "until Ctrl-C or SIGTERM. It needs no extra: the standard library only.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(emulator)
+    # Its arguments, --help included, are the emulator's own parser's (``emulator/__main__.py``): the emulator is
+    # loaded only when it is run, not for every command's help.
+    commands.add_parser("emulator", help="serve the built-in Responses API emulator until Ctrl-C", add_help=False)
     parser.commands = commands.choices
     return parser
 
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
-    if args.command in ("dashboards", "report", "emulator"):
+    if args.command in ("dashboards", "report"):
         return []  # the standard library only
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
@@ -422,6 +414,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
     parser = _parser()
     args, unknown = parser.parse_known_args(argv)
+    if args.command == "emulator":
+        from ..emulator.__main__ import main as serve
+
+        return serve(unknown, prog="otel-responses emulator")
     if unknown:  # said by the command's own parser, whose usage line and help are the ones to read
         parser.commands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command is None:
@@ -443,10 +439,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report.command import run
 
             return run(args, sys.stdout, sys.stderr)
-        if args.command == "emulator":
-            from ..emulator.__main__ import run as serve
-
-            return serve(args, parser.commands["emulator"])
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")
