@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
+from .support import not_installed
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -33,10 +33,7 @@ def chromium() -> str:
     """The browser: in CI (``CI`` set) a missing one fails the test (``.ci/run`` installs Debian's), else skips."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        message = "chromium is not installed (Debian package chromium; .ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        not_installed("chromium is not installed (Debian package chromium; .ci/run installs it)")
     return found
 
 

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import openai
 import pytest
@@ -152,13 +152,23 @@ def json_from_python(code: str, *args: str, env: Mapping[str, str] | None = None
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def not_installed(message: str) -> NoReturn:
+    """A tool the test needs is missing: skip locally, fail in CI (``CI`` set), where .ci/run installs it, so that a
+    missing install step cannot pass as a skip."""
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def user_pytest_env() -> dict[str, str]:
+    """The environment for pytest in a subprocess as a user's project runs it: plugins autoloaded (the installed
+    pytest plugin among them), none of this run's options."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
+
+
 def prometheus_binary(name: str) -> str:
-    """The path of ``prometheus`` or ``promtool``: a test without it skips locally and fails in CI (``CI`` set),
-    where .ci/run installs Debian's prometheus, so that a missing install step cannot pass as a skip."""
+    """The path of ``prometheus`` or ``promtool`` (Debian's prometheus package)."""
     path = shutil.which(name)
     if path is None:
-        message = f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        not_installed(f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)")
     return path

@@ -33,6 +33,8 @@ from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
 from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
 
+from .support import not_installed, user_pytest_env
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 
@@ -65,10 +67,7 @@ def _mkdocs() -> str:
     if not path.exists():
         found = shutil.which("mkdocs")
         if found is None:
-            message = "mkdocs is not installed (the docs extra: pip install -e '.[docs]'; .ci/run installs it)"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
+            not_installed("mkdocs is not installed (the docs extra: pip install -e '.[docs]'; .ci/run installs it)")
         return found
     return str(path)
 
@@ -469,11 +468,10 @@ def test_the_async_kit_example_passes_as_a_users_test(tmp_path: Path) -> None:
     the test run by anyio's pytest plugin."""
     (example,) = _blocks(_section("testing.md", "Async apps"), "python")
     (tmp_path / "test_async_app.py").write_text(example)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_async_app.py"],
         cwd=tmp_path,
-        env=env,
+        env=user_pytest_env(),
         capture_output=True,
         text=True,
         timeout=180,

@@ -4,13 +4,13 @@ the plugin found through its entry point."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 from .report_support import conversations, parse
+from .support import user_pytest_env
 
 PROJECT = """
 from otel_responses.testing import assert_no_context_loss, assert_signal, capture
@@ -50,12 +50,11 @@ LINE = re.compile(r"^E\s+See the conversations turn by turn: (\S+)$", re.M)
 
 
 def _pytest(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
     (directory / "test_app.py").write_text(PROJECT)
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={directory / 'tmp'}", *args],
         cwd=directory,
-        env=env,
+        env=user_pytest_env(),
         capture_output=True,
         text=True,
         timeout=180,

@@ -5,7 +5,6 @@ real spans, and a cheap import."""
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from otel_responses.testing import (
     capture,
 )
 
-from .support import run_python
+from .support import run_python, user_pytest_env
 
 # The kit's page of the documentation (docs/testing.md): its example, and the failure it shows.
 SECTION = (Path(__file__).resolve().parent.parent / "docs" / "testing.md").read_text()
@@ -38,9 +37,10 @@ ENCRYPTED: Any = ["reasoning.encrypted_content"]
 
 def run_pytest(directory: Path, file: Path, python: list[str] | None = None) -> subprocess.CompletedProcess[str]:
     """pytest in a subprocess, as a user's project runs it: no conftest, only the installed plugin."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS")}
     command = (python or [sys.executable, "-m", "pytest"]) + ["-q", str(file)]
-    return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=180, check=False)
+    return subprocess.run(
+        command, cwd=directory, env=user_pytest_env(), capture_output=True, text=True, timeout=180, check=False
+    )
 
 
 # -- (a) the README's regression test, in a project of its own ------------------------------------------------
