@@ -80,8 +80,12 @@ def test_readme_is_short_and_links_every_signal_to_its_section() -> None:
 
 
 def test_readme_never_suggests_an_install_command_that_cannot_work() -> None:
-    """Not on a package index yet: from the checkout (or a built wheel), never `pip install otel-responses`."""
-    assert not re.search(r"pip install ['\"]?otel-responses", README)
+    """Not on a package index yet: from the checkout (or a built wheel); `pip install otel-responses` only in the
+    Install section, which says it works once a release is published."""
+    published = _section("Install")
+    assert published.startswith("\nOnce a release is published on PyPI ")
+    assert re.findall(r"pip install ['\"]?otel-responses(\[\w+\])?", published) == ["", "[cli]"]
+    assert not re.search(r"pip install ['\"]?otel-responses", README.replace(published, ""))
     assert "not on a package index yet" in README
 
 
