@@ -355,9 +355,12 @@ def test_troubleshooting_page_follows_the_doctors_steps_and_names_real_signals()
 
 
 def test_changelog_top_entry_is_this_version() -> None:
+    """The newest released entry is this version; changes not yet released sit above it under Unreleased."""
     changelog = (ROOT / "CHANGELOG.md").read_text()
-    top = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)[0]
-    assert top == __version__
+    headings = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)
+    released = [heading for heading in headings if heading != "Unreleased"]
+    assert headings.index(released[0]) <= 1
+    assert released[0] == __version__
     assert f"[{__version__}]: " in changelog
 
 
