@@ -42,6 +42,8 @@ conversation's turns on one page (report), or serve the emulator for your own ap
               exported traces (OTLP/JSON files, as the Collector's file exporter writes them).
   emulator    serves the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your
               app's base_url at the URL it prints.
+  proxy       forwards an app's traffic (any language) to its upstream and records each
+              Responses API call as the in-process instrumentation does.
 """
 
 EPILOG = """\
@@ -190,9 +192,11 @@ def _parser() -> _Parser:
         help="where your copy of the documentation is: the alerts' runbook links and the dashboard's link lead "
         "there (default: %(default)s)",
     )
+    from .proxy import add_parser as add_proxy_parser
     from .report.command import add_parser
 
     add_parser(commands)
+    add_proxy_parser(commands)
     # Its arguments, --help included, are the emulator's own parser's (``emulator/__main__.py``): the emulator is
     # loaded only when it is run, not for every command's help.
     commands.add_parser("emulator", help="serve the built-in Responses API emulator until Ctrl-C", add_help=False)
@@ -202,8 +206,8 @@ def _parser() -> _Parser:
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
-    if args.command in ("dashboards", "report"):
-        return []  # the standard library only
+    if args.command in ("dashboards", "report", "proxy"):
+        return []  # the standard library only (the proxy checks its own extra)
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
         modules.append("opentelemetry.exporter.otlp.proto.http")
@@ -439,6 +443,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report.command import run
 
             return run(args, sys.stdout, sys.stderr)
+        if args.command == "proxy":
+            from .proxy import run as run_proxy
+
+            return run_proxy(args, sys.stdout, sys.stderr)
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")

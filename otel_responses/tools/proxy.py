@@ -1,0 +1,226 @@
+"""``otel-responses proxy``: the forwarding proxy as a command. Its options, the exporters (the demo's), the checks made
+before it listens, and the startup a script can read: the base URL for clients on the first line of standard output
+(and, with ``--port-file``, the bound port in a file) once it listens; ``--listen 127.0.0.1:0`` takes a free port.
+
+Every instrumentation setting comes from the environment, as for ``opentelemetry-instrument``
+(``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*``: strict mode, the shared ledger of several replicas, ...). Building the
+command's options imports the standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import os
+import signal
+from typing import Any, Final, TextIO
+
+from .cli import EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, _missing_module, _otlp_base, _unreachable
+
+NAME: Final = "proxy"
+EXTRA: Final = "proxy"
+PREFIX: Final = "otel-responses proxy"
+
+DESCRIPTION: Final = """\
+Forward every request to one upstream and record each Responses API call through it as the
+in-process instrumentation does: the same spans, metrics and signals, for an app in any language.
+Point the app's base URL at the URL this prints on standard output (the proxy's origin and the
+upstream's path, e.g. http://127.0.0.1:8787/v1). What the app receives is what the upstream sent.
+Instrumentation settings (strict mode, the shared ledger, ...) come from the environment
+(OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*). Ctrl-C or SIGTERM stops it; in-flight requests and
+streams get --grace seconds to finish.
+"""
+
+EPILOG: Final = """\
+exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage (an --upstream or --listen it will not
+use, a port in use); 3 the --otlp-endpoint could not be reached; 5 a package of the 'proxy' extra
+is missing (the install command is named).
+"""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _bytes(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
+
+
+def add_parser(commands: Any) -> None:
+    """Register the subcommand on the ``otel-responses`` parser's subcommands."""
+    from .cli import _port, _url
+
+    parser = commands.add_parser(
+        NAME,
+        help="forward an app's Responses API traffic to its upstream and record it",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--upstream", default="https://api.openai.com/v1", metavar="URL", help="where to forward (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--listen",
+        default="127.0.0.1:8787",
+        metavar="HOST:PORT",
+        help="where to listen (default: %(default)s; port 0: a free one; another host than loopback is said aloud)",
+    )
+    parser.add_argument(
+        "--allow-http-upstream",
+        action="store_true",
+        help="allow a plain-http --upstream off loopback (the clients' keys would travel unencrypted)",
+    )
+    parser.add_argument("--port-file", metavar="FILE", help="write the bound port into FILE once listening")
+    parser.add_argument("--console", action="store_true", help="print every span as the console exporter does")
+    parser.add_argument(
+        "--otlp-endpoint",
+        type=_url,
+        metavar="URL",
+        help="export traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics",
+    )
+    parser.add_argument(
+        "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
+    )
+    parser.add_argument(
+        "--max-body-bytes", type=_bytes, metavar="N", help="refuse larger request bodies with a 413 (default 64 MiB)"
+    )
+    parser.add_argument("--connect-timeout", type=_positive, metavar="S", help="upstream connect timeout (10)")
+    parser.add_argument(
+        "--read-timeout", type=_positive, metavar="S", help="longest wait for the upstream's next bytes (600)"
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_positive,
+        metavar="S",
+        help="close a client connection idle this long, or whose request head or body stalls (75)",
+    )
+    parser.add_argument(
+        "--grace", type=_positive, metavar="S", help="how long in-flight requests get after Ctrl-C or SIGTERM (30)"
+    )
+
+
+def _needed(args: argparse.Namespace) -> list[str]:
+    modules = ["aiohttp", "openai", "opentelemetry.sdk"]
+    if args.otlp_endpoint:
+        modules.append("opentelemetry.exporter.otlp.proto.http")
+    if args.prometheus_port is not None:
+        modules += ["opentelemetry.exporter.prometheus", "prometheus_client"]
+    return modules
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Check, start, serve until Ctrl-C or SIGTERM, stop gracefully; the exit code (see EPILOG)."""
+    from ..version import install_hint
+
+    missing = _missing_module(_needed(args))
+    if missing is not None:
+        err.write(
+            f"{PREFIX}: the module {missing!r} is missing; it comes with the '{EXTRA}' extra:\n"
+            f"  {install_hint(EXTRA)}\n"
+        )
+        return EXIT_MISSING_EXTRA
+    from ..proxy import ProxySettings, ProxySettingsError, listen_of, upstream_of
+
+    try:
+        host, port = listen_of(args.listen)
+        options = {
+            name: getattr(args, name)
+            for name in ("max_body_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace")
+            if getattr(args, name) is not None
+        }
+        settings = ProxySettings(upstream_of(args.upstream, args.allow_http_upstream), host, port, **options)
+    except ProxySettingsError as error:
+        err.write(f"{PREFIX}: {error}\n")
+        return EXIT_USAGE
+    if args.otlp_endpoint:
+        args.otlp_endpoint, _ = _otlp_base(args.otlp_endpoint)
+        reason = _unreachable(args.otlp_endpoint)
+        if reason is not None:
+            err.write(f"{PREFIX}: cannot reach the OTLP endpoint ({reason})\n")
+            return EXIT_UNREACHABLE
+    from .demo import Exporters, MetricsPortUnavailable
+
+    exporters = Exporters(
+        args.console,
+        args.otlp_endpoint,
+        args.prometheus_port,
+        service_name=os.environ.get("OTEL_SERVICE_NAME") or "otel-responses-proxy",
+        in_memory=False,
+    )
+    try:
+        tracer_provider, meter_provider, _ = exporters.providers(out)
+    except MetricsPortUnavailable as error:
+        reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
+        err.write(f"{PREFIX}: port {error.port} (--prometheus-port) {reason}\n")
+        return EXIT_USAGE
+    try:
+        return asyncio.run(_serve(settings, tracer_provider, meter_provider, args, out, err))
+    finally:
+        exporters.shutdown()
+
+
+async def _serve(settings: Any, tracer_provider: Any, meter_provider: Any, args: Any, out: TextIO, err: TextIO) -> int:
+    from .._patching.shared import telemetry_for
+    from ..proxy import Proxy
+
+    telemetry = telemetry_for({}, tracer_provider, meter_provider)
+    proxy = Proxy(settings, telemetry)
+    try:
+        await proxy.start()
+    except OSError as error:
+        where = f"{settings.host}:{settings.port}"
+        reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
+        err.write(f"{PREFIX}: {where} (--listen) {reason}\n")
+        return EXIT_USAGE
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        _announce(proxy, telemetry, args, out, err)
+        await stop.wait()
+        err.write(f"{PREFIX}: stopping; in-flight requests get {settings.grace:g}s to finish\n")
+        err.flush()
+    finally:
+        await proxy.stop()
+        close = getattr(telemetry.settings.ledger, "close", None)
+        if callable(close):
+            close()
+    return EXIT_OK
+
+
+def _announce(proxy: Any, telemetry: Any, args: Any, out: TextIO, err: TextIO) -> None:
+    """The base URL on standard output (a script's one line to read), the port in ``--port-file``, what it does on
+    standard error."""
+    settings = proxy.settings
+    if args.port_file:
+        temporary = f"{args.port_file}.tmp"
+        with open(temporary, "w") as file:
+            file.write(f"{proxy.port}\n")
+        os.replace(temporary, args.port_file)  # a reader never sees a half-written file
+    out.write(proxy.base_url + "\n")
+    out.flush()
+    strict = "on" if telemetry.settings.strict else "off"
+    err.write(f"{PREFIX}: forwarding to {settings.upstream.url} (strict mode {strict}); Ctrl-C or SIGTERM stops it\n")
+    if not settings.loopback_only:
+        err.write(
+            f"{PREFIX}: listening on {settings.host}, not loopback: other machines can reach it and send requests "
+            f"through it to {settings.upstream.origin}\n"
+        )
+    if not (args.console or args.otlp_endpoint or args.prometheus_port is not None):
+        err.write(f"{PREFIX}: no exporter: give --otlp-endpoint, --prometheus-port or --console to see the calls\n")
+    err.flush()
