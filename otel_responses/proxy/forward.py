@@ -187,6 +187,7 @@ class Forwarder:
                 exchange.abandoned(exc)
             return response
         content = upstream.content  # type: ignore[attr-defined]
+        ended = False
         while True:
             try:
                 data = await content.readany()
@@ -197,22 +198,25 @@ class Forwarder:
                 return response
             if not data:
                 break
+            if exchange is not None:
+                # Observed before it is relayed, and the call ended before its last bytes are: a client that sends
+                # its next turn as soon as it has this answer finds it in the ledger.
+                exchange.chunk(data)
+                if content.at_eof():
+                    ended = True
+                    exchange.finished()
             try:
                 await response.write(data)
             except ConnectionError as exc:
                 if exchange is not None:
                     exchange.abandoned(exc)
                 return response
-            if exchange is not None:
-                exchange.chunk(data)
+        if exchange is not None and not ended:
+            exchange.finished()
         try:
             await response.write_eof()
-        except ConnectionError as exc:
-            if exchange is not None:
-                exchange.abandoned(exc)
-            return response
-        if exchange is not None:
-            exchange.finished()
+        except ConnectionError:
+            pass  # the body was whole: the call ended with it
         return response
 
 

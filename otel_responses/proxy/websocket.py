@@ -200,9 +200,9 @@ async def _to_client(
         message = await upstream.receive()
         kind = message.type
         if kind == WSMsgType.TEXT:
-            await client.send_str(message.data)
-            if seams is not None:
+            if seams is not None:  # observed first: the next response.create finds this one's end in the ledger
                 await _observe(seams, socket, message.data)
+            await client.send_str(message.data)
         elif kind == WSMsgType.BINARY:
             await client.send_bytes(message.data)
         elif kind == WSMsgType.PING:
