@@ -20,8 +20,9 @@ from .._patching.call import Call, Endpoint
 from .._patching.paths import Route
 from .._patching.raw_streams import sse_feed
 from .._patching.streams import Fields, StreamObserver
-from .._telemetry.recorded import NOTHING_READ
+from .._telemetry.recorded import NOTHING_READ, Outcome
 from .._telemetry.telemetry import Telemetry
+from ..attributes import REQUEST_ID
 from ..signals import ContextLossError
 from .encoding import NotAnalysed, decoder
 from .errors import connection_error, status_error
@@ -208,7 +209,8 @@ class Exchange:
                 readable = False
             except ValueError as exc:
                 if status < 400:  # the SDK fails to parse it too
-                    call.raised(exc)
+                    extra = {REQUEST_ID: request_id} if request_id is not None else None
+                    call.end(Outcome(None, type(exc).__qualname__, extra=extra))
                     return
         if status >= 400 or status < 200:
             call.raised(status_error(status, parsed if readable else None, request_id))

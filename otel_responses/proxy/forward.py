@@ -101,22 +101,25 @@ class Forwarder:
         try:
             body = await read_body(request, settings.max_body_bytes, settings.idle_timeout)
         except TooLarge:
-            request.protocol.force_close()  # what is left of the body is not read
-            return answer(
+            refused = answer(
                 413,
                 f"The request body passes this proxy's limit of {settings.max_body_bytes} bytes.",
                 "invalid_request_error",
                 "request_too_large",
             )
         except asyncio.TimeoutError:
-            request.protocol.force_close()
-            return answer(408, "The request body did not arrive in time.", "invalid_request_error")
-        exchange = await self._exchange(request, rel, body)
-        if exchange is not None:
-            refusal = exchange.refusal()
-            if refusal is not None:
-                return web.Response(status=400, body=errors.refusal_body(refusal), headers=_JSON)
-        return await self._relay(request, rel, body, exchange)
+            refused = answer(408, "The request body did not arrive in time.", "invalid_request_error")
+        else:
+            exchange = await self._exchange(request, rel, body)
+            if exchange is not None:
+                refusal = exchange.refusal()
+                if refusal is not None:
+                    return web.Response(status=400, body=errors.refusal_body(refusal), headers=_JSON)
+            return await self._relay(request, rel, body, exchange)
+        # The connection closes after the answer: what is left of the body is read for a moment and dropped (so the
+        # client reads the answer, not a reset), never forwarded.
+        refused.force_close()
+        return refused
 
     async def _exchange(self, request: web.BaseRequest, rel: URL, body: bytes) -> Exchange | None:
         """The recorded call of a request the operation table knows (None for any other, and when not recording)."""

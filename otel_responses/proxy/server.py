@@ -29,6 +29,9 @@ from .websocket import Seam, is_upgrade, relay
 _log = logging.getLogger(__name__)
 # Headers aiohttp's client would add when the client sent none: the request goes upstream with the client's only.
 _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+# After refusing a body (413, 408), how long what is left of it is read and dropped before the connection closes: a
+# client that sends on past the refusal still reads the answer rather than a reset.
+_LINGERING = 1.0
 
 
 class Proxy:
@@ -75,6 +78,7 @@ class Proxy:
             self._handle,
             access_log=None,
             keepalive_timeout=settings.idle_timeout,
+            lingering_time=_LINGERING,
             auto_decompress=False,
         )
         runner = web.ServerRunner(low_level, shutdown_timeout=settings.grace, handle_signals=False)

@@ -136,12 +136,9 @@ class RawUpstream:
 
     def __post_init__(self) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self._listener.getsockname()[1])
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._accept, daemon=True)
-
-    @property
-    def port(self) -> int:
-        return int(self._listener.getsockname()[1])
 
     @property
     def base_url(self) -> str:
@@ -200,13 +197,11 @@ def _read_request(reader: Any) -> Request | None:
     return Request(method, target, tuple(headers), body)
 
 
-def raw_exchange(port: int, data: bytes, timeout: float = 10.0, pause: float = 0.0) -> bytes:
-    """Send ``data`` to 127.0.0.1:``port`` on a fresh connection and read until it closes or ``timeout`` passes."""
+def raw_exchange(port: int, data: bytes, timeout: float = 10.0) -> bytes:
+    """Send ``data`` to 127.0.0.1:``port`` on a fresh connection and read until it closes or ``timeout`` passes
+    (its requests say ``Connection: close``; a half-close would end the connection before any answer)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(data)
-        if pause:
-            time.sleep(pause)
-        sock.shutdown(socket.SHUT_WR)
         parts = []
         with contextlib.suppress(OSError):
             while True:
