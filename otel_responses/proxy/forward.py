@@ -11,6 +11,7 @@ The destination is never the request's to choose: not its ``Host``, an absolute 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -216,10 +217,8 @@ class Forwarder:
                 return response
         if exchange is not None and not ended:
             exchange.finished()
-        try:
+        with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
             await response.write_eof()
-        except ConnectionError:
-            pass  # the body was whole: the call ended with it
         return response
 
 
