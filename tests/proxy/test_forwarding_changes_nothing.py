@@ -9,10 +9,11 @@ from __future__ import annotations
 import gzip
 import json
 import threading
+from typing import Any
 
 from .support import LAST_CHUNK, Connection, RawUpstream, Request, chunk, chunked_head, proxied, raw_exchange, response
 
-RESPONSE = {
+RESPONSE: dict[str, Any] = {
     "id": "resp_raw_1",
     "object": "response",
     "created_at": 1,

@@ -303,12 +303,19 @@ def test_a_body_shorter_than_its_length_reaches_the_client_as_short() -> None:
     assert "error.type" in dict(span.attributes or {})
 
 
+def _not_http(request: Request, connection: Connection) -> bool:
+    connection.send(b"SSH-2.0-OpenSSH\r\n\r\n")
+    return False
+
+
+def _never_answers(request: Request, connection: Connection) -> bool:
+    time.sleep(3)
+    return False
+
+
 @pytest.mark.parametrize(
     ("script", "status", "error_type"),
-    [
-        (lambda request, connection: connection.send(b"SSH-2.0-OpenSSH\r\n\r\n") or False, 502, "APIConnectionError"),
-        (lambda request, connection: time.sleep(3) or False, 504, "APITimeoutError"),
-    ],
+    [(_not_http, 502, "APIConnectionError"), (_never_answers, 504, "APITimeoutError")],
     ids=["not-http", "never-answers"],
 )
 def test_an_upstream_that_does_not_answer_http_gets_the_client_a_gateway_error(
