@@ -1,0 +1,210 @@
+"""WebSocket mode through the proxy: each message relayed as it came, both ways; on the Responses API's socket each
+``response.create`` is recorded as the SDK instrumented in-process records it (span for span, against the same
+reset emulator); strict mode refuses with the API's own ``error`` event and sends nothing upstream; other upgraded
+paths are relayed unrecorded; a client or an upstream that drops the socket mid-way harms no one else."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import aiohttp
+import openai
+import pytest
+from aiohttp import web
+from openai.resources.responses.responses import Responses
+
+from otel_responses.emulator import Emulator
+from otel_responses.testing import capture
+
+from .support import KEY, proxied
+from .test_hostile_peers import healthy
+from .test_scenarios_through_the_proxy import _record
+
+pytest.importorskip("websockets")  # the emulator's WebSocket mode, and the SDK's client side of it
+if not hasattr(Responses, "connect"):  # pragma: no cover - old SDKs
+    pytest.skip("responses.connect() (WebSocket mode) arrived in openai 2.22.0", allow_module_level=True)
+
+MODEL = "gpt-5.4"
+TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+def until_done(connection: Any) -> Any:
+    for event in connection:
+        if event.type in TERMINAL:
+            return event
+    raise AssertionError("the connection closed first")
+
+
+def socket_session(client: openai.OpenAI) -> list[str]:
+    """A chain over one socket, an unstored parent refused by the API, the connection's own unstored response
+    continued, then a create left unanswered by closing: the texts the model answered."""
+    unstored = client.responses.create(model=MODEL, input="hi", store=False)
+    answers = []
+    with client.responses.connect() as connection:
+        connection.response.create(model=MODEL, input="Remember this: the marker is W-1.", instructions="Be brief.")
+        first = until_done(connection)
+        connection.response.create(model=MODEL, input="What is the marker?", previous_response_id=first.response.id)
+        answers.append(until_done(connection).response.output_text)
+        connection.response.create(model=MODEL, input="again", previous_response_id=unstored.id)
+        answers.append(until_done(connection).type)
+        connection.response.create(model=MODEL, input="Remember this: the marker is W-2.", store=False)
+        own = until_done(connection)
+        connection.response.create(model=MODEL, input="Marker?", previous_response_id=own.response.id)
+        answers.append(until_done(connection).response.output_text)
+    with client.responses.connect() as connection:
+        connection.response.create(model=MODEL, input="never read")
+    return answers
+
+
+def test_a_socket_session_is_recorded_through_the_proxy_as_in_process() -> None:
+    with Emulator() as emulator:
+        with capture(hash_key=KEY) as captured, emulator.client() as client:
+            direct = socket_session(client)
+            theirs = _record(captured.spans())
+        emulator.reset()
+        with proxied(emulator.base_url) as through, through.client() as client:
+            relayed = socket_session(client)
+            ours = _record(through.wait_for_spans(len(theirs)))
+    assert relayed == direct == ["marker=W-1", "error", "marker=W-2"]
+    assert len(ours) == len(theirs) == 7
+    # In-process, a socket's spans carry no server address (the SDK's connection does not say where it goes); the
+    # proxy knows its upstream. That transport attribute aside, the same record.
+    for record in ours[1:]:
+        assert record["attributes"].pop("server.address") == "127.0.0.1"
+        assert isinstance(record["attributes"].pop("server.port"), int)
+    for number, (want, got) in enumerate(zip(theirs, ours, strict=True)):
+        assert got == want, f"span {number + 1}"
+    assert [r["attributes"]["openai_responses.signals"] for r in ours[1:]] == [
+        (),
+        ("instructions_dropped",),
+        ("unstored_parent",),
+        ("reasoning_not_replayable",),  # store=false without encrypted reasoning requested: as in-process
+        (),
+        (),
+    ]
+
+
+def test_strict_mode_refuses_a_create_on_the_socket_with_the_apis_error_event() -> None:
+    with Emulator() as emulator, proxied(emulator.base_url, {"strict": True}) as through:
+        with through.client() as client, client.responses.connect() as connection:
+            connection.response.create(model=MODEL, input="hi", conversation="conv_x", previous_response_id="resp_x")
+            refused = until_done(connection)
+            connection.response.create(model=MODEL, input="Remember this: the marker is W-9.")
+            fine = until_done(connection)
+        sent = [r for r in emulator.requests if r.method == "WEBSOCKET"]
+        spans = through.wait_for_spans(2)
+    assert refused.type == "error"
+    assert (refused.status, refused.error.code) == (400, "state_mode_conflict")
+    assert "Fix:" in refused.error.message
+    assert fine.type == "response.completed"
+    assert [r.body["input"] for r in sent] == ["Remember this: the marker is W-9."]  # the refused one never left
+    assert [dict(s.attributes or {})["openai_responses.signals"] for s in spans] == [("state_mode_conflict",), ()]
+    assert dict(spans[0].attributes or {})["error.type"] == "ContextLossError"
+
+
+@contextmanager
+def echo_upstream() -> Iterator[str]:
+    """An upstream WebSocket at /v1/realtime that echoes every message (and answers pings): a path the package
+    does not know."""
+    loop = asyncio.new_event_loop()
+
+    async def echo(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(protocols=("realtime",))
+        await ws.prepare(request)
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                await ws.send_str(message.data)
+            elif message.type == aiohttp.WSMsgType.BINARY:
+                await ws.send_bytes(message.data)
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/v1/realtime", echo)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    loop.run_until_complete(site.start())
+    port = runner.addresses[0][1]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+def test_another_upgraded_path_is_relayed_message_by_message_unrecorded() -> None:
+    async def talk(url: str) -> list[Any]:
+        async with aiohttp.ClientSession() as session, session.ws_connect(url, protocols=("realtime",)) as ws:
+            await ws.send_str('{"type": "session.update", "x": "\\u00e9"}')
+            text = await ws.receive()
+            await ws.send_bytes(b"\x00\x01binary")
+            binary = await ws.receive()
+            pong = await ws.ping(b"are you there")  # answered: autoping on this client
+            await ws.close()
+            return [ws.protocol, text.data, binary.data, pong]
+
+    with echo_upstream() as upstream, proxied(upstream) as through:
+        got = asyncio.run(talk(through.origin + "/v1/realtime"))
+        assert through.spans() == []
+    assert got == ["realtime", '{"type": "session.update", "x": "\\u00e9"}', b"\x00\x01binary", None]
+
+
+def _handshake(port: int, path: str) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(
+        f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert head.startswith(b"HTTP/1.1 101 ")
+    return sock
+
+
+def test_a_client_that_drops_the_socket_mid_frame_ends_its_call_and_harms_no_one() -> None:
+    with Emulator() as emulator, proxied(emulator.base_url) as through:
+        sock = _handshake(through.proxy.port, "/v1/responses")
+        frame = b'{"type": "response.create", "model": "gpt-5.4", "input": "hi"}'
+        masked = bytes([0x81, 0x80 | 126]) + len(frame).to_bytes(2, "big") + b"\x00\x00\x00\x00"
+        sock.sendall(masked + frame[:10])  # a frame cut in its payload
+        sock.close()
+        healthy(through)
+        sock = _handshake(through.proxy.port, "/v1/responses")
+        sock.sendall(masked + frame)  # a whole create, then the socket dropped before its answer
+        sock.close()
+        spans = through.wait_for_spans(2)
+        healthy(through)
+    assert len(spans) == 2  # the healthy call, and the whole create: the cut frame never was a call
+    dropped = next(s for s in spans if "openai_responses.stream.ended" in (s.attributes or {}))
+    assert dict(dropped.attributes or {})["openai_responses.stream.ended"] == "closed"
+
+
+def test_an_upgrade_the_upstream_refuses_is_answered_with_its_status_and_headers() -> None:
+    key = base64.b64encode(os.urandom(16)).decode()
+    request = (
+        f"GET /v1/nowhere HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    with Emulator() as emulator, proxied(emulator.base_url) as through:
+        with socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10) as sock:
+            sock.sendall(request.encode())
+            answer = b""
+            while b"\r\n\r\n" not in answer:
+                answer += sock.recv(65536)
+        healthy(through)
+    head = answer.partition(b"\r\n\r\n")[0].decode().lower()
+    assert head.startswith("http/1.1 404 ")
+    assert "x-request-id: req_" in head  # the upstream's own headers
