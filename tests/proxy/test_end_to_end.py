@@ -40,6 +40,8 @@ def _curl(method: str, url: str, body: Any = None) -> tuple[int, dict[str, str],
         command += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]
     done = subprocess.run(command, capture_output=True, timeout=60, check=True)
     head, _, content = done.stdout.partition(b"\r\n\r\n")
+    while head.split(b" ", 2)[1].startswith(b"1"):  # `100 Continue`: curl sends `Expect` with a larger body
+        head, _, content = content.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
     return int(lines[0].split()[1]), {k: headers[k] for k in API_HEADERS if k in headers}, content
