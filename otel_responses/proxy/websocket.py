@@ -36,7 +36,7 @@ from .headers import PROTOCOL_HEADER, protocols, refused_handshake, upstream_han
 
 AnySocket = web.WebSocketResponse | ClientWebSocketResponse[Any]
 _GOING_AWAY = 1001
-_CLOSE_TIMEOUT = 10.0
+_CLOSE_TIMEOUT = 2.0  # how long a close waits for the peer's own close frame (one that never sends it holds nothing)
 
 
 def is_upgrade(request: web.BaseRequest) -> bool:
@@ -126,9 +126,7 @@ async def relay(
         if recording is not None:
             with contextlib.suppress(Exception):
                 await recording.close(_nothing, socket, (), {})
-        for each in (client, upstream):
-            with contextlib.suppress(Exception):
-                await each.close(code=_GOING_AWAY)
+        await asyncio.gather(_close(client, None, None), _close(upstream, None, None))
     return client
 
 

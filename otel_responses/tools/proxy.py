@@ -174,8 +174,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 async def _serve(settings: Any, tracer_provider: Any, meter_provider: Any, args: Any, out: TextIO, err: TextIO) -> int:
-    from .._patching.shared import telemetry_for
-    from ..proxy import Proxy
+    from ..proxy import Proxy, telemetry_for
 
     telemetry = telemetry_for({}, tracer_provider, meter_provider)
     proxy = Proxy(settings, telemetry)

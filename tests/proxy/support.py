@@ -14,8 +14,7 @@ from typing import Any
 
 import openai
 
-from otel_responses._patching.shared import telemetry_for
-from otel_responses.proxy import ProxySettings, ThreadedProxy, upstream_of
+from otel_responses.proxy import ProxySettings, ThreadedProxy, telemetry_for, upstream_of
 from otel_responses.testing import CapturedTelemetry
 
 KEY = "proxy-tests-hash-key-0123456789abcdef"  # one hash key: instructions hashes compare across telemetries
