@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from aiohttp import ClientError, ClientSession, ClientTimeout, web
+from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
 from opentelemetry import propagate
 from yarl import URL
 
@@ -168,58 +167,55 @@ class Forwarder:
                 exchange.unreachable(False)
             return answer(502, "The upstream could not be reached.", "server_error", "upstream_unreachable")
         try:
-            return await self._respond(request, upstream.status, upstream.reason, upstream.headers, upstream, exchange)
+            return await self._respond(request, upstream, exchange)
         finally:
             upstream.release()
 
     async def _respond(
-        self,
-        request: web.BaseRequest,
-        status: int,
-        reason: str | None,
-        headers: Mapping[str, str],
-        upstream: object,
-        exchange: Exchange | None,
+        self, request: web.BaseRequest, upstream: ClientResponse, exchange: Exchange | None
     ) -> web.StreamResponse:
-        response = web.StreamResponse(status=status, reason=reason, headers=client_response(headers.items()))
+        headers = upstream.headers
+        response = web.StreamResponse(
+            status=upstream.status, reason=upstream.reason, headers=client_response(headers.items())
+        )
         if exchange is not None:
-            exchange.answered(status, headers)
+            exchange.answered(upstream.status, headers)
         try:
             await response.prepare(request)
-        except ConnectionError as exc:
+            await _relay_body(request, upstream.content, response, exchange)
+        except ConnectionError as exc:  # the client left: the rest of the body is not read
             if exchange is not None:
                 exchange.abandoned(exc)
-            return response
-        content = upstream.content  # type: ignore[attr-defined]
-        ended = False
-        while True:
-            try:
-                data = await content.readany()
-            except (ClientError, asyncio.TimeoutError, OSError) as exc:
-                if exchange is not None:
-                    exchange.failed(exc)
-                _cut(request)
-                return response
-            if not data:
-                break
-            if exchange is not None:
-                # Observed before it is relayed, and the call ended before its last bytes are: a client that sends
-                # its next turn as soon as it has this answer finds it in the ledger.
-                exchange.chunk(data)
-                if content.at_eof():
-                    ended = True
-                    exchange.finished()
-            try:
-                await response.write(data)
-            except ConnectionError as exc:
-                if exchange is not None:
-                    exchange.abandoned(exc)
-                return response
-        if exchange is not None and not ended:
-            exchange.finished()
-        with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
-            await response.write_eof()
         return response
+
+
+async def _relay_body(
+    request: web.BaseRequest, content: StreamReader, response: web.StreamResponse, exchange: Exchange | None
+) -> None:
+    """The upstream's body, chunk by chunk as it arrives; a write to a client that left raises ``ConnectionError``.
+    Each chunk is observed before it is relayed, and the call ends before its last bytes are: a client that sends
+    its next turn as soon as it has this answer finds it in the ledger."""
+    ended = False
+    while True:
+        try:
+            data = await content.readany()
+        except (ClientError, asyncio.TimeoutError, OSError) as exc:
+            if exchange is not None:
+                exchange.failed(exc)
+            _cut(request)
+            return
+        if not data:
+            break
+        if exchange is not None:
+            exchange.chunk(data)
+            if content.at_eof():
+                ended = True
+                exchange.finished()
+        await response.write(data)
+    if exchange is not None and not ended:
+        exchange.finished()
+    with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
+        await response.write_eof()
 
 
 def _cut(request: web.BaseRequest) -> None:

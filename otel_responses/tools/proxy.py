@@ -16,7 +16,16 @@ import os
 import signal
 from typing import Any, Final, TextIO
 
-from .cli import EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, _missing_module, _otlp_base, _unreachable
+from .cli import (
+    EXIT_MISSING_EXTRA,
+    EXIT_OK,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    _missing_module,
+    _otlp_base,
+    _positive,
+    _unreachable,
+)
 
 NAME: Final = "proxy"
 EXTRA: Final = "proxy"
@@ -37,16 +46,6 @@ exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage (an --upstream or --list
 use, a port in use); 3 the --otlp-endpoint could not be reached; 5 a package of the 'proxy' extra
 is missing (the install command is named).
 """
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
 
 
 def _bytes(text: str) -> int:

@@ -196,6 +196,13 @@ def _read_request(reader: Any) -> Request | None:
     return Request(method, target, tuple(headers), body)
 
 
+def raw_post(body: bytes, content_type: str = "application/json", extra: str = "") -> bytes:
+    """A whole ``POST /v1/responses`` as a client writes it, closing the connection after its answer; ``extra``:
+    more header lines (each ending in CRLF)."""
+    head = f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\n{extra}"
+    return f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+
+
 def raw_exchange(port: int, data: bytes, timeout: float = 10.0) -> bytes:
     """Send ``data`` to 127.0.0.1:``port`` on a fresh connection and read until it closes or ``timeout`` passes
     (its requests say ``Connection: close``; a half-close would end the connection before any answer)."""

@@ -81,31 +81,16 @@ def curl_session(base_url: str) -> list[tuple[int, dict[str, str], bytes]]:
     call("GET", f"/responses/{first['id']}/input_items")
     tools = [{"type": "function", "name": "lookup_order", "parameters": {"type": "object", "properties": {}}}]
     history: list[Any] = [{"role": "user", "content": "Please use lookup_order for order 42."}]
-    turn = call(
-        "POST",
-        "/responses",
-        {
-            "model": "gpt-5.4",
-            "input": history,
-            "tools": tools,
-            "store": False,
-            "include": ["reasoning.encrypted_content"],
-        },
-    )
+
+    def replayed() -> Any:
+        body = {"model": "gpt-5.4", "input": history, "tools": tools, "store": False}
+        return call("POST", "/responses", {**body, "include": ["reasoning.encrypted_content"]})
+
+    turn = replayed()
     history += turn["output"]
     calls = [item for item in turn["output"] if item["type"] == "function_call"]
     history += [{"type": "function_call_output", "call_id": calls[0]["call_id"], "output": "shipped"}]
-    call(
-        "POST",
-        "/responses",
-        {
-            "model": "gpt-5.4",
-            "input": history,
-            "tools": tools,
-            "store": False,
-            "include": ["reasoning.encrypted_content"],
-        },
-    )
+    replayed()
     conversation = call("POST", "/conversations", {})
     call(
         "POST",

@@ -11,7 +11,18 @@ import json
 import threading
 from typing import Any
 
-from .support import LAST_CHUNK, Connection, RawUpstream, Request, chunk, chunked_head, proxied, raw_exchange, response
+from .support import (
+    LAST_CHUNK,
+    Connection,
+    RawUpstream,
+    Request,
+    chunk,
+    chunked_head,
+    proxied,
+    raw_exchange,
+    raw_post,
+    response,
+)
 
 RESPONSE: dict[str, Any] = {
     "id": "resp_raw_1",
@@ -151,12 +162,9 @@ def test_a_compressed_answer_is_relayed_as_it_came_and_a_decompressed_copy_is_an
         return True
 
     body = json.dumps({"model": "gpt-5.4", "input": "Remember this: the marker is GZ-1."}).encode()
-    head = (
-        f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
     with RawUpstream(script) as upstream, proxied(upstream.base_url) as through:
-        status, headers, got = _split(raw_exchange(through.proxy.port, head + body))
+        answer = raw_exchange(through.proxy.port, raw_post(body, extra="Accept-Encoding: gzip\r\n"))
+        status, headers, got = _split(answer)
         (span,) = through.wait_for_spans(1)
     assert (status, got) == ("HTTP/1.1 200 OK", packed)
     assert _named(headers, "content-encoding") == ["gzip"]
@@ -185,12 +193,8 @@ def test_a_compressed_stream_is_relayed_as_it_came_and_observed() -> None:
         return True
 
     body = json.dumps({"model": "gpt-5.4", "input": "hi", "stream": True}).encode()
-    head = (
-        f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
     with RawUpstream(script) as upstream, proxied(upstream.base_url) as through:
-        _, _, got = _split(raw_exchange(through.proxy.port, head + body))
+        _, _, got = _split(raw_exchange(through.proxy.port, raw_post(body)))
         (span,) = through.wait_for_spans(1)
     assert _dechunk(got) == packed
     attributes = dict(span.attributes or {})

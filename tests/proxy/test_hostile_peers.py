@@ -35,6 +35,7 @@ from .support import (
     chunked_head,
     proxied,
     raw_exchange,
+    raw_post,
     response,
 )
 from .test_forwarding_changes_nothing import RESPONSE
@@ -161,10 +162,8 @@ def test_a_body_that_stalls_is_answered_408_and_never_reaches_the_upstream(emula
 def test_a_body_that_is_not_a_json_object_is_forwarded_and_answered_by_the_upstream(
     emulator: Emulator, body: bytes, content_type: str
 ) -> None:
-    head = f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
-    request = head.encode() + b"Connection: close\r\n\r\n" + body
     with proxied(emulator.base_url) as through:
-        answer = raw_exchange(through.proxy.port, request)
+        answer = raw_exchange(through.proxy.port, raw_post(body, content_type))
         assert emulator.requests[-1].path == "/v1/responses"
         assert answer.startswith(b"HTTP/1.1 400 ")
         assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["type"] == "invalid_request_error"
@@ -248,10 +247,7 @@ def _stream_cut_mid_event(request: Request, connection: Connection) -> bool:
 def test_a_stream_cut_mid_event_reaches_the_client_cut_at_the_same_byte() -> None:
     first, second, _ = _stream_events()
     body = json.dumps({"model": "gpt-5.4", "input": "hi", "stream": True}).encode()
-    request = (
-        f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        "Connection: close\r\n\r\n"
-    ).encode() + body
+    request = raw_post(body)
     with RawUpstream(_healthy_or(_stream_cut_mid_event)) as upstream, proxied(upstream.base_url) as through:
         answer = raw_exchange(through.proxy.port, request)
         (span,) = through.wait_for_spans(1)
