@@ -82,11 +82,14 @@ async def relay(
     """The upgrade: upstream first (its answer decides the client's), then both directions until either closes."""
     settings = forwarder.settings
     rel = request.rel_url
+    asked = protocols(request.headers.get(PROTOCOL_HEADER))
+    if not web.WebSocketResponse(protocols=asked).can_prepare(request).ok:  # before anything goes upstream
+        return answer(400, "The request is not a valid WebSocket handshake.", "invalid_request_error")
     try:
         upstream = await forwarder.session.ws_connect(
             forwarder.url(rel),
             headers=upstream_handshake(request.headers.items()),
-            protocols=protocols(request.headers.get(PROTOCOL_HEADER)),
+            protocols=asked,
             autoclose=False,
             autoping=False,
             max_msg_size=settings.max_body_bytes,

@@ -24,7 +24,7 @@ from openai.resources.responses.responses import Responses
 from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 
-from .support import KEY, proxied
+from .support import KEY, proxied, raw_exchange
 from .test_hostile_peers import healthy
 from .test_scenarios_through_the_proxy import _record
 
@@ -231,3 +231,13 @@ def test_a_stop_closes_an_idle_socket_going_away_and_lets_an_open_response_finis
     assert took < 10  # not the grace period: the sockets closed once their responses had ended
     assert close[:1] == b"\x88"  # a close frame
     assert int.from_bytes(close[2:4], "big") == 1001  # going away
+
+
+def test_a_broken_handshake_is_refused_before_anything_goes_upstream() -> None:
+    with Emulator() as emulator, proxied(emulator.base_url) as through:
+        before = len(emulator.requests)
+        request = b"GET /v1/responses HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: close\r\n\r\n"
+        answer = raw_exchange(through.proxy.port, request)
+        assert len(emulator.requests) == before
+        healthy(through)
+    assert answer.startswith(b"HTTP/1.1 400 ")
