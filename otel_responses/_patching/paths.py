@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote
 
 from .operations import OPERATIONS, Operation
+from .operations import _read_nothing as read_nothing
 
 # What may stand between the API root and an operation's path: Azure's resource prefix (a deployment's too) and the
 # version segment.
@@ -27,13 +28,15 @@ Build = Callable[["re.Match[str]", Mapping[str, str]], tuple[tuple[Any, ...], di
 class Route(NamedTuple):
     """One request's operation, and the positional and keyword arguments the SDK method would have had (ids from
     the path, settings from the query). ``body``: the JSON body is the method's keywords too (a create); ``azure``:
-    the path has Azure OpenAI's shape (``/openai/...``), the provider the SDK's Azure client reaches."""
+    the path has Azure OpenAI's shape (``/openai/...``), the provider the SDK's Azure client reaches. ``reads``: the
+    operation reads its answer (a listing or a deletion is recorded without reading its body)."""
 
     operation: Operation
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     body: bool
     azure: bool = False
+    reads: bool = True
 
 
 def _nothing(match: re.Match[str], query: Mapping[str, str]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -100,7 +103,7 @@ def route(method: str, path: str, query: Mapping[str, str], root: str = "") -> R
         match = pattern.fullmatch(rest)
         if match is not None:
             args, kwargs = build(match, query)
-            return Route(operation, args, kwargs, body, azure)
+            return Route(operation, args, kwargs, body, azure, operation.read is not read_nothing)
     return None
 
 

@@ -65,14 +65,16 @@ class Exchange:
         "_feed",
         "_limit",
         "_observer",
+        "_reads",
         "_request_id",
         "_size",
         "_status",
         "_telemetry",
     )
 
-    def __init__(self, call: Call, limit: int) -> None:
+    def __init__(self, call: Call, limit: int, reads: bool = True) -> None:
         self._call: Call | None = call
+        self._reads = reads  # the operation reads its answer: else only an error's body is
         self._telemetry = call.telemetry
         self._limit = limit
         self._status = 0
@@ -119,7 +121,7 @@ class Exchange:
             return None
         finally:
             otel_context.detach(token)
-        return cls(call, limit)
+        return cls(call, limit, route.reads)
 
     def refusal(self) -> ContextLossError | None:
         """Strict mode's refusal (the span ends with it), to answer instead of forwarding; None to forward."""
@@ -155,7 +157,7 @@ class Exchange:
                 self._observer = StreamObserver(call, request_id)
                 self._feed = sse_feed(self._observer) if self._decode is not None else None
             else:
-                self._collect = self._decode is not None
+                self._collect = self._decode is not None and (self._reads or not 200 <= status < 300)
         except Exception:
             self._telemetry.internal_error("read_response")
 
@@ -214,7 +216,7 @@ class Exchange:
                     return
         if status >= 400 or status < 200:
             call.raised(status_error(status, parsed if readable else None, request_id))
-        elif not readable:
+        elif not readable and self._reads:
             call.end(NOTHING_READ)
         else:
             result = Fields.read(parsed)
