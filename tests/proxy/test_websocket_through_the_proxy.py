@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import socket
 import threading
@@ -241,3 +242,47 @@ def test_a_broken_handshake_is_refused_before_anything_goes_upstream() -> None:
         assert len(emulator.requests) == before
         healthy(through)
     assert answer.startswith(b"HTTP/1.1 400 ")
+
+
+@contextmanager
+def upstream_that_drops_its_socket() -> Iterator[str]:
+    """An upstream socket at /v1/responses that answers a create with its first event, then drops the connection
+    (no close frame): a WebSocket cut mid-response."""
+    loop = asyncio.new_event_loop()
+
+    async def drop(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        async for message in ws:
+            if message.type == aiohttp.WSMsgType.TEXT:
+                created = {"type": "response.created", "response": {"id": "resp_cut", "status": "in_progress"}}
+                await ws.send_str(json.dumps(created))
+                assert request.transport is not None
+                request.transport.abort()
+                break
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/v1/responses", drop)
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", 0).start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.run_until_complete(runner.cleanup())
+        loop.close()
+
+
+def test_an_upstream_that_drops_its_socket_mid_response_ends_the_call_and_the_clients_socket() -> None:
+    with upstream_that_drops_its_socket() as upstream, proxied(upstream) as through:
+        with through.client() as client, client.responses.connect() as connection:
+            connection.response.create(model=MODEL, input="hi")
+            seen = [event.type for event in connection]  # the iteration ends: the proxy closed the socket, going away
+        (span,) = through.wait_for_spans(1)
+    assert seen == ["response.created"]
+    assert dict(span.attributes or {})["openai_responses.stream.ended"] == "closed"
