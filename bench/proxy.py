@@ -9,7 +9,8 @@ subject process). Round after round, short bursts of every subject are interleav
 shared machine hits each alike. Measured:
 
 - added latency per non-streamed call, p50 and p99, by request body (a replay of ``--sizes`` bytes: its JSON parse
-  is the analysis; the answer is a 2 KB response);
+  is the analysis; the answer is a 2 KB response), and with the first size's answer gzip-compressed (relayed as it
+  came, a decompressed copy analysed);
 - added latency per streamed event (a stream of ``--events`` deltas, time to its last byte over the events) and to
   the first event;
 - CPU per request of each proxy process (every thread's time on a CPU, from ``/proc/PID/task/*/schedstat``);
@@ -41,6 +42,8 @@ from stats import percentile
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / "proxy_peers.py"
 DIRECT, BARE, PROXY = "direct", "bare", "proxy"
+GZIP = {"Accept-Encoding": "gzip", "X-Bench-Gzip": "1"}
+Case = tuple[int, bool]  # (request body bytes, whether the answer comes gzip-compressed)
 
 
 @dataclass
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     bodies = {size: replay(size) for size in sizes}
+    cases = [(size, False) for size in sizes] + [(sizes[0], True)]  # and the first size with a gzip answer
     upstream = Party.start("upstream")
     url = f"http://127.0.0.1:{upstream.port}/v1"
     parties = {
@@ -188,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         BARE: [Party.start(BARE, url) for _ in range(args.processes)],
         PROXY: [Party.start(PROXY, url) for _ in range(args.processes)],
     }
-    latency: dict[tuple[str, int], list[float]] = {}
-    cpu: dict[tuple[str, int], list[float]] = {}
+    latency: dict[tuple[str, Case], list[float]] = {}
+    cpu: dict[tuple[str, Case], list[float]] = {}
     stream_total: dict[str, list[float]] = {}
     stream_first: dict[str, list[float]] = {}
     stream_headers = {"X-Bench-Events": str(args.events)}
@@ -200,13 +204,16 @@ def main(argv: list[str] | None = None) -> int:
             burst(party, stream_body, 5, stream_headers)
             party.cpu.clear()
         for round_number in range(args.rounds):
-            for size in sizes:
+            for case in cases:
+                size, compressed = case
                 calls = args.calls if size <= 100_000 else max(10, args.calls // 4)
+                headers = GZIP if compressed else {}
                 for subject, group in parties.items():
                     for party in group:
                         before = len(party.cpu)
-                        latency.setdefault((subject, size), []).extend(t for _, t in burst(party, bodies[size], calls))
-                        cpu.setdefault((subject, size), []).extend(party.cpu[before:])
+                        times = burst(party, bodies[size], calls, headers)
+                        latency.setdefault((subject, case), []).extend(t for _, t in times)
+                        cpu.setdefault((subject, case), []).extend(party.cpu[before:])
             for subject, group in parties.items():
                 for party in group:
                     for first, total in burst(party, stream_body, 10, stream_headers):
@@ -225,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         for group in parties.values():
             for party in group:
                 party.stop()
-    results = _summary(latency, cpu, stream_first, stream_total, concurrent, sizes, args)
+    results = _summary(latency, cpu, stream_first, stream_total, concurrent, cases, args)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "proxy-latest.json").write_text(json.dumps(results, indent=2) + "\n")
     (args.out / "proxy-latest.md").write_text(_markdown(results))
@@ -234,31 +241,32 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _summary(
-    latency: dict[tuple[str, int], list[float]],
-    cpu: dict[tuple[str, int], list[float]],
+    latency: dict[tuple[str, Case], list[float]],
+    cpu: dict[tuple[str, Case], list[float]],
     stream_first: dict[str, list[float]],
     stream_total: dict[str, list[float]],
     concurrent: dict[str, Any],
-    sizes: list[int],
+    cases: list[Case],
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     calls: dict[str, Any] = {}
-    for size in sizes:
+    for case in cases:
+        size, compressed = case
         row: dict[str, Any] = {}
         for subject in (DIRECT, BARE, PROXY):
-            values = latency[(subject, size)]
+            values = latency[(subject, case)]
             row[subject] = {
                 "p50_ms": _ms(percentile(values, 0.5)),
                 "p99_ms": _ms(percentile(values, 0.99)),
                 "n": len(values),
             }
             if subject != DIRECT:
-                row[subject]["cpu_us"] = round(statistics.median(cpu[(subject, size)]) * 1e6, 1)
+                row[subject]["cpu_us"] = round(statistics.median(cpu[(subject, case)]) * 1e6, 1)
         for subject in (BARE, PROXY):
             row[subject]["added_p50_ms"] = round(row[subject]["p50_ms"] - row[DIRECT]["p50_ms"], 3)
             row[subject]["added_p99_ms"] = round(row[subject]["p99_ms"] - row[DIRECT]["p99_ms"], 3)
         row["cpu_ratio"] = round(row[PROXY]["cpu_us"] / row[BARE]["cpu_us"], 2)
-        calls[str(size)] = row
+        calls[f"{size // 1000} KB" + (", gzip answer" if compressed else "")] = row
     streams: dict[str, Any] = {}
     for subject in (DIRECT, BARE, PROXY):
         total = statistics.median(stream_total[subject])
@@ -281,15 +289,15 @@ def _markdown(results: dict[str, Any]) -> str:
         "| request body | subject | p50 ms | p99 ms | added p50 ms | added p99 ms | CPU µs/request |",
         "|---|---|---|---|---|---|---|",
     ]
-    for size, row in results["calls"].items():
+    for case, row in results["calls"].items():
         for subject in (DIRECT, BARE, PROXY):
             cell = row[subject]
             added = (f"{cell['added_p50_ms']:+.3f}", f"{cell['added_p99_ms']:+.3f}") if subject != DIRECT else ("", "")
             lines.append(
-                f"| {int(size) // 1000} KB | {subject} | {cell['p50_ms']:.3f} | {cell['p99_ms']:.3f} | {added[0]} | "
+                f"| {case} | {subject} | {cell['p50_ms']:.3f} | {cell['p99_ms']:.3f} | {added[0]} | "
                 f"{added[1]} | {cell.get('cpu_us', '')} |"
             )
-        lines.append(f"| {int(size) // 1000} KB | CPU proxy / bare | | | | | {row['cpu_ratio']}x |")
+        lines.append(f"| {case} | CPU proxy / bare | | | | | {row['cpu_ratio']}x |")
     lines += ["", "| stream | first event p50 ms | whole stream p50 ms | added per event µs |", "|---|---|---|---|"]
     for subject, cell in results["streams"].items():
         lines.append(f"| {subject} | {cell['first_event_p50_ms']} | {cell['stream_p50_ms']} | {cell['per_event_us']} |")

@@ -1,9 +1,9 @@
 """The processes of the proxy benchmark (``bench/proxy.py``), each started as ``python bench/proxy_peers.py ROLE``:
 
 - ``upstream``: a fast canned Responses API (aiohttp): each create answered with a response of its own ids (a
-  reasoning item with its encrypted payload, a message), or, for ``stream: true``, an SSE stream of
-  ``X-Bench-Events`` text deltas ``X-Bench-Delay-Ms`` apart. It reads every body whole and parses none: its cost is
-  the same for every subject, and small.
+  reasoning item with its encrypted payload, a message) — gzip-compressed with ``X-Bench-Gzip`` — or, for
+  ``stream: true``, an SSE stream of ``X-Bench-Events`` text deltas ``X-Bench-Delay-Ms`` apart. It reads every body
+  whole and parses none: its cost is the same for every subject, and small.
 - ``bare``: the proxy forwarding only (``otel_responses.proxy.Proxy`` without telemetry): the same library and code
   path with no analysis, the floor.
 - ``proxy``: the proxy recording every call, into the OpenTelemetry SDK (a batch span processor whose exporter drops
@@ -15,6 +15,7 @@ Each prints its port on its first line of standard output, then serves until its
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import sys
 from collections.abc import Sequence
@@ -68,6 +69,10 @@ class Upstream:
         number = self.count
         headers = {"x-request-id": f"req_bench_{number}"}
         if b'"stream": true' not in body and b'"stream":true' not in body:
+            if request.headers.get("X-Bench-Gzip"):  # the answer compressed, as the API sends it when asked
+                packed = gzip.compress(json.dumps(response_body(number)).encode(), 6)
+                headers.update({"Content-Type": "application/json", "Content-Encoding": "gzip"})
+                return web.Response(body=packed, headers=headers)
             return web.json_response(response_body(number), headers=headers)
         events = int(request.headers.get("X-Bench-Events", "100"))
         delay = float(request.headers.get("X-Bench-Delay-Ms", "0")) / 1000
