@@ -15,6 +15,7 @@ Each prints its port on its first line of standard output, then serves until its
 from __future__ import annotations
 
 import asyncio
+import gc
 import gzip
 import json
 import sys
@@ -142,6 +143,7 @@ async def _serve(role: str, upstream: str | None) -> None:
     assert upstream is not None
     proxy = Proxy(ProxySettings(upstream_of(upstream), port=0), _telemetry() if role == "proxy" else None)
     await proxy.start()
+    gc.freeze()  # as the command does once it listens
     print(proxy.port, flush=True)
     await stop
     await proxy.stop()
