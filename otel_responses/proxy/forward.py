@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
@@ -30,7 +29,6 @@ from .settings import ProxySettings
 if TYPE_CHECKING:
     from .._patching.paths import Route
 
-_log = logging.getLogger(__name__)
 _JSON = {"Content-Type": "application/json"}
 
 

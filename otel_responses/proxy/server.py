@@ -102,8 +102,11 @@ class Proxy:
             return await forwarder.handle(request)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a bug of ours: the client gets a gateway's error, the proxy goes on
-            _log.debug("otel-responses proxy: a request failed inside the proxy (%s)", type(exc).__qualname__)
+        except Exception as exc:  # a bug of ours: the client gets a gateway's error, the proxy goes on (counted)
+            if self.telemetry is not None:
+                self.telemetry.internal_error("forward_request")
+            else:
+                _log.debug("otel-responses proxy: forwarding failed (%s)", type(exc).__qualname__)
             return answer(502, "The proxy failed to forward the request.", "server_error", "proxy_error")
 
     async def stop(self) -> None:
