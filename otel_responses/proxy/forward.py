@@ -113,7 +113,12 @@ class Forwarder:
                 refusal = exchange.refusal()
                 if refusal is not None:
                     return web.Response(status=400, body=errors.refusal_body(refusal), headers=_JSON)
-            return await self._relay(request, rel, body, exchange)
+            try:
+                return await self._relay(request, rel, body, exchange)
+            except BaseException as exc:  # cancelled at the end of a stop's grace, or a bug: the call ends with it
+                if exchange is not None:
+                    exchange.failed(exc)
+                raise
         # The connection closes after the answer: what is left of the body is read for a moment and dropped (so the
         # client reads the answer, not a reset), never forwarded.
         refused.force_close()

@@ -401,3 +401,30 @@ def test_many_hostile_peers_at_once_leave_the_proxy_serving(emulator: Emulator) 
             for sock in opened:
                 sock.close()
         healthy(through)
+
+
+def test_a_failure_inside_the_proxy_is_a_502_counted_and_ends_its_call(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_responses.proxy.forward import Forwarder
+
+    relay = Forwarder._relay
+    failures = iter([RuntimeError("a bug")])
+
+    async def failing_once(self: Forwarder, *args: Any) -> Any:
+        for failure in failures:
+            raise failure
+        return await relay(self, *args)
+
+    monkeypatch.setattr(Forwarder, "_relay", failing_once)
+    with proxied(emulator.base_url) as through:
+        with through.client() as client, pytest.raises(openai.APIStatusError) as failed:
+            client.responses.create(model="gpt-5.4", input="hi")
+        healthy(through)
+        failed_span, _ = through.wait_for_spans(2)
+        counted = through.captured.metric_points("openai_responses.instrumentation.errors")
+    assert (failed.value.status_code, failed.value.code) == (502, "proxy_error")
+    assert dict(failed_span.attributes or {})["error.type"] == "RuntimeError"
+    assert [dict(p.attributes or {}).get("openai_responses.instrumentation.step") for p in counted] == [
+        "forward_request"
+    ]
