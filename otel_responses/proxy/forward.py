@@ -196,8 +196,11 @@ async def _relay_body(
     request: web.BaseRequest, content: StreamReader, response: web.StreamResponse, exchange: Exchange | None
 ) -> None:
     """The upstream's body, chunk by chunk as it arrives; a write to a client that left raises ``ConnectionError``.
-    Each chunk is observed before it is relayed, and the call ends before its last bytes are: a client that sends
-    its next turn as soon as it has this answer finds it in the ledger."""
+
+    Each chunk is observed right after it is relayed, and the call ends right after its last bytes are, before
+    anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
+    only after that, and finds this turn in the ledger. (A write suspends only while a slow client's buffer drains;
+    the client's next turn is then still a network round trip away.) The analysis is never on the relay's path."""
     ended = False
     while True:
         try:
@@ -209,12 +212,12 @@ async def _relay_body(
             return
         if not data:
             break
+        await response.write(data)
         if exchange is not None:
             exchange.chunk(data)
             if content.at_eof():
                 ended = True
                 exchange.finished()
-        await response.write(data)
     if exchange is not None and not ended:
         exchange.finished()
     with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it

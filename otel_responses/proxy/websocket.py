@@ -201,9 +201,9 @@ async def _to_client(
         message = await upstream.receive()
         kind = message.type
         if kind == WSMsgType.TEXT:
-            if seams is not None:  # observed first: the next response.create finds this one's end in the ledger
-                await _observe(seams, socket, message.data)
             await client.send_str(message.data)
+            if seams is not None:  # before this loop reads the client's next frame (see forward._relay_body)
+                await _observe(seams, socket, message.data)
         elif kind == WSMsgType.BINARY:
             await client.send_bytes(message.data)
         elif kind == WSMsgType.PING:
