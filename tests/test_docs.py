@@ -33,7 +33,8 @@ from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
 from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
 
-from .support import not_installed, user_pytest_env
+from .programs import not_installed
+from .support import user_pytest_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
