@@ -28,7 +28,7 @@ from otel_responses import attributes, config
 from otel_responses.docs_links import DOCS_URL, signal_doc_url
 from otel_responses.emulator import Emulator
 from otel_responses.signals import CATALOGUE, ContextLossError, Signal
-from otel_responses.tools import cli
+from otel_responses.tools import exit_codes
 from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
 from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
@@ -300,8 +300,8 @@ def test_signals_page_has_a_section_per_signal_with_its_severity_fix_and_example
 def test_command_page_documents_version_and_every_exit_code() -> None:
     page = PAGES["cli.md"]
     assert "otel-responses --version" in page
-    codes = [value for name, value in vars(cli).items() if name.startswith("EXIT_")]
-    own = sorted(code for code in codes if code != cli.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
+    codes = [value for name, value in vars(exit_codes).items() if name.startswith("EXIT_")]
+    own = sorted(code for code in codes if code != exit_codes.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
     assert own == list(range(len(own)))
     table = _section("cli.md", "Exit codes")
     for code in codes:

@@ -19,10 +19,10 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from .. import attributes as a
 from .._analysis.facts import effective_store
-from ..config import Settings
 from ..signals import LOSS_SEVERITIES
 from . import spans
 from .metrics import Attributes, Metrics
+from .recording import Recording
 
 if TYPE_CHECKING:
     from .recorded import Outcome
@@ -36,7 +36,7 @@ _log = logging.getLogger(__name__)
 class Telemetry:
     """The tracer, the instruments and the settings of one ``instrument()``."""
 
-    def __init__(self, tracer: Tracer, meter: Meter, settings: Settings) -> None:
+    def __init__(self, tracer: Tracer, meter: Meter, settings: Recording) -> None:
         self.tracer = tracer
         self.settings = settings
         self.metrics = Metrics(meter, settings)

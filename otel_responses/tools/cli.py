@@ -19,14 +19,15 @@ from urllib.parse import urlsplit
 
 from ..docs_links import DOCS_URL, NotASite, check_site
 from ..version import __version__, install_hint
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_REFUSED = 4
-EXIT_MISSING_EXTRA = 5
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+from .exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MISSING_EXTRA,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+)
 
 DESCRIPTION = """\
 Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor),

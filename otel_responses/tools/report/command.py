@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any, Final, TextIO
 
-from ..cli import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_USAGE
+from ..exit_codes import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_USAGE
 from .otlp_json import STDIN, Problem, read
 from .records import SCOPE_PREFIX
 from .urls import DOCS_URL, BadTemplate, check_docs_url, check_trace_url
