@@ -7,7 +7,6 @@ what either side needs is read from it, never unpacked for it. No payload reache
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -82,5 +81,7 @@ class Telemetry:
         if tb is not None:
             where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
         _log.debug("otel-responses: %s failed (%s%s); the app is unaffected", step, type(exc).__qualname__, where)
-        with contextlib.suppress(Exception):  # the metrics SDK itself failing: nothing more to do
+        try:
             self.metrics.internal_errors.add(1, {a.INSTRUMENTATION_STEP: step})
+        except Exception as error:  # the metrics SDK itself failing (or a step that is no string): said, at debug
+            _log.debug("otel-responses: counting the failure of %s failed too (%s)", step, type(error).__qualname__)
