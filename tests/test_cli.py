@@ -598,7 +598,32 @@ def test_the_commands_help_does_not_load_the_emulator() -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
     listed = run("--help", timeout=60)
-    assert re.search(r"^    emulator +serve the built-in Responses API emulator until Ctrl-C$", listed.stdout, re.M)
+    assert re.search(r"^    emulator +serve the built-in Responses API emulator on 127\.0\.0\.1", listed.stdout, re.M)
+
+
+def test_help_lists_each_command_once() -> None:
+    from otel_responses.tools import cli
+
+    listed = run("--help", timeout=60).stdout
+    names = list(cli._parser().commands)
+    assert {"demo", "doctor", "dashboards", "report", "emulator"} <= set(names)
+    assert {name: len(re.findall(rf"^ +{name} ", listed, re.M)) for name in names} == dict.fromkeys(names, 1)
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("reprot", "unknown command 'reprot' (did you mean 'report'?)"),
+        ("dashboard", "unknown command 'dashboard' (did you mean 'dashboards'?)"),
+        ("serve", "unknown command 'serve' (choose from demo, doctor, dashboards, report, emulator"),
+    ],
+)
+def test_an_unknown_command_names_the_nearest(typed: str, said: str) -> None:
+    result = run(typed, "traces.jsonl", timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("usage: otel-responses [-h] [-V] COMMAND ...\n")
+    assert f"otel-responses: error: {said}" in result.stderr
+    assert result.stderr.endswith("see 'otel-responses --help'\n")
 
 
 def test_dashboards_help_is_plain_text() -> None:

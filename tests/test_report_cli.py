@@ -183,7 +183,7 @@ def test_help_lists_the_exit_codes() -> None:
     assert "exit codes: 0 written; 1 an INPUT could not be read in full" in result.stdout
     assert "5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package" in result.stdout
     top = run("--help", timeout=60)
-    assert "report      writes a self-contained HTML page" in top.stdout
+    assert re.search(r"^    report +write a self-contained HTML page", top.stdout, re.M)
 
 
 def test_the_demo_writes_the_report_of_its_scenarios(tmp_path: Path) -> None:

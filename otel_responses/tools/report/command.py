@@ -47,7 +47,8 @@ def add_parser(commands: Any) -> None:
     """Register the subcommand on the ``otel-responses`` parser's subcommands."""
     parser = commands.add_parser(
         NAME,
-        help="write an HTML page of each conversation's turns from exported traces",
+        help="write a self-contained HTML page of each conversation's turns and signals from exported traces "
+        "(OTLP/JSON lines)",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
