@@ -194,7 +194,8 @@ class Turn:
 
 
 def conversations(root: Element) -> dict[str, list[Turn]]:
-    """Each conversation section's calls in page order, by the conversation's key."""
+    """Each conversation section's calls in page order, by the conversation's key (and ``#run``, for one of the
+    runs a lineage id was split into)."""
     found: dict[str, list[Turn]] = {}
     for section in root.find_all("section", class_="conv"):
         calls = []
@@ -209,7 +210,8 @@ def conversations(root: Element) -> dict[str, list[Turn]]:
                     tuple(li.attrs["data-severity"] for li in items),
                 )
             )
-        found[section.attrs["data-key"]] = calls
+        run = section.attrs.get("data-run")
+        found[section.attrs["data-key"] + (f"#{run}" if run else "")] = calls
     return found
 
 
