@@ -49,6 +49,13 @@ class CheckedInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         check(kwargs)
         return super().instrument(**kwargs)
 
+    def uninstrument(self, **kwargs: Any) -> Any:
+        """Restore what ``instrument()`` patched; a second call does nothing and says nothing (the base would log
+        a warning for it)."""
+        if not self.is_instrumented_by_opentelemetry:
+            return None
+        return super().uninstrument(**kwargs)
+
 
 def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
     """The shared telemetry for ``user`` (an instrumentor's name): built from ``kwargs`` by the first user, joined by

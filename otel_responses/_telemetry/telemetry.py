@@ -7,7 +7,6 @@ what either side needs is read from it, never unpacked for it. No payload reache
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import sys
 from typing import TYPE_CHECKING
@@ -19,10 +18,10 @@ from opentelemetry.trace import SpanKind, Tracer
 
 from .. import attributes as a
 from .._analysis.facts import effective_store
-from ..config import Settings
 from ..signals import LOSS_SEVERITIES
 from . import spans
 from .metrics import Attributes, Metrics
+from .recording import Recording
 
 if TYPE_CHECKING:
     from .recorded import Outcome
@@ -36,7 +35,7 @@ _log = logging.getLogger(__name__)
 class Telemetry:
     """The tracer, the instruments and the settings of one ``instrument()``."""
 
-    def __init__(self, tracer: Tracer, meter: Meter, settings: Settings) -> None:
+    def __init__(self, tracer: Tracer, meter: Meter, settings: Recording) -> None:
         self.tracer = tracer
         self.settings = settings
         self.metrics = Metrics(meter, settings)
@@ -82,5 +81,7 @@ class Telemetry:
         if tb is not None:
             where = f" at {tb.tb_frame.f_code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno}"
         _log.debug("otel-responses: %s failed (%s%s); the app is unaffected", step, type(exc).__qualname__, where)
-        with contextlib.suppress(Exception):  # the metrics SDK itself failing: nothing more to do
+        try:
             self.metrics.internal_errors.add(1, {a.INSTRUMENTATION_STEP: step})
+        except Exception as error:  # the metrics SDK itself failing (or a step that is no string): said, at debug
+            _log.debug("otel-responses: counting the failure of %s failed too (%s)", step, type(error).__qualname__)
