@@ -22,6 +22,8 @@ from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
 from ._telemetry.pricing import PriceError, PriceTable, load_prices
 from .docs_links import page_url
+from ._telemetry.signal_log import DEFAULT as DEFAULT_LOG_SIGNALS
+from ._telemetry.signal_log import OFF, parse_level
 from .ledger import (
     DEFAULT_CAPACITY,
     DEFAULT_TIMEOUT_SECONDS,
@@ -62,6 +64,9 @@ class Settings:
     ledger: Ledger
     prices: PriceTable | None = None  # the user's price table: cost is recorded only with one
     chunk_timing: bool = False  # record gen_ai.client.operation.time_per_output_chunk (one SDK record per chunk)
+    genai_events: bool = True  # gen_ai.evaluation.result per signal, gen_ai.client.operation.exception per failure
+    log_signals: str = DEFAULT_LOG_SIGNALS  # the console line's level: off, error, warning, info
+    session_id_from_lineage: bool = False  # session.id = the lineage id (baggage's session.id wins)
 
 
 # -- the option table -----------------------------------------------------------------------------------------
@@ -155,6 +160,10 @@ def _ledger_object(value: Any, text: bool) -> Ledger | None:
     if missing:
         raise ValueError(f"must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
     return cast("Ledger", ledger)
+
+
+def _log_level(value: Any, text: bool) -> str:
+    return parse_level(value)
 
 
 def _prices(value: Any, text: bool) -> PriceTable | None:
@@ -270,6 +279,33 @@ OPTIONS: tuple[Option, ...] = (
         _flag,
         False,
         "record `gen_ai.client.operation.time_per_output_chunk`, one histogram record per streamed chunk",
+        "`false`",
+    ),
+    Option(
+        "genai_events",
+        _flag,
+        True,
+        "emit each signal as a `gen_ai.evaluation.result` log event and each failed call as a "
+        "`gen_ai.client.operation.exception` one, through the OpenTelemetry Logs API (no record is built without "
+        "a logger provider)",
+        "`true`",
+    ),
+    Option(
+        "log_signals",
+        _log_level,
+        DEFAULT_LOG_SIGNALS,
+        "log one line per signal at or above this severity through the `otel_responses` logger: `off`, `error`, "
+        "`warning` or `info`; once per signal per process (`info`: once per signal and lineage), at most 10 lines "
+        "a minute; `off` by default under `OTEL_PYTHON_LOGGING_AUTO_INSTRUMENTATION_ENABLED=true` with "
+        "`genai_events` on",
+        f"`{DEFAULT_LOG_SIGNALS}`",
+    ),
+    Option(
+        "session_id_from_lineage",
+        _flag,
+        False,
+        "set `session.id` to the lineage id on every span of a lineage, so that backends group a conversation "
+        "as one session; a `session.id` in OpenTelemetry baggage wins",
         "`false`",
     ),
 )
@@ -398,7 +434,35 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     fingerprinter = Fingerprinter(key or None)
     if shared:
         cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
-    return Settings(zdr, version, max_types, fingerprinter, strict, ledger, prices, chunk_timing)
+    genai_events = values.get("genai_events")
+    return Settings(
+        zdr,
+        version,
+        max_types,
+        fingerprinter,
+        strict,
+        ledger,
+        prices,
+        chunk_timing,
+        genai_events=genai_events,
+        log_signals=_log_signals(values, genai_events, environ),
+        session_id_from_lineage=values.get("session_id_from_lineage"),
+    )
+
+
+# Set by opentelemetry-instrument's users: the SDK's handler on the root logger turns every Python log record into an
+# OpenTelemetry one.
+LOGGING_AUTO_INSTRUMENTATION = "OTEL_PYTHON_LOGGING_AUTO_INSTRUMENTATION_ENABLED"
+
+
+def _log_signals(values: _Values, genai_events: bool, environ: Mapping[str, str]) -> str:
+    """``log_signals``; left unset, ``off`` where the SDK turns log records into OpenTelemetry ones while the events
+    are on: each line would reach the backend as a second record of what its event already says."""
+    level: str = values.get("log_signals")
+    if values.given("log_signals") or not genai_events:
+        return level
+    auto = environ.get(LOGGING_AUTO_INSTRUMENTATION, "").strip().lower() == "true"
+    return OFF if auto else level
 
 
 def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:

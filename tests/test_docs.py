@@ -547,8 +547,8 @@ def test_console_auto_instrumentation_example_prints_spans(tmp_path: Path) -> No
     with Emulator() as emulator:
         result = instrumented(command, emulator.base_url)
         if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None:
-            # Why the page adds `--logs_exporter none`: without it, nothing is recorded.
-            without = instrumented(command.replace(" --logs_exporter none", ""), emulator.base_url)
+            # Why the page names the logs exporter: without it, nothing is recorded.
+            without = instrumented(command.replace(" --logs_exporter console", ""), emulator.base_url)
             assert "Noted marker M-1." in without.stdout
             assert '"openai_responses.state.mode"' not in without.stdout
             assert "Requested component 'otlp_proto_grpc' not found" in without.stderr

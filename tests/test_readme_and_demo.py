@@ -98,7 +98,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     script = "\n".join(blocks)
     assert ".venv/bin/otel-responses emulator --port 8080 &\n" in script
     assert "--traces_exporter console" in script
-    assert "--logs_exporter none" in script
+    assert "--logs_exporter console" in script
     assert "kill %1" in script
     port = free_port()
     wait = f"for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done\n"

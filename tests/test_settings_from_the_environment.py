@@ -33,6 +33,9 @@ UNUSABLE: list[tuple[str, str, str]] = [
     ("chunk_timing", "TRUE!", "chunk_timing must be true or false"),
     ("prices", "/nonexistent/prices.json", "cannot be read"),
     ("ledger_url", "memcached://:hunter2@cache", "the Redis ledger URL must start with redis://"),
+    ("genai_events", "on", "genai_events must be true or false"),
+    ("log_signals", "loud", "log_signals must be one of off, error, warning, info"),
+    ("session_id_from_lineage", "1", "session_id_from_lineage must be true or false"),
 ]
 # Read only by a shared ledger, yet checked (and warned about) whether or not a ledger URL is set.
 SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_accept_unsigned", "ledger_cluster")
@@ -45,6 +48,10 @@ USABLE: list[tuple[str, str, Any]] = [
     ("ledger_capacity", "12", 12),
     ("chunk_timing", "true", True),
     ("instructions_version", "v3", "v3"),
+    ("genai_events", "FALSE", False),
+    ("log_signals", " Info ", "info"),
+    ("log_signals", "off", "off"),
+    ("session_id_from_lineage", "true", True),
 ]
 
 

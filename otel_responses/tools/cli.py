@@ -358,7 +358,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    instrumentor.instrument(tracer_provider=provider, log_signals="off")  # the doctor names its signals itself
     client: Any = openai.OpenAI(base_url=base_url, api_key=key, max_retries=1, timeout=60)
     out.write(f"otel-responses doctor: {where}, model {args.model}\n")
     try:
