@@ -21,9 +21,9 @@ from typing import Any, cast
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
 from ._telemetry.pricing import PriceError, PriceTable, load_prices
-from .docs_links import page_url
 from ._telemetry.signal_log import DEFAULT as DEFAULT_LOG_SIGNALS
 from ._telemetry.signal_log import OFF, parse_level
+from .docs_links import page_url
 from .ledger import (
     DEFAULT_CAPACITY,
     DEFAULT_TIMEOUT_SECONDS,
