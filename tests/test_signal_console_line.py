@@ -91,8 +91,12 @@ def _quickstart_app() -> str:
 
 
 def _quickstart_command() -> list[str]:
-    """The quick start's zero-code command, its options as the page writes them."""
-    (block,) = [b for b in re.findall(r"```bash\n(.*?)```", QUICKSTART, re.S) if "opentelemetry-instrument" in b]
+    """The quick start's zero-code command to the console, its options as the page writes them."""
+    (block,) = [
+        b
+        for b in re.findall(r"```bash\n(.*?)```", QUICKSTART, re.S)
+        if "opentelemetry-instrument --traces_exporter console" in b
+    ]
     words = block.replace("\\\n", " ").split("opentelemetry-instrument", 1)[1].split()
     assert words[-1] == "app.py"
     return [w for w in words if w.startswith("--") or not w.endswith(("python", "app.py"))]
