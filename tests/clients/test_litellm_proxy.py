@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,21 +151,33 @@ def _tool(name: str) -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+@contextmanager
+def _running(directory: Path, **settings: str) -> Iterator[Gateway]:
+    """The gateway as its users start it, its upstream the emulator behind TLS, its exports received here;
+    ``settings``: more of its environment (this package's settings). Afterwards: nothing it exported held a key."""
     instrument, litellm_cli = _tool("opentelemetry-instrument"), _tool("litellm")
-    directory = tmp_path_factory.mktemp("gateway")
     cert, key = self_signed(directory)
     with Emulator() as emulator, TLSFront(emulator.port, cert, key) as front, OTLPReceiver() as receiver:
         config = directory / "config.yaml"
         config.write_text(json.dumps(_config(f"https://127.0.0.1:{front.port}/v1")))
         port = free_port()
         log = directory / "gateway.log"
-        command = [instrument, litellm_cli, "-c", config, "--port", str(port), "--host", "127.0.0.1", "--num_workers", "1"]
+        command = [
+            instrument,
+            litellm_cli,
+            "-c",
+            config,
+            "--port",
+            str(port),
+            "--host",
+            "127.0.0.1",
+            "--num_workers",
+            "1",
+        ]
         with log.open("wb") as output:
             process = subprocess.Popen(
                 [str(part) for part in command],
-                env=_environment(receiver, cert),
+                env={**_environment(receiver, cert), **settings},
                 cwd=directory,
                 stdout=output,
                 stderr=subprocess.STDOUT,
@@ -183,6 +196,23 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     assert raw, "the gateway exported nothing"
     assert MASTER_KEY.encode() not in raw
     assert UPSTREAM_KEY.encode() not in raw
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    with _running(tmp_path_factory.mktemp("gateway")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def strict_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
+    with _running(tmp_path_factory.mktemp("strict"), OTEL_INSTRUMENTATION_OPENAI_RESPONSES_STRICT="true") as running:
+        yield running
+
+
+def _responses_route(gateway: Gateway) -> list[str]:
+    """How the upstream's Responses route was reached (the gateway also asks for the model list on its own)."""
+    return [r.method for r in gateway.emulator.requests if r.path == "/v1/responses"]
 
 
 def _no_key_exported(gateway: Gateway) -> None:
@@ -222,7 +252,7 @@ def test_conversations_are_out_of_the_gateways_reach(gateway: Gateway) -> None:
     since = len(gateway.receiver.spans)
     errors = [scenarios.run(gateway.client(), s, marker="G-C").error for s in CONVERSATIONS]
     assert errors == ["NotFoundError"] * len(CONVERSATIONS)
-    assert len(gateway.emulator.requests) == 0
+    assert [r.path for r in gateway.emulator.requests if r.path != "/v1/models"] == []
     assert _chat(gateway.receiver.wait_for(lambda _: True, since)) == []
 
 
@@ -303,7 +333,7 @@ def test_a_websocket_session(gateway: Gateway) -> None:
     assert [span.attributes["openai_responses.store"] for span in spans] == [False, True, True]
     assert [span.attributes["server.port"] for span in spans] == [gateway.upstream_port] * 3
     assert set(gateway.roots(spans)) == {"WS /v1/responses"}
-    assert [r.method for r in gateway.emulator.requests] == ["GET"] + ["WEBSOCKET"] * 3  # one upstream socket
+    assert _responses_route(gateway) == ["GET"] + ["WEBSOCKET"] * 3  # one upstream socket
     frames = responses_requests(gateway.emulator)
     assert [frame.get("instructions") for frame in frames] == [scenarios.INSTRUCTIONS, None, scenarios.INSTRUCTIONS]
     _no_key_exported(gateway)
@@ -330,22 +360,13 @@ def test_three_ids_for_one_response_and_how_they_join(gateway: Gateway) -> None:
     assert raw.headers["llm_provider-x-request-id"] == span.attributes["openai_responses.request_id"]
     assert span.trace_id == trace_id
     # Whoever holds the gateway's salt key (its master key, here) turns the client's id back into the span's.
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from litellm.proxy.hooks.responses_id_security import decrypted_response_id; "
-            "print(decrypted_response_id(sys.argv[1]))",
-            client_id,
-        ],
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_SALT_KEY": MASTER_KEY},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    from litellm.proxy.common_utils.encrypt_decrypt_utils import (  # type: ignore[import-not-found]
+        decrypt_if_encrypted_with,
     )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == span_id
+
+    managed = decrypt_if_encrypted_with(client_id.removeprefix("resp_"), MASTER_KEY)
+    assert managed is not None
+    assert managed.startswith(f"litellm_proxy:responses_api:response_id:{span_id};user_id:")
 
 
 def test_opentelemetry_instrument_takes_config_for_one_of_its_own_options() -> None:
@@ -357,3 +378,40 @@ def test_opentelemetry_instrument_takes_config_for_one_of_its_own_options() -> N
     )
     assert done.returncode == 2
     assert "ambiguous option: --config could match --configurator, --config_file" in done.stderr
+
+
+def test_strict_mode_refuses_a_frame_and_the_session_goes_on(strict_gateway: Gateway) -> None:
+    """Strict mode in the gateway: a `response.create` that would lose context is answered on the socket with an
+    `error` event naming the signal, as the gateway answers a frame its guardrails refuse; the upstream never sees
+    it, and the session goes on. Over HTTP the refused request fails (a 500) and reaches no upstream either."""
+    gateway = strict_gateway
+    since = len(gateway.receiver.spans)
+    with gateway.client().responses.connect() as connection:
+        connection.response.create(model=MODEL, input="Remember this: the marker is W-2.")
+        first = _until_done(connection)
+        connection.response.create(
+            model=MODEL, input="Marker?", previous_response_id=first.response.id, conversation="conv_elsewhere"
+        )
+        refused = _until_done(connection)
+        connection.response.create(model=MODEL, input="What is the marker?", previous_response_id=first.response.id)
+        answered = _until_done(connection)
+    assert refused.type == "error"
+    assert (refused.error.type, refused.error.code) == ("invalid_request_error", "state_mode_conflict")
+    assert "Fix:" in refused.error.message
+    assert answered.response.output_text == "marker=W-2"
+    with pytest.raises(openai.InternalServerError, match="state_mode_conflict") as http_refusal:
+        gateway.client().responses.create(
+            model=MODEL, input="Marker?", previous_response_id=first.response.id, conversation="conv_elsewhere"
+        )
+    assert http_refusal.value.status_code == 500  # an exception the gateway does not know
+    # Over HTTP the gateway's Router retries a failure it does not know (twice, by default): each attempt refused.
+    spans = gateway.chat_spans(since, 6)
+    refusal = ({"state_mode_conflict"}, "ContextLossError")
+    assert [(span.signals(), span.attributes.get("error.type")) for span in spans] == [
+        (set(), None),
+        refusal,
+        (set(), None),
+        *[refusal] * 3,
+    ]
+    assert len({span.trace_id for span in spans[3:]}) == 1
+    assert _responses_route(gateway) == ["GET", "WEBSOCKET", "WEBSOCKET"]
