@@ -17,7 +17,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 @dataclass(frozen=True)
 class ReceivedSpan:
-    """One exported span: ids in hex, the instrumentation scope's name, its attributes as plain values."""
+    """One exported span: ids in hex, the instrumentation scope's name, its attributes as plain values, and the
+    ``service.instance.id`` of the process that made it."""
 
     name: str
     scope: str
@@ -26,6 +27,7 @@ class ReceivedSpan:
     parent_id: str | None
     start_ns: int
     attributes: dict[str, Any]
+    instance: str | None
 
     def signals(self) -> set[str]:
         return set(self.attributes.get("openai_responses.signals", ()))
@@ -36,6 +38,11 @@ def _value(any_value: Any) -> Any:
     if kind == "array_value":
         return tuple(_value(v) for v in any_value.array_value.values)
     return getattr(any_value, kind) if kind is not None else None
+
+
+def _instance(resource: Any) -> str | None:
+    found = [_value(kv.value) for kv in resource.attributes if kv.key == "service.instance.id"]
+    return str(found[0]) if found else None
 
 
 def _spans(body: bytes) -> list[ReceivedSpan]:
@@ -49,6 +56,7 @@ def _spans(body: bytes) -> list[ReceivedSpan]:
             span.parent_span_id.hex() or None,
             span.start_time_unix_nano,
             {kv.key: _value(kv.value) for kv in span.attributes},
+            _instance(resource_spans.resource),
         )
         for resource_spans in request.resource_spans
         for scope_spans in resource_spans.scope_spans

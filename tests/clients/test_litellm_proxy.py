@@ -14,6 +14,7 @@ refuses for `ws://`: the emulator is reached through a TLS front (tls_front.py) 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import secrets
@@ -22,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,9 @@ MODEL = scenarios.MODEL
 MASTER_KEY = f"sk-gateway-master-{secrets.token_hex(8)}"
 UPSTREAM_KEY = f"sk-upstream-{secrets.token_hex(8)}"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+# A worker writes its ledger entries to Redis in the background, off the call path; another worker reading a parent
+# sooner than that finds nothing (a missed signal, never a false one). Turns of the fleet wait this long for it.
+LEDGER_WRITE_SECONDS = 0.3
 # Generous: the gateway imports the whole proxy (several seconds on a quiet machine) on a machine shared with others.
 STARTUP_SECONDS = 120
 # The demo's flows (each with a marker of its own), each call's signals as the same flows raise them in-process. The
@@ -86,16 +90,18 @@ class Gateway:
         """This package's chat spans exported after the first ``since`` spans, once ``count`` of them arrived (and
         any that came late or twice), in the order the calls were made."""
 
-        def enough(spans: list[ReceivedSpan]) -> bool:
-            return len(_chat(spans)) >= count
-
-        return _chat(self.receiver.wait_for(enough, since))
+        return _chat(self.receiver.wait_for(_has(count), since))
 
     def roots(self, spans: list[ReceivedSpan]) -> list[str]:
         """The name of each span's trace root: the gateway's request span, when the chat span is nested in it."""
         everything = self.receiver.wait_for(lambda _: True)
         root = {s.trace_id: s.name for s in everything if s.parent_id is None}
         return [root.get(s.trace_id, "(no root)") for s in spans]
+
+
+def _has(count: int) -> Callable[[list[ReceivedSpan]], bool]:
+    """Whether ``count`` chat spans have arrived."""
+    return lambda spans: len(_chat(spans)) >= count
 
 
 def _chat(spans: list[ReceivedSpan]) -> list[ReceivedSpan]:
@@ -152,7 +158,7 @@ def _tool(name: str) -> Path:
 
 
 @contextmanager
-def _running(directory: Path, **settings: str) -> Iterator[Gateway]:
+def _running(directory: Path, workers: int = 1, **settings: str) -> Iterator[Gateway]:
     """The gateway as its users start it, its upstream the emulator behind TLS, its exports received here;
     ``settings``: more of its environment (this package's settings). Afterwards: nothing it exported held a key."""
     instrument, litellm_cli = _tool("opentelemetry-instrument"), _tool("litellm")
@@ -162,21 +168,11 @@ def _running(directory: Path, **settings: str) -> Iterator[Gateway]:
         config.write_text(json.dumps(_config(f"https://127.0.0.1:{front.port}/v1")))
         port = free_port()
         log = directory / "gateway.log"
-        command = [
-            instrument,
-            litellm_cli,
-            "-c",
-            config,
-            "--port",
-            str(port),
-            "--host",
-            "127.0.0.1",
-            "--num_workers",
-            "1",
-        ]
+        where = ["--port", str(port), "--host", "127.0.0.1", "--num_workers", str(workers)]
+        command = [str(instrument), str(litellm_cli), "-c", str(config), *where]
         with log.open("wb") as output:
             process = subprocess.Popen(
-                [str(part) for part in command],
+                command,
                 env={**_environment(receiver, cert), **settings},
                 cwd=directory,
                 stdout=output,
@@ -201,6 +197,17 @@ def _running(directory: Path, **settings: str) -> Iterator[Gateway]:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     with _running(tmp_path_factory.mktemp("gateway")) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory: pytest.TempPathFactory, redis_server: Any) -> Iterator[Gateway]:
+    """Two workers sharing one ledger in Redis, as docs/ledger.md sets a fleet up."""
+    shared = {
+        "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_URL": redis_server.url(3),
+        "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_HASH_KEY": secrets.token_hex(16),
+    }
+    with _running(tmp_path_factory.mktemp("fleet"), workers=2, **shared) as running:
         yield running
 
 
@@ -415,3 +422,34 @@ def test_strict_mode_refuses_a_frame_and_the_session_goes_on(strict_gateway: Gat
     ]
     assert len({span.trace_id for span in spans[3:]}) == 1
     assert _responses_route(gateway) == ["GET", "WEBSOCKET", "WEBSOCKET"]
+
+
+def test_two_workers_each_follow_the_turns_they_hold(fleet: Gateway, redis_server: Any) -> None:
+    """`--num_workers 2` with the ledger in Redis: each worker is instrumented on its own (a `service.instance.id`
+    each) and takes its share of the requests. litellm's response ids (about 190 characters of base64) are outside
+    what the shared ledger accepts (ids of at most 128 characters of `[A-Za-z0-9_.:-]`), so every entry stays in the
+    worker that made it (nothing reaches Redis): a turn whose parent another worker answered is not checked (a
+    missed signal, never a false one), a turn whose parent the same worker answered is. Each turn on a new
+    connection, as separate clients' requests arrive, until the chain has crossed between the workers."""
+    since = len(fleet.receiver.spans)
+    previous = fleet.client().responses.create(
+        model=MODEL, input="Remember this: the marker is F-1.", instructions=scenarios.INSTRUCTIONS
+    )
+    turns, crossed = 1, False
+    while not crossed and turns < 40:
+        time.sleep(LEDGER_WRITE_SECONDS)
+        previous = fleet.client().responses.create(model=MODEL, input="Noted?", previous_response_id=previous.id)
+        turns += 1
+        instances = [span.instance for span in _chat(fleet.receiver.wait_for(_has(turns), since, settle=0))]
+        crossed = len(set(instances)) == 2
+    spans = fleet.chat_spans(since, turns)
+    assert crossed, f"{turns} turns, all on one worker"
+    assert len({span.instance for span in spans}) == 2
+    assert all(len(span.attributes["gen_ai.response.id"]) > 128 for span in spans)
+    named: list[set[str]] = [set()] + [
+        {"instructions_dropped"} if parent.instance == span.instance else set()
+        for parent, span in itertools.pairwise(spans)
+    ]
+    assert [span.signals() for span in spans] == named
+    with redis_server.client(3) as shared:
+        assert shared.dbsize() == 0
