@@ -617,7 +617,17 @@ def test_overlong_item_fields_are_cut_alike_on_both_sides() -> None:
 
 
 def conversation_ledger(outputs: list[Any]) -> InMemoryLedger:
-    return ledger_with(("resp_1", outputs, {"input": [user("q")], "conversation": "conv_1"}))
+    """A conversation created here (so its state is known from its start), and one response written to it."""
+    ledger = InMemoryLedger()
+    created = conversation_facts("create_conversation", None, ())
+    remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), _conversation_made("conv_1"))
+    req = request_facts("chat", {"model": "m", "input": [user("q")], "conversation": "conv_1"}, SETTINGS)
+    remember_created(Ended(ledger, req, analyse(req, ledger)), response_facts(_Response("resp_1", outputs), SETTINGS))
+    return ledger
+
+
+def _conversation_made(conversation_id: str) -> ResponseFacts:
+    return dataclasses.replace(ResponseFacts.empty(), conversation_id=conversation_id)
 
 
 # (case, the conversation's latest outputs, this request's input, signal, settled)

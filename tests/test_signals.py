@@ -153,7 +153,7 @@ def instrumented(**config: Any) -> Iterator[Captured]:
 
 
 def test_catalogue_matches_the_design_table() -> None:
-    """The 19 names and severities of DESIGN.md section 4: the signals every test below raises."""
+    """The 20 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
         "state_mode_conflict": ERROR,
         "unstored_parent": ERROR,
@@ -173,6 +173,7 @@ def test_catalogue_matches_the_design_table() -> None:
         "concurrent_branch": INFO,
         "response_incomplete": WARNING,
         "compaction": INFO,
+        "tool_output_modified": INFO,
         "context_duplicated": WARNING,
     }
     assert TOOL_SIGNALS == ("orphan_tool_output", "missing_tool_output", "tool_output_before_call", "duplicate_call_id")
