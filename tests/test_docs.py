@@ -336,7 +336,7 @@ def test_troubleshooting_page_follows_the_doctors_steps_and_names_real_signals()
 
 def test_changelog_top_entry_is_this_version() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
-    top = [v for v in re.findall(r"^## \[([^\]]+)\]", changelog, re.M) if v != "Unreleased"][0]
+    top = next(v for v in re.findall(r"^## \[([^\]]+)\]", changelog, re.M) if v != "Unreleased")
     assert top == __version__
     assert f"[{__version__}]: " in changelog
 

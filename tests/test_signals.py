@@ -1324,10 +1324,11 @@ def test_tool_output_modified_near_miss_replayed_as_sent(client: openai.OpenAI, 
     second = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
     history += [*second.output, user("What did the lookup return?")]
     third = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
-    rebuilt = [
+    rebuilt: list[Any] = [
         tool_output(call.call_id, "".join(TOOL_SECRET.partition("-"))) if i == history[2] else i for i in history
     ]
-    client.responses.create(model=MODEL, input=[*rebuilt, *third.output, user("Thanks.")], tools=TOOLS, store=False)
+    rebuilt += [*third.output, user("Thanks.")]
+    client.responses.create(model=MODEL, input=rebuilt, tools=TOOLS, store=False)
     for span in captured.spans():
         assert_clean(span, tool_check=None)
 
