@@ -1324,9 +1324,12 @@ def test_tool_output_modified_near_miss_replayed_as_sent(client: openai.OpenAI, 
     second = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
     history += [*second.output, user("What did the lookup return?")]
     third = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    sent = tool_output(call.call_id)
+    assert sent in history
     rebuilt: list[Any] = [
-        tool_output(call.call_id, "".join(TOOL_SECRET.partition("-"))) if i == history[2] else i for i in history
+        tool_output(call.call_id, "".join(TOOL_SECRET.partition("-"))) if i == sent else i for i in history
     ]
+    assert rebuilt[history.index(sent)]["output"] is not TOOL_SECRET  # a new string of the same text
     rebuilt += [*third.output, user("Thanks.")]
     client.responses.create(model=MODEL, input=rebuilt, tools=TOOLS, store=False)
     for span in captured.spans():
