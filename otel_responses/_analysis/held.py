@@ -11,6 +11,7 @@ round trip). Where older calls were dropped, or the parent's state was never kno
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import chain
 from typing import NamedTuple
 
 from .._items import OUTPUT_TYPES, ItemMeta
@@ -25,6 +26,9 @@ class Held(NamedTuple):
     partial: bool
 
 
+NOTHING_HELD = Held((), (), False)
+
+
 def held_after(
     parent: Entry | None, continues: bool, sent_newest_first: Iterable[ItemMeta], returned: tuple[ItemMeta, ...]
 ) -> Held:
@@ -32,6 +36,10 @@ def held_after(
     ``returned``: with the parent's state when the request ``continues`` it (a chain, a conversation; a replay's state
     is its own input), unknown beyond what is seen when that parent is not known. Reads the input only until both
     tuples are full."""
+    sent = iter(sent_newest_first)
+    newest = next(sent, None)
+    if newest is None and not continues and all(meta.call_id is None for meta in returned):
+        return NOTHING_HELD  # most calls: a first turn, or a replay, without any tool item
     calls: dict[str, None] = {}  # insertion-ordered sets, newest first
     answered: dict[str, None] = {}
     dropped = [False, False]  # a call, an answered call, that did not fit
@@ -53,7 +61,7 @@ def held_after(
                 return False
         return True
 
-    if take(_kinds(reversed(returned))) and take(_kinds(sent_newest_first)) and continues:
+    if take(_kinds(reversed(returned))) and (newest is None or take(_kinds(chain((newest,), sent)))) and continues:
         if parent is None:
             dropped[0] = True  # a state this process never saw begin
         else:
