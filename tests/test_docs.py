@@ -28,12 +28,13 @@ from otel_responses import attributes, config
 from otel_responses.docs_links import DOCS_URL, signal_doc_url
 from otel_responses.emulator import Emulator
 from otel_responses.signals import CATALOGUE, ContextLossError, Signal
-from otel_responses.tools import cli
+from otel_responses.tools import exit_codes
 from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
 from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
 
-from .support import not_installed, user_pytest_env
+from .programs import not_installed
+from .support import user_pytest_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -299,8 +300,8 @@ def test_signals_page_has_a_section_per_signal_with_its_severity_fix_and_example
 def test_command_page_documents_version_and_every_exit_code() -> None:
     page = PAGES["cli.md"]
     assert "otel-responses --version" in page
-    codes = [value for name, value in vars(cli).items() if name.startswith("EXIT_")]
-    own = sorted(code for code in codes if code != cli.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
+    codes = [value for name, value in vars(exit_codes).items() if name.startswith("EXIT_")]
+    own = sorted(code for code in codes if code != exit_codes.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
     assert own == list(range(len(own)))
     table = _section("cli.md", "Exit codes")
     for code in codes:
@@ -315,9 +316,29 @@ def test_no_page_tells_users_what_they_cannot_do_or_do_not_have() -> None:
         assert "DESIGN.md" not in text, name
         assert not re.search(r"\b[Ii]ssue \d+", text), name  # a results folder may keep its name
         assert "troubleshooting guide" not in text, name
-        for line in text.splitlines():  # not on an index yet: never `pip install otel-responses`
+        # Not on an index yet: never `pip install otel-responses`, but where Install says it works once published.
+        if name == "install.md":
+            text = text.replace(_published_install(), "")
+        for line in text.splitlines():
             if "does not work" not in line:
                 assert not re.search(r"pip install ['\"]?otel-responses", line), (name, line)
+
+
+def _published_install() -> str:
+    """The paragraph of the Install page on installing a published release, and its commands."""
+    page = PAGES["install.md"]
+    return page[page.index("**From PyPI**") : page.index("**From a checkout**")]
+
+
+def test_install_page_says_how_a_published_release_installs_beside_the_checkout() -> None:
+    published = _published_install()
+    assert published.startswith("**From PyPI**, once a release is published there")
+    commands = _blocks(published, "bash")
+    assert [line.split("#")[0].strip() for line in commands[0].splitlines()] == [
+        "pip install otel-responses",
+        "pip install 'otel-responses[cli]'",
+    ]
+    assert "**From a checkout**" in PAGES["install.md"]
 
 
 def test_troubleshooting_page_follows_the_doctors_steps_and_names_real_signals() -> None:
@@ -335,9 +356,12 @@ def test_troubleshooting_page_follows_the_doctors_steps_and_names_real_signals()
 
 
 def test_changelog_top_entry_is_this_version() -> None:
+    """The newest released entry is this version; changes not yet released sit above it under Unreleased."""
     changelog = (ROOT / "CHANGELOG.md").read_text()
-    top = next(v for v in re.findall(r"^## \[([^\]]+)\]", changelog, re.M) if v != "Unreleased")
-    assert top == __version__
+    headings = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)
+    released = [heading for heading in headings if heading != "Unreleased"]
+    assert headings.index(released[0]) <= 1
+    assert released[0] == __version__
     assert f"[{__version__}]: " in changelog
 
 
@@ -489,9 +513,8 @@ def test_emulator_example_runs() -> None:
 
 
 def _console_command() -> str:
-    lines = [
-        line for code in _blocks(_section("enable.md", "Without code changes"), "bash") for line in code.splitlines()
-    ]
+    codes = _blocks(_section("enable.md", "Without code changes"), "bash")
+    lines = [line for code in codes for line in re.sub(r"\\\n\s*", "", code).splitlines()]  # continuations joined
     return str(next(line for line in lines if line.startswith("opentelemetry-instrument") and "console" in line))
 
 
@@ -524,8 +547,8 @@ def test_console_auto_instrumentation_example_prints_spans(tmp_path: Path) -> No
     with Emulator() as emulator:
         result = instrumented(command, emulator.base_url)
         if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None:
-            # Why the page adds `--logs_exporter none`: without it, nothing is recorded.
-            without = instrumented(command.replace(" --logs_exporter none", ""), emulator.base_url)
+            # Why the page names the logs exporter: without it, nothing is recorded.
+            without = instrumented(command.replace(" --logs_exporter console", ""), emulator.base_url)
             assert "Noted marker M-1." in without.stdout
             assert '"openai_responses.state.mode"' not in without.stdout
             assert "Requested component 'otlp_proto_grpc' not found" in without.stderr
@@ -552,3 +575,22 @@ def test_pre_commit_runs_ruff_and_mypy_as_ci_does() -> None:
     assert ".venv/bin/mypy --strict" in ci
     assert "NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .ci/site" in ci
     assert ".venv/bin/twine check --strict dist/*" in ci
+
+
+# The commands of recorded measurements are kept as they were run.
+WIDE_PAGES = frozenset({"benchmarks.md"})
+WIDEST_COMMAND = 88  # characters: what a code block of the site shows without scrolling
+
+
+def test_long_shell_commands_on_the_pages_are_wrapped_as_continuations() -> None:
+    """A command wider than the code block is wrapped with a backslash, not left to scroll; a trailing comment may
+    run on (the command reads whole), as may an `export` of one long value (it cannot be wrapped)."""
+    too_wide = [
+        (name, line)
+        for name, text in PAGES.items()
+        if name not in WIDE_PAGES
+        for code in _blocks(text, "bash")
+        for line in code.splitlines()
+        if len(re.split(r"\s+#\s", line)[0].rstrip()) > WIDEST_COMMAND and not line.startswith("export ")
+    ]
+    assert too_wide == []

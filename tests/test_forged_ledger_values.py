@@ -23,11 +23,8 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, TOOLS, replay, tool_request
-from .shared_ledger import KEY, RedisServer, Store, needs_redis_server, new_ledger
+from .shared_ledger import KEY, RedisServer, Store, new_ledger
 from .support import chat_signals, function_call
-
-pytestmark = needs_redis_server
-
 
 GUESSED = Codec(Fingerprinter(key_from_text("an attacker's guess at the fleet key")))
 FORGERS = [

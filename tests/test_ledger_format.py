@@ -48,9 +48,7 @@ from otel_responses.ledger.redis import COUNTS, RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request
-from .shared_ledger import KEY, RedisServer, needs_redis_server, server_fixture
-
-pytestmark = needs_redis_server
+from .shared_ledger import KEY, RedisServer, server_fixture
 
 CASSETTES = Path(__file__).parent / "real_traffic" / "cassettes"
 FLEET = Fingerprinter(key_from_text(KEY))

@@ -106,6 +106,44 @@ def test_a_signal_shows_its_meaning_and_fix_once_per_conversation(records: list[
     ]
 
 
+def test_how_to_read_says_that_turns_count_responses(records: list[SpanRecord]) -> None:
+    root = parse(render(records))
+    (help_,) = root.find_all("details", class_="help")
+    rows = dict(
+        zip([dt.text() for dt in help_.find_all("dt")], [dd.text() for dd in help_.find_all("dd")], strict=True)
+    )
+    assert rows["turn"].startswith(
+        "1 for a first call, the continued turn's + 1: turns count responses, so a tool round"
+    )
+    assert "a tool round trip (the call, then its output sent back) is a turn of its own" in rows["turn"]
+
+
+def test_the_runs_of_one_lineage_id_are_headed_as_runs_and_a_guess_is_said(records: list[SpanRecord]) -> None:
+    """Two runs against a restarted server share every id: the page heads each as a run of the lineage; a call
+    placed by time carries its note."""
+    import dataclasses
+
+    later = 10**9 * 60
+    again = [
+        dataclasses.replace(
+            r,
+            trace_id=f"{int(r.trace_id, 16) ^ 1:032x}",
+            start_ns=r.start_ns + later,
+            end_ns=r.end_ns + later,
+            links=(),
+        )
+        for r in records
+    ]
+    root = parse(render([*records, *again]))
+    sections = root.find_all("section", class_="conv")
+    assert [
+        (s.attrs.get("data-run"), "run " + s.attrs.get("data-run", "") + " of 2" in s.find_all("h2")[0].text())
+        for s in sections
+    ] == [("1", True), ("2", True)]
+    notes = [s.find_all("p", class_="meta")[0].text() for s in sections]
+    assert ["placed in this run by time" in n for n in notes] == [False, True]
+
+
 def test_a_signal_shows_the_meaning_and_fix_of_the_variant_its_event_names(emulator: Any) -> None:
     """Reasoning that could never have been replayed (an unstored response without `encrypted_content`): the page
     gives that variant's meaning and fix; reasoning left out that could have been, in another conversation, the

@@ -6,7 +6,9 @@ layer. litellm rewrites between there and the wire (it re-encodes response ids, 
 item ids, ``encrypted_content`` and compaction items), so the request is read from the keywords the app passed and
 the response from what the app gets back, never one of them at the wire. Inner observers: the handler methods that
 send a request (``BaseLLMHTTPHandler``'s, and the Chat Completions bridge's): a call that reaches none of them
-(a cache hit, ``mock_response``) made no request and leaves no span. See docs/integrations-design.md.
+(a cache hit, ``mock_response``) made no request and leaves no span. The design, at length:
+https://otel-responses.github.io/otel-responses/integrations-design/ (the documentation's "Design: litellm, DSPy and
+Azure").
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ The help text is written here in plain words, not taken from docstrings: argpars
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import importlib
 import os
@@ -19,29 +20,21 @@ from urllib.parse import urlsplit
 
 from ..docs_links import DOCS_URL, NotASite, check_site
 from ..version import __version__, install_hint
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_REFUSED = 4
-EXIT_MISSING_EXTRA = 5
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+from .exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MISSING_EXTRA,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+)
 
 DESCRIPTION = """\
-Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor),
-write out the Grafana dashboard and the Prometheus alert rules (dashboards), see each
-conversation's turns on one page (report), or serve the emulator for your own app (emulator).
-
-  demo        runs every scripted scenario (each state mode done right, each context-losing
-              mistake) against the built-in emulator and shows what the instrumentation saw.
-  doctor      runs the minimal troubleshooting flow (one state mode per step) against the emulator or a real endpoint.
-  dashboards  writes the dashboard JSON and the alert rule file into a directory, and says how
-              to import them.
-  report      writes a self-contained HTML page of each conversation's turns and signals from
-              exported traces (OTLP/JSON files, as the Collector's file exporter writes them).
-  emulator    serves the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your
-              app's base_url at the URL it prints.
+OpenTelemetry instrumentation for the OpenAI Responses API, from the command line: see it at
+work against the built-in emulator, troubleshoot a lost context, set up the dashboard and the
+alerts, read exported traces as one page, or serve the emulator for your own app. Each
+command's --help says more.
 """
 
 EPILOG = """\
@@ -125,11 +118,13 @@ def _parser() -> _Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
-    # Not required: with no command the whole help is shown (argparse would say "arguments are required").
-    commands = parser.add_subparsers(dest="command")
+    # Not required: with no command the whole help is shown (argparse would say "arguments are required"). The
+    # commands are listed once, there, each by its help.
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="run every scripted scenario against the built-in emulator",
+        help="run every scripted scenario (each state mode done right, each context-losing mistake) against "
+        "the built-in emulator and show what the instrumentation saw",
         description="Run every scripted scenario against the built-in emulator and print what the\n"
         "instrumentation saw. No network and no API key needed.",
         epilog=EPILOG,
@@ -156,7 +151,7 @@ def _parser() -> _Parser:
     )
     doctor = commands.add_parser(
         "doctor",
-        help="the minimal troubleshooting flow, step by step",
+        help="run the minimal troubleshooting flow (one state mode per step) against the emulator or a real endpoint",
         description="Run the minimal troubleshooting flow for lost context, one state mode per step, and print\n"
         "PASS or FAIL with the signals seen and the fix.",
         epilog=EPILOG,
@@ -170,7 +165,7 @@ def _parser() -> _Parser:
     )
     dashboards = commands.add_parser(
         "dashboards",
-        help="write the Grafana dashboard and the Prometheus alert rules into a directory",
+        help="write the Grafana dashboard and the Prometheus alert rules into a directory, and say how to import them",
         description="Write the Grafana dashboard (context-health.json), the Prometheus alert rules\n"
         "(otel-responses.rules.yaml) and their promtool unit tests into DIR, and print how to\n"
         "import them. Files already there and the same are left alone; a differing one stops it\n"
@@ -195,7 +190,12 @@ def _parser() -> _Parser:
     add_parser(commands)
     # Its arguments, --help included, are the emulator's own parser's (``emulator/__main__.py``): the emulator is
     # loaded only when it is run, not for every command's help.
-    commands.add_parser("emulator", help="serve the built-in Responses API emulator until Ctrl-C", add_help=False)
+    commands.add_parser(
+        "emulator",
+        help="serve the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your app's base_url at "
+        "the URL it prints",
+        add_help=False,
+    )
     parser.commands = commands.choices
     return parser
 
@@ -358,7 +358,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    instrumentor.instrument(tracer_provider=provider, log_signals="off")  # the doctor names its signals itself
     client: Any = openai.OpenAI(base_url=base_url, api_key=key, max_retries=1, timeout=60)
     out.write(f"otel-responses doctor: {where}, model {args.model}\n")
     try:
@@ -410,9 +410,23 @@ def _quiet(unraisable: object) -> None:
     """Say nothing: the process is ending on the user's Ctrl-C."""
 
 
+def _check_command(parser: _Parser, argv: Sequence[str]) -> None:
+    """An unknown command is a usage error naming the nearest one (``reprot``: did you mean ``report``?)."""
+    for arg in argv:
+        if arg in ("-h", "--help", "-V", "--version"):
+            return  # answered before any command is read
+        if not arg.startswith("-"):
+            if arg not in parser.commands:
+                near = difflib.get_close_matches(arg, list(parser.commands), n=1, cutoff=0.6)
+                hint = f"did you mean '{near[0]}'?" if near else f"choose from {', '.join(parser.commands)}"
+                parser.error(f"unknown command '{arg}' ({hint})")
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
     parser = _parser()
+    _check_command(parser, sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if args.command == "emulator":
         from ..emulator.__main__ import main as serve
