@@ -147,7 +147,7 @@ def test_readme_and_the_quick_start_page_give_the_same_variants() -> None:
 def test_readme_says_what_the_logs_exporter_lacks_and_how_to_serve_the_site() -> None:
     quick_start = _section("Quick start")
     assert (
-        "(the logs exporter off: it\ndefaults to OTLP over gRPC, whose exporter is not installed here)" in quick_start
+        "(the logs exporter too: it\ndefaults to OTLP over gRPC, whose exporter is not installed here)" in quick_start
     )
     (line,) = [line for line in README.splitlines() if line.startswith("Until the site is published")]
     assert ".venv/bin/pip install -e '.[docs]' && .venv/bin/mkdocs" in line
