@@ -100,6 +100,8 @@ DUPLICATED_ITEM_TYPES: Final = "openai_responses.duplicated.item_types"
 DUPLICATED_COUNTS: Final = "openai_responses.duplicated.counts"
 INCOMPLETE_REASON: Final = "openai_responses.incomplete.reason"
 REASONING_COUNT: Final = "openai_responses.reasoning.count"
+# `reasoning_dropped`: the reasoning left out could never have been replayed (an unstored response, no payload).
+REASONING_UNREPLAYABLE: Final = "openai_responses.reasoning.unreplayable"
 CONFIRMED: Final = "openai_responses.confirmed"  # the API's own error confirmed the signal
 LEDGER_SHARED: Final = "openai_responses.ledger.shared"
 
@@ -271,6 +273,12 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "DUPLICATED_COUNTS": ("event", "int[]", "`context_duplicated`: how many of each type"),
     "INCOMPLETE_REASON": ("event", "string", "`response_incomplete`: `incomplete_details.reason`"),
     "REASONING_COUNT": ("event", "int", "`reasoning_not_replayable`: reasoning items without a payload"),
+    "REASONING_UNREPLAYABLE": (
+        "event",
+        "bool",
+        "`reasoning_dropped`: the reasoning left out could never have been replayed (its response unstored, "
+        "no `encrypted_content`)",
+    ),
     "CONFIRMED": ("event", "bool", "the API's own error confirmed the signal"),
     "LEDGER_SHARED": ("event", "bool", "the signal rests on an entry another process wrote to a shared ledger"),
     "METRIC_OPERATION_DURATION": ("histogram, s", "", "each call's duration (GenAI conventions)"),

@@ -142,3 +142,36 @@ def test_the_runs_of_one_lineage_id_are_headed_as_runs_and_a_guess_is_said(recor
     ] == [("1", True), ("2", True)]
     notes = [s.find_all("p", class_="meta")[0].text() for s in sections]
     assert ["placed in this run by time" in n for n in notes] == [False, True]
+
+
+def test_a_signal_shows_the_meaning_and_fix_of_the_variant_its_event_names(emulator: Any) -> None:
+    """Reasoning that could never have been replayed (an unstored response without `encrypted_content`): the page
+    gives that variant's meaning and fix; reasoning left out that could have been, in another conversation, the
+    catalogue's own."""
+    from otel_responses.signals import CATALOGUE
+
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            for include in ([], ["reasoning.encrypted_content"]):
+                ask = {"role": "user", "content": f"Remember this: the marker is V-{len(include)}."}
+                first = client.responses.create(model="gpt-5.4", input=[ask], store=False, include=include)
+                history = [ask, *(i for i in first.output if i.type == "message"), {"role": "user", "content": "?"}]
+                client.responses.create(model="gpt-5.4", input=history, store=False, include=include)
+        root = parse(render(list(from_sdk(telemetry.spans()))))
+    finally:
+        client.close()
+    kind = CATALOGUE["reasoning_dropped"]
+    meaning, fix = kind.variants["openai_responses.reasoning.unreplayable"]
+    shown = sorted(
+        (li.text(), li.find_all("small")[0].text())
+        for li in root.find_all("li")
+        if li.attrs.get("data-signal") == kind.name
+    )
+    assert len(shown) == 2
+    (never, could) = sorted(shown, key=lambda s: "could never" not in s[0])
+    assert meaning in never[0]
+    assert never[1] == f"Fix: {fix}"
+    assert kind.meaning in could[0]
+    assert "could never" not in could[0]
+    assert could[1] == f"Fix: {kind.fix}"

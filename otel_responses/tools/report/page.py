@@ -19,7 +19,7 @@ from typing import Final
 from urllib.parse import quote
 
 from ... import attributes as a
-from ...signals import CATALOGUE, ERROR, INFO, WARNING
+from ...signals import CATALOGUE, ERROR, INFO, WARNING, Signal
 from ...version import __version__
 from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
@@ -356,7 +356,7 @@ class _Page:
         )
         label = f' data-label="{_t(c.label)}"' if c.label else ""
         label += f' data-run="{c.run[0]}"' if c.run else ""
-        seen: dict[str, str] = {}  # signal name -> where its meaning and fix were shown
+        seen: dict[str, str] = {}  # signal name and meaning -> where its meaning and fix were shown
         body = "".join(self.entry(e, seen) for e in c.entries)
         return (
             f'<section class="conv{f" {_sev(worst)}" if worst else ""}" id="c{number}" data-kind="{c.kind}" '
@@ -516,9 +516,9 @@ class _Page:
     def signal(
         self, name: str, severity: str, detail: tuple[tuple[str, Value], ...], seen: dict[str, str], where: str
     ) -> str:
-        """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix the
-        first time the conversation shows it."""
-        kind = CATALOGUE.get(name)
+        """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix (those of
+        the variant its metadata names) the first time the conversation shows it."""
+        known = name in CATALOGUE
         link = signal_link(_token(name), self.options.docs_url)
         shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
         out = (
@@ -526,12 +526,16 @@ class _Page:
             f'<span class="c {_sev(severity)}">{_t(severity, 20)}</span> '
             f'<a href="{_t(link, 4096)}" rel="noreferrer"><b>{_t(name, 80)}</b></a>'
         )
-        if kind is not None and name not in seen:
-            seen[name] = where
-            out += f" {_t(kind.meaning)}"
+        if known:
+            told = Signal(name, {a.PREFIX + k: v for k, v in detail})
+            meaning = told.meaning
+            key = f"{name}\n{meaning}"
+            if key not in seen:
+                seen[key] = where
+                out += f" {_t(meaning)}"
         if shown:
             out += f" <code>{shown}</code>"
-        if kind is not None:
-            fix = f"Fix: {_t(kind.fix)}" if seen[name] == where else f"(meaning and fix: {seen[name]})"
+        if known:
+            fix = f"Fix: {_t(told.fix)}" if seen[key] == where else f"(meaning and fix: {seen[key]})"
             out += f"<small>{fix}</small>"
         return out + "</li>"
