@@ -4,6 +4,14 @@ says what a call costs; on a loaded machine its per-item slope moves by more tha
 
     .venv/bin/python bench/instructions.py [--sizes 100,1000] [--code DIR ...]
 
+The workload: the timed benchmark's replayed history (turns of a user message, an encrypted reasoning item, a
+function call, its output and an assistant message), each tool output 4 KB of text of its own, against a ledger that
+knows the history: every response whose items the replay carries (a reasoning item and a call; a message), the latest
+one recorded from its own request (so it remembers the tool outputs it was given), the others each from a request of
+its turn's user message alone (what matching reads of them is their output items). So every replayed item is looked
+up and found, and every tool output compared with the copy first sent. Each iteration is the request's facts, its
+analysis and the request checks; what a call's end records is not counted (it reads a bounded part of the input).
+
 ``--code``: a checkout (a git worktree of another commit, say) whose ``otel_responses`` is measured instead of the
 installed one; several are measured in turn, so a change is read side by side with its base. Needs ``valgrind``.
 """
@@ -16,7 +24,9 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 _COLLECTED = re.compile(r"Collected : (\d+)")
@@ -25,21 +35,74 @@ _FEW, _MANY = 5, 25  # iterations of two runs: their difference is the cost of t
 _CORE = """
 import sys
 sys.path.insert(0, {bench!r})
-from worker import replay_input
+from instructions import known_history
 from otel_responses._analysis.analysis import analyse
 from otel_responses._analysis.checks import Situation, run_request_checks
 from otel_responses.config import settings_from
 from otel_responses._analysis.facts import request_facts
-from otel_responses.ledger import InMemoryLedger
 
 settings = settings_from({{"hash_key": "bench"}})
-ledger = InMemoryLedger()
-kwargs = {{"model": "gpt-5", "input": replay_input({size}), "store": False, "include": ["reasoning.encrypted_content"]}}
+history, ledger = known_history({size}, settings)
+kwargs = {{"model": "gpt-5", "input": history, "store": False, "include": ["reasoning.encrypted_content"]}}
 situation = Situation(False, False)
+req = request_facts("chat", kwargs, settings)
+raised = [s.name for s in run_request_checks(req, analyse(req, ledger), situation)]
+assert raised == [], raised  # a healthy replay, every item of it known
 for _ in range({iterations}):
     req = request_facts("chat", kwargs, settings)
     run_request_checks(req, analyse(req, ledger), situation)
 """
+OUTPUT_BYTES = 4096
+_APP_WRITES = frozenset({"function_call_output"})
+
+
+@dataclass
+class _Ended:
+    """What a call's end records from (``operations.CallState``)."""
+
+    ledger: Any
+    req: Any
+    analysis: Any
+    settings: Any
+    lineage: Any
+
+
+def known_history(size: int, settings: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The replay of ``size`` items (4 KB tool outputs) and a ledger that knows every response it carries."""
+    from types import SimpleNamespace
+
+    from worker import replay_input
+
+    from otel_responses._analysis.analysis import Analysis, analyse
+    from otel_responses._analysis.facts import request_facts, response_facts
+    from otel_responses._analysis.lineage import Lineage
+    from otel_responses._patching.operations import remember_created
+    from otel_responses.ledger import InMemoryLedger
+
+    history = replay_input(size)
+    for item in history:
+        if item.get("type") == "function_call_output":
+            head = f'{{"call": "{item["call_id"]}", "rows": "'
+            item["output"] = head + "x" * (OUTPUT_BYTES - len(head) - 2) + '"}'
+    ledger = InMemoryLedger()
+    runs: list[tuple[int, int]] = []  # each response's output items: a run of items neither the app nor the user wrote
+    for position, item in enumerate(history):
+        made = "role" not in item or item.get("role") == "assistant"
+        if made and item.get("type") not in _APP_WRITES:
+            if runs and runs[-1][1] == position:
+                runs[-1] = (runs[-1][0], position + 1)
+            else:
+                runs.append((position, position + 1))
+    for number, (start, end) in enumerate(runs):
+        latest = number == len(runs) - 1
+        asked = history[:start] if latest else [next(i for i in reversed(history[:start]) if i.get("role") == "user")]
+        req = request_facts("chat", {"model": "gpt-5", "input": asked}, settings)
+        an = analyse(req, ledger) if latest else Analysis()
+        resp = response_facts(
+            SimpleNamespace(id=f"resp_b{number}", output=history[start:end], status="completed"), settings
+        )
+        remember_created(_Ended(ledger, req, an, settings, Lineage()), resp)
+    return history, ledger
 
 
 def instructions(size: int, iterations: int, code: Path | None) -> int:

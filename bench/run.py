@@ -55,6 +55,11 @@ LITELLM = f"{OURS}_litellm"
 SAMPLED = f"{OURS}_sampled"  # our instrumentation under a 10 % trace-id ratio sampler
 LITELLM_PIN = "litellm==1.110.2"
 SUBJECTS = (BARE, OURS, f"{OURS}_strict", SAMPLED, REDIS, LITELLM, *PEERS)
+# Asked for by name only (--subjects): ours with a LoggerProvider given to instrument() (the signals' log events have
+# a taker), and ours at another checkout's code (--baseline: that checkout's venv runs the `otel_responses` worker).
+LOGS = f"{OURS}_logs"
+BASELINE = f"{OURS}_baseline"
+EXTRA_SUBJECTS = (LOGS, BASELINE)
 WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
 HUGE = "replay_10000"
 
@@ -144,12 +149,14 @@ class Process:
 
 
 def start(subject: str, python: str) -> Process:
+    worker_subject = OURS if subject == BASELINE else subject  # the baseline's own package, as our plain subject
     popen = subprocess.Popen(
-        [python, str(WORKER), subject, "--mode", "serve"],
+        [python, str(WORKER), worker_subject, "--mode", "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        # The baseline's checkout is read, never written (no bytecode files left in it).
+        env={**os.environ, "PYTHONHASHSEED": "0", **({"PYTHONDONTWRITEBYTECODE": "1"} if subject == BASELINE else {})},
     )
     line = popen.stdout.readline() if popen.stdout else ""
     if not line:
@@ -273,6 +280,7 @@ def machine() -> dict[str, str]:
 
 def render(results: dict[str, Any]) -> str:
     table = results["timing"]
+    rendered = [s for s in (*SUBJECTS, *EXTRA_SUBJECTS) if s in table]
     lines = [f"Machine: {results['machine']}", ""]
     lines.append(
         "| workload | subject | n | median µs | p90 µs | added µs | x bare | net median µs | net added µs "
@@ -281,7 +289,7 @@ def render(results: dict[str, Any]) -> str:
     lines.append("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for workload in results["workloads"]:
         bare = table.get(BARE, {}).get(workload)
-        for subject in SUBJECTS:
+        for subject in (*SUBJECTS, *EXTRA_SUBJECTS):
             row = table.get(subject, {}).get(workload)
             if row is None:
                 continue
@@ -299,12 +307,12 @@ def render(results: dict[str, Any]) -> str:
         "Paired: added time in the same process, instrumentation on minus off (net of the SDK transform, medians, µs;"
         " with several processes per subject, the median of theirs and, in brackets, the lowest and highest):",
         "",
-        "| workload | " + " | ".join(s for s in SUBJECTS if s != BARE) + " |",
-        "|---|" + "--:|" * (len(SUBJECTS) - 1),
+        "| workload | " + " | ".join(s for s in rendered if s != BARE) + " |",
+        "|---|" + "--:|" * len([s for s in rendered if s != BARE]),
     ]
     for workload in results["workloads"]:
         cells = []
-        for subject in SUBJECTS:
+        for subject in rendered:
             if subject == BARE:
                 continue
             row = table.get(subject, {}).get(workload, {})
@@ -410,6 +418,10 @@ def main(argv: list[str] | None = None) -> int:
         "--processes", type=int, default=3, help="worker processes per subject, sharing its timed seconds"
     )
     parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument(
+        "--baseline",
+        help=f"the python of a venv with another checkout of otel-responses (say, main's): subject {BASELINE}",
+    )
     args = parser.parse_args(argv)
     workloads = [w for w in args.workloads.split(",") if w]
     subjects = [s for s in args.subjects.split(",") if s]
@@ -432,8 +444,11 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ[REDIS_URL_ENV] = redis_url
             processes = []
             for subject in subjects:
-                local = subject not in PEERS and subject != LITELLM
-                python, why = (sys.executable, None) if local else ensure_venv(subject)
+                local = subject not in PEERS and subject not in (LITELLM, BASELINE)
+                if subject == BASELINE:
+                    python, why = (args.baseline, None) if args.baseline else (None, "--baseline was not given")
+                else:
+                    python, why = (sys.executable, None) if local else ensure_venv(subject)
                 if python is None:
                     results["errors"][subject] = why
                     continue

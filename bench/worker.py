@@ -306,6 +306,8 @@ PEERS = {
     "otel_responses_sampled": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     # The shared ledger on Redis: run.py starts redis-server and passes its URL in REDIS_URL_ENV.
     "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    # A LoggerProvider with an in-memory log exporter given to instrument(): the signals' log events have a taker.
+    "otel_responses_logs": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
         "opentelemetry-instrumentation-genai-openai",
         "opentelemetry.instrumentation.genai.openai",
@@ -323,6 +325,7 @@ PEERS = {
 
 # A tenth of the traces sampled (the rest not recording): what an app that samples pays per call.
 SAMPLED = "otel_responses_sampled"
+LOGS = "otel_responses_logs"
 SAMPLED_RATIO = 0.1
 
 
@@ -353,6 +356,14 @@ def build(subject: str, ledger: Any = None) -> Harness:
 
             options["ledger"] = RedisLedger(os.environ[REDIS_URL_ENV])
             options["hash_key"] = "bench-fleet-key"
+        if subject == LOGS:
+            from opentelemetry.sdk._logs import LoggerProvider
+            from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+            logger_provider = LoggerProvider()
+            exporter_of_logs = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
+            logger_provider.add_log_record_processor(SimpleLogRecordProcessor(exporter_of_logs))
+            options["logger_provider"] = logger_provider
         if ledger is not None:
             options["ledger"] = ledger
         instrumentor.instrument(**options)

@@ -20,7 +20,7 @@ _DERIVE = b"otelr-derive"
 class Fingerprinter:
     """Keyed BLAKE2b: 16 hex characters for the exported instructions hash, 64-bit ints for internal use."""
 
-    __slots__ = ("_internal", "_key", "_last")
+    __slots__ = ("_internal", "_key", "_last", "empty")
 
     def __init__(self, key: bytes | None = None) -> None:
         self._key = key if key else secrets.token_bytes(KEY_BYTES)
@@ -28,6 +28,8 @@ class Fingerprinter:
         self._last: tuple[str, str] | None = None
         # The keyed state after the key block: copying it skips the key setup on every internal fingerprint.
         self._internal = hashlib.blake2b(key=self._key, digest_size=8, person=_INTERNAL)
+        # The internal fingerprint of an empty text: an empty system message counts as none, as `instructions=""` does.
+        self.empty = self.number("")
 
     def text(self, value: str) -> str:
         """Short hex fingerprint of ``value``; the only fingerprint that is ever exported."""

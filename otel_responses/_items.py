@@ -264,6 +264,27 @@ def text_fingerprint(item: object, fingerprints: Fingerprinter) -> int | None:
     return fingerprints.number(text) if text is not None else None
 
 
+_TEXT_PARTS = frozenset({"input_text", "output_text"})
+
+
+def output_text(item: object) -> str | None:
+    """The text a tool output gives the model: its ``output`` string, or its parts' texts joined; None when it has no
+    text, or carries anything but text (an image, a file, a screenshot: megabytes, never read)."""
+    output = (item.get if type(item) is dict else fields_of(item))("output")
+    if isinstance(output, str):
+        return output
+    if not isinstance(output, (list, tuple)) or not output:
+        return None
+    texts = []
+    for part in elements(output):
+        get = field_reader(part) if isinstance(part, dict) else fields_of(part)
+        text = get("text")
+        if get("type") not in _TEXT_PARTS or not isinstance(text, str):
+            return None
+        texts.append(text)
+    return "".join(texts)
+
+
 def pending_calls(outputs: tuple[ItemMeta, ...]) -> tuple[str, ...]:
     """call_ids of a response's calls the app must answer: calls it executes whose output the response did not
     bring itself (a hosted shell, say)."""

@@ -100,6 +100,8 @@ DUPLICATED_ITEM_TYPES: Final = "openai_responses.duplicated.item_types"
 DUPLICATED_COUNTS: Final = "openai_responses.duplicated.counts"
 INCOMPLETE_REASON: Final = "openai_responses.incomplete.reason"
 REASONING_COUNT: Final = "openai_responses.reasoning.count"
+# `reasoning_dropped`: the reasoning left out could never have been replayed (an unstored response, no payload).
+REASONING_UNREPLAYABLE: Final = "openai_responses.reasoning.unreplayable"
 CONFIRMED: Final = "openai_responses.confirmed"  # the API's own error confirmed the signal
 LEDGER_SHARED: Final = "openai_responses.ledger.shared"
 
@@ -153,11 +155,31 @@ TRUNCATION: Final = "openai_responses.truncation"
 # `max_output_tokens`, by the GenAI conventions' name (span attribute only).
 GEN_AI_REQUEST_MAX_TOKENS: Final = _gen_ai.GEN_AI_REQUEST_MAX_TOKENS
 
+# --- Signals heard: the GenAI conventions' log events, and sessions -------------------------------------------
+# Log events through the OpenTelemetry Logs API (a `LogRecord` with `event_name`, in the call's span context), as
+# opentelemetry-util-genai emits its own: `docs/gen-ai/gen-ai-events.md` (open-telemetry/semantic-conventions-genai
+# at 002c8a6ea1c8a42b14a4527db83b3cabcded610a) and `docs/gen-ai/gen-ai-exceptions.md` (at
+# 255336243987bb0cf5c9901a94f39ec3d7199982). One evaluation result per signal: the evaluation's name is the signal,
+# its label the signal's severity, its explanation the catalogue's meaning and fix.
+GEN_AI_EVALUATION_RESULT_EVENT: Final = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME: Final = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_LABEL: Final = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION: Final = "gen_ai.evaluation.explanation"
+# A call that failed (an API error, a stream that failed): the exception's type only, never its message or
+# stacktrace (both may carry content: Python's formatted traceback ends with the message).
+GEN_AI_CLIENT_OPERATION_EXCEPTION_EVENT: Final = "gen_ai.client.operation.exception"
+EXCEPTION_TYPE: Final = "exception.type"
+# The general session convention (not `gen_ai.conversation.id`, which stays the API's conversation id): the
+# lineage id on every span of the lineage, with the `session_id_from_lineage` setting; the app's own `session.id`
+# in OpenTelemetry baggage wins.
+SESSION_ID: Final = "session.id"
+
 # --- What each name is -----------------------------------------------------------------------------------------
 # Beside the names, for the documentation (docs/generate.py writes the list of every name of "What it records" from
 # it; tests/test_docs.py fails when a constant above has no entry here): where it is recorded, its type, its meaning.
 # Where: `span` (a span attribute), `event` (an attribute of the `openai_responses.signal` span event), `metric` (an
-# attribute of metric points), `span event`, or a metric's instrument and unit; `value`: a value of another name.
+# attribute of metric points), `span event`, `log event` (an event of the Logs API, or one of its attributes), or a
+# metric's instrument and unit; `value`: a value of another name.
 MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (two share a value)
     "GEN_AI_OPERATION_NAME": (
         "span, metric",
@@ -251,6 +273,12 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "DUPLICATED_COUNTS": ("event", "int[]", "`context_duplicated`: how many of each type"),
     "INCOMPLETE_REASON": ("event", "string", "`response_incomplete`: `incomplete_details.reason`"),
     "REASONING_COUNT": ("event", "int", "`reasoning_not_replayable`: reasoning items without a payload"),
+    "REASONING_UNREPLAYABLE": (
+        "event",
+        "bool",
+        "`reasoning_dropped`: the reasoning left out could never have been replayed (its response unstored, "
+        "no `encrypted_content`)",
+    ),
     "CONFIRMED": ("event", "bool", "the API's own error confirmed the signal"),
     "LEDGER_SHARED": ("event", "bool", "the signal rests on an entry another process wrote to a shared ledger"),
     "METRIC_OPERATION_DURATION": ("histogram, s", "", "each call's duration (GenAI conventions)"),
@@ -284,4 +312,32 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "TOKEN_KIND_OUTPUT": ("value", "", "of `openai_responses.token.kind` (cost: output, reasoning included)"),
     "TRUNCATION": ("span, metric", "string", "the request's `truncation`: `auto` or `disabled`"),
     "GEN_AI_REQUEST_MAX_TOKENS": ("span", "int", "the request's `max_output_tokens`"),
+    "GEN_AI_EVALUATION_RESULT_EVENT": ("log event", "", "one per signal raised, in the call's span context"),
+    "GEN_AI_EVALUATION_NAME": ("log event", "string", "`gen_ai.evaluation.result`: the signal's name"),
+    "GEN_AI_EVALUATION_SCORE_LABEL": (
+        "log event",
+        "string",
+        "`gen_ai.evaluation.result`: the signal's severity, `error`, `warning` or `info`",
+    ),
+    "GEN_AI_EVALUATION_EXPLANATION": (
+        "log event",
+        "string",
+        "`gen_ai.evaluation.result`: the catalogue's meaning of the signal and its fix (never payload)",
+    ),
+    "GEN_AI_CLIENT_OPERATION_EXCEPTION_EVENT": (
+        "log event",
+        "",
+        "a call that failed (an API error, a failed stream), at severity `WARN` (13)",
+    ),
+    "EXCEPTION_TYPE": (
+        "log event",
+        "string",
+        "`gen_ai.client.operation.exception`: the exception's class (`openai.BadRequestError`), or a failed "
+        "stream's error code; never its message",
+    ),
+    "SESSION_ID": (
+        "span",
+        "string",
+        "with `session_id_from_lineage`: the lineage id, or the app's `session.id` from OpenTelemetry baggage",
+    ),
 }

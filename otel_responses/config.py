@@ -10,16 +10,20 @@ hold a secret (a hash key, a Redis URL with its password).
 
 from __future__ import annotations
 
+import difflib
 import logging
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
 from ._telemetry.pricing import PriceError, PriceTable, load_prices
+from ._telemetry.signal_log import DEFAULT as DEFAULT_LOG_SIGNALS
+from ._telemetry.signal_log import OFF, parse_level
+from .docs_links import page_url
 from .ledger import (
     DEFAULT_CAPACITY,
     DEFAULT_TIMEOUT_SECONDS,
@@ -60,6 +64,9 @@ class Settings:
     ledger: Ledger
     prices: PriceTable | None = None  # the user's price table: cost is recorded only with one
     chunk_timing: bool = False  # record gen_ai.client.operation.time_per_output_chunk (one SDK record per chunk)
+    genai_events: bool = True  # gen_ai.evaluation.result per signal, gen_ai.client.operation.exception per failure
+    log_signals: str = DEFAULT_LOG_SIGNALS  # the console line's level: off, error, warning, info
+    session_id_from_lineage: bool = False  # session.id = the lineage id (baggage's session.id wins)
 
 
 # -- the option table -----------------------------------------------------------------------------------------
@@ -153,6 +160,10 @@ def _ledger_object(value: Any, text: bool) -> Ledger | None:
     if missing:
         raise ValueError(f"must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
     return cast("Ledger", ledger)
+
+
+def _log_level(value: Any, text: bool) -> str:
+    return parse_level(value)
 
 
 def _prices(value: Any, text: bool) -> PriceTable | None:
@@ -270,19 +281,50 @@ OPTIONS: tuple[Option, ...] = (
         "record `gen_ai.client.operation.time_per_output_chunk`, one histogram record per streamed chunk",
         "`false`",
     ),
+    Option(
+        "genai_events",
+        _flag,
+        True,
+        "emit each signal as a `gen_ai.evaluation.result` log event and each failed call as a "
+        "`gen_ai.client.operation.exception` one, through the OpenTelemetry Logs API (no record is built without "
+        "a logger provider)",
+        "`true`",
+    ),
+    Option(
+        "log_signals",
+        _log_level,
+        DEFAULT_LOG_SIGNALS,
+        "log one line per signal at or above this severity through the `otel_responses` logger: `off`, `error`, "
+        "`warning` or `info`; once per signal per process (`info`: once per signal and lineage), at most 10 lines "
+        "a minute; `off` by default under `OTEL_PYTHON_LOGGING_AUTO_INSTRUMENTATION_ENABLED=true` with "
+        "`genai_events` on",
+        f"`{DEFAULT_LOG_SIGNALS}`",
+    ),
+    Option(
+        "session_id_from_lineage",
+        _flag,
+        False,
+        "set `session.id` to the lineage id on every span of a lineage, so that backends group a conversation "
+        "as one session; a `session.id` in OpenTelemetry baggage wins",
+        "`false`",
+    ),
 )
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+# Read when what they name is built (the URL is checked with the cluster setting; a price table is a file).
+_READ_AS_BUILT = frozenset({"ledger_url", "prices"})
 
 
 class _Values:
     """The settings of one ``instrument()``: keywords first, then variables; where each came from."""
 
     def __init__(self, config: Mapping[str, Any], environ: Mapping[str, str]) -> None:
-        unknown = set(config) - set(BY_NAME)
+        unknown = sorted(set(config) - set(BY_NAME))
         if unknown:
-            raise ConfigError(f"unknown instrument() option(s): {', '.join(sorted(unknown))}")
+            hints = [f"{name} (did you mean {near}?)" if (near := nearest(name, BY_NAME)) else name for name in unknown]
+            raise ConfigError(f"unknown instrument() option(s): {', '.join(hints)}")
         self._config = config
         self._environ = environ
+        self._read: dict[str, Any] = {}  # each setting read once: an unusable variable is said once
 
     def given(self, name: str) -> bool:
         """The keyword or the variable was set (to anything)."""
@@ -294,6 +336,12 @@ class _Values:
         return name in self._config
 
     def get(self, name: str) -> Any:
+        if name in self._read:
+            return self._read[name]
+        value = self._read[name] = self._get(name)
+        return value
+
+    def _get(self, name: str) -> Any:
         option = BY_NAME[name]
         if name in self._config:
             value = self._config[name]
@@ -315,6 +363,24 @@ class _Values:
         """A variable's value cannot be used: say so, naming the variable and what is used instead."""
         option = BY_NAME[name]
         _log.warning("otel-responses: %s: %s; using %s instead", option.variable, why, option.instead)
+
+
+def nearest(name: str, known: Iterable[str]) -> str | None:
+    """The known name closest to a mistyped one (``stirct``: ``strict``), or None when none is close."""
+    found = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def warn_unknown_variables(environ: Mapping[str, str]) -> None:
+    """One warning for each variable under ``ENV_PREFIX`` that is no setting (a typo would otherwise be ignored
+    without a word), naming the nearest known one. Its value is never repeated (it may be a secret)."""
+    known = {option.name.upper(): option.variable for option in OPTIONS if option.variable is not None}
+    for variable in sorted(environ):
+        if not variable.startswith(ENV_PREFIX) or variable[len(ENV_PREFIX) :] in known:
+            continue
+        near = nearest(variable[len(ENV_PREFIX) :], known)
+        hint = f"did you mean {known[near]}?" if near else f"the settings are listed at {page_url('configuration')}"
+        _log.warning("otel-responses: %s is not a setting of this package (%s); it is ignored", variable, hint)
 
 
 def _message(option: Option, why: ValueError, value: object) -> str:
@@ -345,7 +411,12 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     """Keywords win over environment variables; an unknown keyword or an unusable one is an error, an unusable
     variable a warning (see the module's docstring)."""
     check_keywords(config)  # every keyword, even one only a shared ledger would read
-    values = _Values(config, os.environ if environ is None else environ)
+    environ = os.environ if environ is None else environ
+    warn_unknown_variables(environ)
+    values = _Values(config, environ)
+    for option in OPTIONS:  # every variable checked, even one only a shared ledger would read
+        if option.variable is not None and option.name not in _READ_AS_BUILT:
+            values.get(option.name)
     zdr = values.get("zdr")
     version = values.get("instructions_version")
     max_types = values.get("max_item_types")
@@ -363,24 +434,57 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     fingerprinter = Fingerprinter(key or None)
     if shared:
         cast("SharedLedger", ledger).bind(fingerprinter)  # the shared store is namespaced by this key's id
-    return Settings(zdr, version, max_types, fingerprinter, strict, ledger, prices, chunk_timing)
+    genai_events = values.get("genai_events")
+    return Settings(
+        zdr,
+        version,
+        max_types,
+        fingerprinter,
+        strict,
+        ledger,
+        prices,
+        chunk_timing,
+        genai_events=genai_events,
+        log_signals=_log_signals(values, genai_events, environ),
+        session_id_from_lineage=values.get("session_id_from_lineage"),
+    )
+
+
+# Set by opentelemetry-instrument's users: the SDK's handler on the root logger turns every Python log record into an
+# OpenTelemetry one.
+LOGGING_AUTO_INSTRUMENTATION = "OTEL_PYTHON_LOGGING_AUTO_INSTRUMENTATION_ENABLED"
+
+
+def _log_signals(values: _Values, genai_events: bool, environ: Mapping[str, str]) -> str:
+    """``log_signals``; left unset, ``off`` where the SDK turns log records into OpenTelemetry ones while the events
+    are on: each line would reach the backend as a second record of what its event already says."""
+    level: str = values.get("log_signals")
+    if values.given("log_signals") or not genai_events:
+        return level
+    auto = environ.get(LOGGING_AUTO_INSTRUMENTATION, "").strip().lower() == "true"
+    return OFF if auto else level
 
 
 def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:
     """The ledger the settings name, and whether it is shared: in-process, or a ``RedisLedger`` for ``ledger_url``
     (a Redis Cluster with ``ledger_cluster``). A URL from the environment that cannot be used is a warning and the
-    in-process ledger; from a keyword, an error. Errors never repeat a URL (it may hold a password)."""
+    in-process ledger; from a keyword, an error. The URL is checked before the hash key it needs, and both
+    mistakes are said at once. Errors never repeat a URL (it may hold a password)."""
     capacity = values.get("ledger_capacity")
     url = values.get("ledger_url")
     if url is None or (isinstance(url, str) and not url.strip()):
         return InMemoryLedger(capacity), False
     keyword = values.from_keyword("ledger_url")
-    if not key:
-        if keyword:
-            raise ConfigError(_HASH_KEY_HINT)
-        values.warn("ledger_url", _HASH_KEY_HINT)
-        return InMemoryLedger(capacity), False
+    mistakes: list[str] = []
     try:
+        _check_url(values, url)
+    except ConfigError as exc:
+        mistakes.append(str(exc))
+    if not key:
+        mistakes.append(_HASH_KEY_HINT)
+    try:
+        if mistakes:
+            raise ConfigError("; and ".join(mistakes))
         return _redis_ledger(values, url, capacity), True
     except ConfigError as exc:
         if keyword:
@@ -389,15 +493,22 @@ def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:
         return InMemoryLedger(capacity), False
 
 
-def _redis_ledger(values: _Values, url: object, capacity: int) -> Ledger:
-    """A ``RedisLedger`` for ``url`` (one or several seed nodes, comma-separated or, as a keyword, a list)."""
-    from .ledger.redis import RedisLedger, RedisURLError, check_urls
+def _check_url(values: _Values, url: object) -> tuple[str, ...]:
+    """The seed URLs of ``url`` (one or several, comma-separated or, as a keyword, a list), or ``ConfigError``."""
+    from .ledger.redis import check_urls
 
-    cluster = values.get("ledger_cluster")
     try:
-        valid = check_urls(url, cluster=cluster)
+        return check_urls(url, cluster=values.get("ledger_cluster"))
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
+
+
+def _redis_ledger(values: _Values, url: object, capacity: int) -> Ledger:
+    """A ``RedisLedger`` for ``url``, checked already (``_check_url``)."""
+    from .ledger.redis import RedisLedger, RedisURLError
+
+    cluster = values.get("ledger_cluster")
+    valid = _check_url(values, url)
     ttl, timeout = values.get("ledger_ttl"), values.get("ledger_timeout")
     accept_unsigned = values.get("ledger_accept_unsigned")  # read first: a ConfigError is also a ValueError
     try:

@@ -186,7 +186,8 @@ def _present(target: Target) -> type | None:
 class ResponsesInstrumentor(_shared.CheckedInstrumentor):
     """Instruments the OpenAI SDK's Responses API: spans, metrics and context-loss facts.
 
-    ``ResponsesInstrumentor().instrument(tracer_provider=..., meter_provider=..., zdr=True)``; options are
+    ``ResponsesInstrumentor().instrument(tracer_provider=..., meter_provider=..., logger_provider=..., zdr=True)``
+    (each provider optional: the global one otherwise; the logger provider takes the signals' log events); options are
     documented on the Configuration page of the documentation (``otel_responses.docs_links.page_url("configuration")``)
     and may also come from ``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*`` variables.
     """

@@ -11,7 +11,7 @@ from typing import Final
 
 from opentelemetry.util.types import AttributeValue
 
-from .attributes import LEDGER_SHARED, PARENT_DELETED
+from .attributes import LEDGER_SHARED, PARENT_DELETED, REASONING_UNREPLAYABLE
 from .docs_links import signal_doc_url
 
 ERROR: Final = "error"
@@ -101,6 +101,15 @@ CATALOGUE: Final[dict[str, Kind]] = {
             WARNING,
             "a replay carries items of an earlier response but not its reasoning items",
             "replay every output item, reasoning included, not just the message text",
+            {
+                REASONING_UNREPLAYABLE: (
+                    "a replay carries items of an earlier response but not its reasoning items, which could never be "
+                    "replayed: that response was not stored (`store=false` or ZDR) and returned them without "
+                    "`encrypted_content`",
+                    'add `include=["reasoning.encrypted_content"]` to the requests whose responses are not stored, '
+                    "then replay every output item, reasoning included",
+                )
+            },
             server_premised=True,
         ),
         Kind(
@@ -128,7 +137,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
         Kind(
             "orphan_tool_output",
             ERROR,
-            "a tool output whose `call_id` matches no call in the input or in the parent",
+            "a tool output whose `call_id` matches no call in the input nor in the server-side state the request "
+            "continues (as far as the ledger knows it: where it cannot know, nothing is said)",
             "send the tool call item together with its output, and keep the `call_id` unchanged",
             strict=True,
             tool_pairing=True,
@@ -175,6 +185,13 @@ CATALOGUE: Final[dict[str, Kind]] = {
             "raise `max_output_tokens` or shorten the context; check `incomplete_details.reason`",
         ),
         Kind("compaction", INFO, "compaction happened", "nothing to fix: check facts survive with fixed questions"),
+        Kind(
+            "tool_output_modified",
+            INFO,
+            "a replayed tool output whose content differs from what the app first sent under that `call_id`",
+            "expected if the app clears or shortens old tool results on purpose; otherwise replay each tool output "
+            "as first sent (the model no longer sees what it answered from)",
+        ),
         Kind(
             "context_duplicated",
             WARNING,

@@ -31,6 +31,9 @@ from .signals import CATALOGUE, LOSS_SEVERITIES, Signal
 
 if TYPE_CHECKING:
     import openai
+    from opentelemetry._logs import LogRecord
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -63,12 +66,17 @@ class CapturedTelemetry:
     reader: InMemoryMetricReader
     tracer_provider: TracerProvider
     meter_provider: MeterProvider
+    # The log events (`gen_ai.evaluation.result`, `gen_ai.client.operation.exception`): see `events()`.
+    log_exporter: InMemoryLogRecordExporter | None = None
+    logger_provider: LoggerProvider | None = None
 
     @classmethod
     def new(cls) -> CapturedTelemetry:
-        """Fresh providers with an in-memory span exporter and metric reader, not yet given to the
+        """Fresh providers with an in-memory span exporter, metric reader and log exporter, not yet given to the
         instrumentation (``capture()`` does that)."""
         try:
+            from opentelemetry.sdk._logs import LoggerProvider
+            from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
             from opentelemetry.sdk.metrics import MeterProvider
             from opentelemetry.sdk.metrics.export import InMemoryMetricReader
             from opentelemetry.sdk.trace import TracerProvider
@@ -81,7 +89,10 @@ class CapturedTelemetry:
         tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
         reader = InMemoryMetricReader()
         meter_provider = MeterProvider(metric_readers=[reader])
-        return cls(exporter, reader, tracer_provider, meter_provider)
+        log_exporter = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]  # the SDK leaves it unannotated
+        logger_provider = LoggerProvider()
+        logger_provider.add_log_record_processor(SimpleLogRecordProcessor(log_exporter))
+        return cls(exporter, reader, tracer_provider, meter_provider, log_exporter, logger_provider)
 
     def spans(self) -> list[ReadableSpan]:
         """Every finished span, in the order they ended."""
@@ -116,9 +127,20 @@ class CapturedTelemetry:
         """The names of the signals raised, span by span in the order the spans ended."""
         return [name for span in self.spans() for name in _signals_of(span)]
 
+    def events(self, name: str | None = None) -> list[LogRecord]:
+        """The log events emitted, in order: each a ``LogRecord`` with its ``event_name``, ``attributes``,
+        ``severity_number`` and the ``trace_id`` and ``span_id`` of the call's span; only those named ``name``
+        (``gen_ai.evaluation.result``, ``gen_ai.client.operation.exception``) if given."""
+        if self.log_exporter is None:
+            return []
+        records = [finished.log_record for finished in self.log_exporter.get_finished_logs()]
+        return [r for r in records if r.event_name == name] if name is not None else records
+
     def clear(self) -> None:
-        """Forget the spans finished so far (metrics stay cumulative: SDK readers cannot be reset)."""
+        """Forget the spans and log events finished so far (metrics stay cumulative: SDK readers cannot be reset)."""
         self.exporter.clear()
+        if self.log_exporter is not None:
+            self.log_exporter.clear()
 
     def __repr__(self) -> str:
         spans = self.spans()
@@ -135,7 +157,7 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
     """
     from .instrumentor import ResponsesInstrumentor
 
-    for own in ("tracer_provider", "meter_provider"):
+    for own in ("tracer_provider", "meter_provider", "logger_provider"):
         if own in instrument_options:
             raise TypeError(f"capture() makes its own {own}; read it from the CapturedTelemetry it yields")
     instrumentor = ResponsesInstrumentor()
@@ -149,7 +171,10 @@ def capture(**instrument_options: Any) -> Iterator[CapturedTelemetry]:
     if _test is not None:
         _test.captures.append(telemetry)
     instrumentor.instrument(
-        tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider, **instrument_options
+        tracer_provider=telemetry.tracer_provider,
+        meter_provider=telemetry.meter_provider,
+        logger_provider=telemetry.logger_provider,
+        **instrument_options,
     )
     if not instrumentor.is_instrumented_by_opentelemetry:  # a dependency conflict: logged, nothing patched
         raise RuntimeError(f"the instrumentation did not turn on: is a supported openai installed? {_OPENAI_HINT}")

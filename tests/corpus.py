@@ -622,7 +622,8 @@ def _attributes(where: str, attributes: Any) -> Iterator[tuple[str, str]]:
 
 
 class Exports:
-    """Everything that leaves the process (spans, metrics) and every `otel_responses` log record."""
+    """Everything that leaves the process (spans, metrics, OpenTelemetry log events) and every `otel_responses`
+    log record."""
 
     def __init__(self, captured: CapturedTelemetry, caplog: pytest.LogCaptureFixture) -> None:
         self.captured = captured
@@ -653,6 +654,11 @@ class Exports:
                         found.extend(_attributes(f"metric {metric.name}", point.attributes))
                         for exemplar in getattr(point, "exemplars", None) or ():
                             found.extend(_attributes(f"exemplar {metric.name}", exemplar.filtered_attributes))
+        for event_record in self.captured.events():
+            name = event_record.event_name
+            found.append(("log event name", name or ""))
+            found.append(("log event body", "" if event_record.body is None else str(event_record.body)))
+            found.extend(_attributes(f"log event {name!r}", event_record.attributes))
         for record in self.caplog.records:
             if record.name == "otel_responses" or record.name.startswith("otel_responses."):
                 found.append((f"log {record.name}", record.getMessage()))

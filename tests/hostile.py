@@ -18,8 +18,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .servers import QuietHTTPServer
 
 # -- a scripted API on a loopback socket -------------------------------------------------------------------------
 
@@ -140,8 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_DELETE = _serve  # the stdlib's names
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(QuietHTTPServer):
     api: LoopbackAPI
 
 

@@ -18,15 +18,14 @@ From a script (``bench/``)::
     with LocalCluster() as cluster:
         url = cluster.url  # give it to RedisLedger(url, cluster=True)
 
-Missing ``redis-server`` or ``redis-cli`` skips the tests that need the cluster, except in CI (``CI`` set), where
-.ci/run installs them and a missing binary fails; a cluster that does not come up is always an error, never a skip.
+Without ``redis-server`` or ``redis-cli`` on PATH, starting a cluster skips the test that needs it, except in CI
+(``CI`` set), where .ci/run installs them and a missing program fails (``programs``); a cluster that does not come
+up is always an error, never a skip.
 """
 
 from __future__ import annotations
 
-import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -37,21 +36,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .programs import program
+
 MASTERS = 3
 REPLICAS = 1
 NODE_TIMEOUT_MS = 2000
 _BUS_OFFSET = 10_000  # a node's cluster bus listens on its port + 10000
 _SLOTS = 16384
-
-
-def binary(name: str) -> str | None:
-    return shutil.which(name) or next(
-        (p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.access(p, os.X_OK)), None
-    )
-
-
-def missing_binaries() -> list[str]:
-    return [name for name in ("redis-server", "redis-cli") if binary(name) is None]
 
 
 def _free(port: int) -> bool:
@@ -136,9 +127,7 @@ class LocalCluster:
         raise AssertionError("unreachable")
 
     def _start(self, timeout: float) -> LocalCluster:
-        server, cli = binary("redis-server"), binary("redis-cli")
-        if server is None or cli is None:
-            raise RuntimeError("redis-server and redis-cli are needed (Debian: redis-server, redis-tools)")
+        server, cli = program("redis-server"), program("redis-cli")
         for port in self.ports:
             self._start_node(server, port)
         for port in self.ports:
@@ -297,10 +286,7 @@ class LocalCluster:
     def revive(self, port: int, timeout: float = 10.0) -> None:
         """Start a killed node again on its port, with its own cluster config: it rejoins the cluster as the node it
         was (a killed master, by then replaced, as a replica). Returns once it answers; its data resyncs later."""
-        server = binary("redis-server")
-        if server is None:
-            raise RuntimeError("redis-server is needed")
-        self._start_node(server, port)
+        self._start_node(program("redis-server"), port)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -346,25 +332,12 @@ class LocalCluster:
         self.stop()
 
 
-def require_binaries() -> None:
-    """Skip (locally) or fail (in CI) a test whose cluster cannot be started for want of its binaries."""
-    import pytest
-
-    missing = missing_binaries()
-    if missing:
-        message = f"{' and '.join(missing)} not installed (Debian redis-server and redis-tools; .ci/run installs them)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-
-
 def cluster_fixture(scope: Any = "module", name: str = "redis_cluster") -> Callable[..., Iterator[LocalCluster]]:
     """A pytest fixture named ``name`` yielding a started ``LocalCluster``, stopped after its scope."""
     import pytest
 
     @pytest.fixture(scope=scope, name=name)
     def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-        require_binaries()
         cluster = LocalCluster(tmp_path_factory.mktemp("redis-cluster")).start()
         try:
             yield cluster

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from .support import not_installed
+from .programs import program
 
 CHROMIUM_FLAGS = (
     "--headless",
@@ -30,11 +30,8 @@ VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "l
 
 
 def chromium() -> str:
-    """The browser: in CI (``CI`` set) a missing one fails the test (``.ci/run`` installs Debian's), else skips."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        not_installed("chromium is not installed (Debian package chromium; .ci/run installs it)")
-    return found
+    """The browser (Debian's chromium, or another distribution's chromium-browser); see ``programs``."""
+    return program("chromium", "chromium-browser")
 
 
 def _browse(page: Path, fragment: str, *extra: str) -> subprocess.CompletedProcess[str]:
@@ -197,7 +194,8 @@ class Turn:
 
 
 def conversations(root: Element) -> dict[str, list[Turn]]:
-    """Each conversation section's calls in page order, by the conversation's key."""
+    """Each conversation section's calls in page order, by the conversation's key (and ``#run``, for one of the
+    runs a lineage id was split into)."""
     found: dict[str, list[Turn]] = {}
     for section in root.find_all("section", class_="conv"):
         calls = []
@@ -212,7 +210,8 @@ def conversations(root: Element) -> dict[str, list[Turn]]:
                     tuple(li.attrs["data-severity"] for li in items),
                 )
             )
-        found[section.attrs["data-key"]] = calls
+        run = section.attrs.get("data-run")
+        found[section.attrs["data-key"] + (f"#{run}" if run else "")] = calls
     return found
 
 

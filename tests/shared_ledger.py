@@ -7,7 +7,6 @@ of B's turns raised. Nothing here is a test; tests/conftest.py registers it, so 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -28,15 +27,9 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry
 
 from .ledger_scenarios import MODEL, REPLAYS, replay
+from .programs import program
 from .redis_cluster import LocalCluster, cluster_fixture
 from .support import attrs, chat_signals, free_port, json_from_python
-
-REDIS_SERVER = shutil.which("redis-server") or next(
-    (p for p in ("/usr/bin/redis-server", "/usr/sbin/redis-server") if os.access(p, os.X_OK)), None
-)
-needs_redis_server = pytest.mark.skipif(
-    REDIS_SERVER is None, reason="redis-server is not installed (CI installs Debian's redis-server: see .ci/run)"
-)
 
 KEY = "fleet-shared-test-key-4c0ffee"
 OTHER_KEY = "another-fleet-key-after-rotation"
@@ -46,7 +39,8 @@ OTHER_KEY = "another-fleet-key-after-rotation"
 
 
 class RedisServer:
-    """`redis-server` on 127.0.0.1, no persistence, in a temporary directory; restartable on the same port."""
+    """`redis-server` on 127.0.0.1, no persistence, in a temporary directory; restartable on the same port. Without
+    `redis-server` on PATH, ``start`` skips the test (fails it in CI: see ``programs``)."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -60,10 +54,9 @@ class RedisServer:
         return redis.Redis(host="127.0.0.1", port=self.port, db=db, socket_timeout=5)
 
     def start(self) -> None:
-        assert REDIS_SERVER is not None
-        command = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        command = [program("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         self.process = subprocess.Popen(
-            [*command, "--dir", str(self.directory), "--daemonize", "no"],
+            [*command, "--appendonly", "no", "--dir", str(self.directory), "--daemonize", "no"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import openai
-import pytest
 from hypothesis import HealthCheck, settings
+
+from .programs import program
 
 try:  # openai 3.x sends through the `httpx2` fork, 1.x through `httpx`
     import httpx2 as httpx  # type: ignore[import-not-found, unused-ignore]
@@ -152,14 +152,6 @@ def json_from_python(code: str, *args: str, env: Mapping[str, str] | None = None
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def not_installed(message: str) -> NoReturn:
-    """A tool the test needs is missing: skip locally, fail in CI (``CI`` set), where .ci/run installs it, so that a
-    missing install step cannot pass as a skip."""
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def user_pytest_env() -> dict[str, str]:
     """The environment for pytest in a subprocess as a user's project runs it: plugins autoloaded (the installed
     pytest plugin among them), none of this run's options."""
@@ -167,8 +159,5 @@ def user_pytest_env() -> dict[str, str]:
 
 
 def prometheus_binary(name: str) -> str:
-    """The path of ``prometheus`` or ``promtool`` (Debian's prometheus package)."""
-    path = shutil.which(name)
-    if path is None:
-        not_installed(f"`{name}` is not installed (Debian package prometheus; .ci/run installs it)")
-    return path
+    """The path of ``prometheus`` or ``promtool`` (Debian's prometheus package); see ``programs``."""
+    return program(name)

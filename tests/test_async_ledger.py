@@ -37,10 +37,8 @@ from .ledger_scenarios import (
     replay_input,
     tool_request,
 )
-from .shared_ledger import KEY, RedisServer, Store, achained, needs_redis_server, new_ledger
+from .shared_ledger import KEY, RedisServer, Store, achained, new_ledger
 from .support import attrs, chat_signals, free_port
-
-pytestmark = needs_redis_server
 
 LAG_LIMIT = 0.010  # the loop's worst lag while an async call waits on a slow Redis
 DELAY = 0.040  # what the slow proxy adds to every command sent to Redis

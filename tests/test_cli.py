@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,6 +25,7 @@ from otel_responses.tools.demo import _paused_until_stopped
 from otel_responses.tools.doctor import STEPS
 from otel_responses.version import __version__, install_hint
 
+from .servers import QuietHTTPServer
 from .support import free_port, prometheus_binary
 
 COMMAND = str(Path(sys.executable).parent / "otel-responses")
@@ -88,7 +89,7 @@ class _Collector(BaseHTTPRequestHandler):
 
 def test_demo_exports_over_otlp() -> None:
     _Collector.received = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         result = run("demo", "--otlp-endpoint", f"http://127.0.0.1:{server.server_address[1]}")
@@ -106,7 +107,7 @@ def test_demo_exports_over_otlp() -> None:
 @pytest.mark.parametrize("signal_path", ["/v1/traces", "/v1/metrics/"])
 def test_demo_takes_a_signal_url_as_the_otlp_base_and_says_so(signal_path: str) -> None:
     _Collector.received = {}
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Collector)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     where = f"127.0.0.1:{server.server_address[1]}"
     try:
@@ -333,7 +334,7 @@ def test_doctor_never_prints_credentials_in_the_url() -> None:
         (["demo", "--prometheus-port", "99999"], {}, "port out of range"),
         (["demo", "--interval", "1"], {}, "--interval only makes sense with --serve"),
         (["demo", "--interval", "-1", "--serve"], {}, "must be positive"),
-        (["frobnicate"], {}, "invalid choice"),
+        (["frobnicate"], {}, "unknown command 'frobnicate' (choose from demo, doctor,"),
         (["doctor", "--model", ""], {}, "argument --model: must not be empty"),
         (["doctor", "--model", "  "], {}, "argument --model: must not be empty"),
         (["doctor", "--base-url", ""], {}, "argument --base-url: not an http(s) URL"),
@@ -462,7 +463,7 @@ class _Refusing(_Collector):
 
 
 def test_demo_reports_an_endpoint_that_rejects_the_export() -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         result = run("demo", "--otlp-endpoint", f"http://127.0.0.1:{server.server_address[1]}", timeout=60)
@@ -598,7 +599,32 @@ def test_the_commands_help_does_not_load_the_emulator() -> None:
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
     assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
     listed = run("--help", timeout=60)
-    assert re.search(r"^    emulator +serve the built-in Responses API emulator until Ctrl-C$", listed.stdout, re.M)
+    assert re.search(r"^    emulator +serve the built-in Responses API emulator on 127\.0\.0\.1", listed.stdout, re.M)
+
+
+def test_help_lists_each_command_once() -> None:
+    from otel_responses.tools import cli
+
+    listed = run("--help", timeout=60).stdout
+    names = list(cli._parser().commands)
+    assert {"demo", "doctor", "dashboards", "report", "emulator"} <= set(names)
+    assert {name: len(re.findall(rf"^ +{name} ", listed, re.M)) for name in names} == dict.fromkeys(names, 1)
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("reprot", "unknown command 'reprot' (did you mean 'report'?)"),
+        ("dashboard", "unknown command 'dashboard' (did you mean 'dashboards'?)"),
+        ("serve", "unknown command 'serve' (choose from demo, doctor, dashboards, report, proxy, emulator"),
+    ],
+)
+def test_an_unknown_command_names_the_nearest(typed: str, said: str) -> None:
+    result = run(typed, "traces.jsonl", timeout=60)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert result.stderr.startswith("usage: otel-responses [-h] [-V] COMMAND ...\n")
+    assert f"otel-responses: error: {said}" in result.stderr
+    assert result.stderr.endswith("see 'otel-responses --help'\n")
 
 
 def test_dashboards_help_is_plain_text() -> None:

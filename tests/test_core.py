@@ -6,6 +6,7 @@ is the shape the real API or a real client library sends, and the signals the ca
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from otel_responses._analysis.facts import (
     target_facts,
     with_stream_items,
 )
+from otel_responses._analysis.held import Held, held_after
 from otel_responses._analysis.lineage import Lineage, lineage_of
 from otel_responses._items import (
     MAX_NAME,
@@ -34,7 +36,7 @@ from otel_responses._items import (
 )
 from otel_responses._patching.operations import remember_conversation_items, remember_created, remember_deleted
 from otel_responses.config import Settings, settings_from
-from otel_responses.ledger import Entry, InMemoryLedger
+from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
 
 from .ledger_scenarios import user
@@ -185,6 +187,8 @@ TOKEN_2 = "gAAAAABo" + "Yy8-Lm_" * 25  # another payload, of another length
 REPEATED = {**REASONING, "encrypted_content": TOKEN_2}  # a second reasoning item under the same id `rs_1`
 REWRITTEN_CALL = {"type": "function_call", "call_id": "fc_1", "name": "f", "arguments": "{}"}  # call_id := item id
 REWRITTEN_OUTPUT = {"type": "function_call_output", "call_id": "fc_1", "output": "42"}
+SYSTEM = {"role": "system", "content": "Be brief."}
+SYSTEM_EMPTY = {"role": "system", "content": ""}  # what a prompt middleware sends after the first turn
 
 ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
     # (name, outputs of resp_1 (asked with `input=[user("q")]`), the next request, expected signals)
@@ -412,6 +416,70 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         {"input": [user("q"), REASONING, REWRITTEN_OUTPUT]},
         {"replay_incomplete", "orphan_tool_output"},
     ),
+    # A system or developer message the replayed response was given, dropped or emptied: history lost; changed: not.
+    (
+        "a system message emptied on replay",
+        [ANSWER],
+        {"input": [SYSTEM_EMPTY, user("q"), ANSWER, user("n")], "first_input": [SYSTEM, user("q")]},
+        {"history_truncated"},
+    ),
+    (
+        "a system message dropped on replay",
+        [ANSWER],
+        {"input": [user("q"), ANSWER, user("n")], "first_input": [SYSTEM, user("q")]},
+        {"history_truncated"},
+    ),
+    (
+        "a system message replaced by another user message",
+        [ANSWER],
+        {"input": [user("earlier"), user("q"), ANSWER, user("n")], "first_input": [SYSTEM, user("q")]},
+        {"history_truncated"},
+    ),
+    (
+        "a developer message emptied on replay",
+        [ANSWER],
+        {
+            "input": [{"role": "developer", "content": [{"type": "input_text", "text": ""}]}, user("q"), ANSWER],
+            "first_input": [{"role": "developer", "content": "Be brief."}, user("q")],
+        },
+        {"history_truncated"},
+    ),
+    (
+        "near miss: the same system message re-sent",
+        [ANSWER],
+        {"input": [SYSTEM, user("q"), ANSWER, user("n")], "first_input": [SYSTEM, user("q")]},
+        set(),
+    ),
+    (
+        "near miss: a new system message beside the old one",
+        [ANSWER],
+        {
+            "input": [SYSTEM, {"role": "developer", "content": "Use metric units."}, user("q"), ANSWER, user("n")],
+            "first_input": [SYSTEM, user("q")],
+        },
+        set(),
+    ),
+    (
+        "near miss: a system message whose text changes every turn (a date in it)",
+        [ANSWER],
+        {
+            "input": [{"role": "system", "content": "Today is 2026-12-02."}, user("q"), ANSWER, user("n")],
+            "first_input": [{"role": "system", "content": "Today is 2026-12-01."}, user("q")],
+        },
+        set(),
+    ),
+    (
+        "near miss: an empty system message the response was given too",
+        [ANSWER],
+        {"input": [SYSTEM_EMPTY, user("q"), ANSWER, user("n")], "first_input": [SYSTEM_EMPTY, user("q")]},
+        set(),
+    ),
+    (
+        "an empty system message is no instructions",
+        [ANSWER],
+        {"input": [SYSTEM_EMPTY, user("q"), ANSWER, user("again")], "parent_instructions": "be brief"},
+        {"instructions_dropped"},
+    ),
     (
         "chain re-sending the system message each turn",
         [ANSWER],
@@ -617,7 +685,17 @@ def test_overlong_item_fields_are_cut_alike_on_both_sides() -> None:
 
 
 def conversation_ledger(outputs: list[Any]) -> InMemoryLedger:
-    return ledger_with(("resp_1", outputs, {"input": [user("q")], "conversation": "conv_1"}))
+    """A conversation created here (so its state is known from its start), and one response written to it."""
+    ledger = InMemoryLedger()
+    created = conversation_facts("create_conversation", None, ())
+    remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), _conversation_made("conv_1"))
+    req = request_facts("chat", {"model": "m", "input": [user("q")], "conversation": "conv_1"}, SETTINGS)
+    remember_created(Ended(ledger, req, analyse(req, ledger)), response_facts(_Response("resp_1", outputs), SETTINGS))
+    return ledger
+
+
+def _conversation_made(conversation_id: str) -> ResponseFacts:
+    return dataclasses.replace(ResponseFacts.empty(), conversation_id=conversation_id)
 
 
 # (case, the conversation's latest outputs, this request's input, signal, settled)
@@ -857,3 +935,309 @@ def test_the_same_words_are_the_copy_of_the_conversation_the_replay_carries() ->
         parent = analyse(req, ledger).parent
         assert parent is not None
         assert (parent.response_id, parent.turn) == (f"resp_{tag}2", 2)
+
+
+# -- the calls a chain's or a conversation's state holds, carried entry to entry ---------------------------------
+
+CALL_2 = {**CALL, "id": "fc_2", "call_id": "call_2"}
+OUTPUT_2 = {**OUTPUT, "call_id": "call_2"}
+UNKNOWN_OUTPUT = {**OUTPUT, "call_id": "call_9"}  # answers no call anyone made
+
+
+def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
+    """Each request in order against one ledger, as the wrappers run it (checks, then its response remembered in its
+    lineage), with the response's output items given: ``resp_1``, ``resp_2``, ... The names raised by each, in order.
+    A request may be ``{"create_conversation": "conv_1"}``: the conversation made here (its state known from the
+    start)."""
+    ledger = InMemoryLedger()
+    raised: list[list[str]] = []
+    for number, (kwargs, outputs) in enumerate(steps, 1):
+        if "create_conversation" in kwargs:
+            created = conversation_facts("create_conversation", None, ())
+            made = _conversation_made(kwargs["create_conversation"])
+            remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), made)
+            raised.append([])
+            continue
+        req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+        an = analyse(req, ledger)
+        raised.append([s.name for s in run_request_checks(req, an, Situation(zdr=False, concurrent=False))])
+        resp = response_facts(_Response(f"resp_{number}", outputs), SETTINGS)
+        remember_created(Ended(ledger, req, an, lineage=lineage_of(req, an)), resp)
+    return raised
+
+
+HELD: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
+    # (case, the session's requests and their responses' outputs, what the last request raises)
+    (
+        "an output sent again, its call two turns back (the issue's message window)",
+        [({"input": [user("q")]}, [CALL]), ({"previous_response_id": "resp_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [OUTPUT]}, [ANSWER])],
+        ["context_duplicated"],
+    ),
+    (
+        "near miss: an output whose call no turn made",
+        [({"input": [user("q")]}, [CALL]), ({"previous_response_id": "resp_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        ["orphan_tool_output"],
+    ),
+    (
+        "a call of the grandparent answered two turns later",
+        [({"input": [user("q")]}, [CALL, CALL_2]),
+         ({"previous_response_id": "resp_1", "input": [OUTPUT, user("the other later")]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [OUTPUT_2]}, [ANSWER])],
+        [],
+    ),
+    (
+        "the call and its output both sent again beside the chain",
+        [({"input": [user("q")]}, [CALL]), ({"previous_response_id": "resp_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [CALL, OUTPUT]}, [ANSWER])],
+        ["context_duplicated"],
+    ),
+    (
+        "a chain whose start this process never saw: nothing is said beyond the parent",
+        [({"previous_response_id": "resp_elsewhere", "input": [user("q")]}, [CALL]),
+         ({"previous_response_id": "resp_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "near miss: the parent's own calls are still known",
+        [({"previous_response_id": "resp_elsewhere", "input": [user("q")]}, [CALL]),
+         ({"previous_response_id": "resp_1", "input": [OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "a conversation made here: an output sent again",
+        [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [CALL]),
+         ({"conversation": "conv_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [OUTPUT]}, [ANSWER])],
+        ["context_duplicated"],
+    ),
+    (
+        "a conversation made here: an output for no call",
+        [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [CALL]),
+         ({"conversation": "conv_1", "input": [OUTPUT]}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        ["orphan_tool_output"],
+    ),
+    (
+        "a conversation this process joined late: nothing is said beyond what it saw",
+        [({"conversation": "conv_1", "input": [user("q")]}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "a replay holds no server state: its calls must be in its input",
+        [({"input": [user("q")]}, [CALL]), ({"input": [user("q"), OUTPUT]}, [ANSWER])],
+        ["orphan_tool_output"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "steps", "expected"), HELD, ids=[r[0] for r in HELD])
+def test_an_output_is_judged_against_every_call_the_state_holds(
+    case: str, steps: list[tuple[dict[str, Any], list[Any]]], expected: list[str]
+) -> None:
+    raised = session(*steps)
+    assert raised[-1] == expected
+    assert all(not earlier or earlier == ["missing_tool_output"] for earlier in raised[:-1]), raised
+
+
+def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:
+    def calls(prefix: str, count: int) -> list[dict[str, Any]]:
+        return [{**CALL, "id": f"fc_{prefix}{n}", "call_id": f"call_{prefix}{n}"} for n in range(count)]
+
+    ledger = ledger_with(("resp_1", calls("a", MAX_HELD_CALLS), {"input": [user("q")]}))
+    full = ledger.get("resp_1")
+    assert full is not None
+    assert full.held_calls == tuple(f"call_a{n}" for n in range(MAX_HELD_CALLS))
+    assert full.held_partial is False
+    ledger = ledger_with(("resp_1", calls("b", MAX_HELD_CALLS + 1), {"input": [user("q")]}))
+    over = ledger.get("resp_1")
+    assert over is not None
+    assert over.held_calls == tuple(f"call_b{n}" for n in range(1, MAX_HELD_CALLS + 1))  # the newest
+    assert over.held_partial is True
+    # The oldest call was dropped from both the entry's outputs and its held calls: its output is not called an orphan.
+    assert len(over.outputs) == MAX_OUTPUT_ITEMS
+    assert signals(ledger, previous_response_id="resp_1", input=[{**OUTPUT, "call_id": "call_b0"}]) == {
+        "missing_tool_output"
+    }
+    # Near miss: with every call held, an output for none of them is one.
+    ledger = ledger_with(("resp_1", calls("a", MAX_HELD_CALLS), {"input": [user("q")]}))
+    assert signals(ledger, previous_response_id="resp_1", input=[UNKNOWN_OUTPUT]) == {
+        "orphan_tool_output",
+        "missing_tool_output",
+    }
+
+
+def test_held_calls_are_carried_from_the_parent_and_stop_reading_once_full() -> None:
+    parent = Entry(
+        "resp_1", 1, True, None, None, (meta(CALL, sent=False),), 1, 0,
+        held_calls=("call_0", "call_1"), held_outputs=("call_0",), held_partial=False,
+    )  # fmt: skip
+    held = held_after(parent, True, [meta(OUTPUT)], (meta(CALL_2, sent=False),))
+    assert held == Held(("call_0", "call_1", "call_2"), ("call_0", "call_1"), False)
+    assert held_after(parent, False, [meta(OUTPUT)], ()) == Held((), ("call_1",), False)  # a replay: its own input
+    assert held_after(None, True, [meta(OUTPUT)], ()) == Held((), ("call_1",), True)  # a state never seen begin
+    older = dataclasses.replace(parent, held_calls=(), held_outputs=(), held_partial=True)  # of an older format
+    assert held_after(older, True, [], ()) == Held(("call_1",), (), True)
+    read: list[int] = []
+
+    def sent() -> Iterator[ItemMeta]:
+        for n in range(1000):
+            read.append(n)
+            yield meta({**OUTPUT, "call_id": f"c{n}"}) if n % 2 else meta({**CALL, "call_id": f"c{n}"})
+
+    held = held_after(None, False, sent(), ())
+    assert (len(held.calls), len(held.outputs), held.partial) == (MAX_HELD_CALLS, MAX_HELD_CALLS, True)
+    assert len(read) < 2 * MAX_HELD_CALLS + 4  # the rest of a long replay is not read
+
+
+# -- a replayed tool output against the copy first sent -------------------------------------------------------------
+
+RESULT = "Order 7 shipped on Monday; tracking 1Z999."
+CLEARED = "[cleared]"  # what langchain's ClearToolUsesEdit puts in place of an old result
+IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
+
+
+def sent_then_replayed(first: Any, again: Any, kind: str = "function_call_output") -> list[str]:
+    """A tool round trip replayed (``first``: the output as first sent), then the next turn's replay carrying
+    ``again`` in its place: what that replay raises."""
+    call = {**CALL, "type": kind.removesuffix("_output")} if kind != "function_call_output" else CALL
+    output = {"type": kind, "call_id": "call_1", "output": first}
+    replayed = {**output, "output": again}
+    return session(
+        ({"input": [user("q")]}, [call]),
+        ({"input": [user("q"), call, output]}, [ANSWER]),
+        ({"input": [user("q"), call, replayed, ANSWER, user("n")]}, [{**ANSWER, "id": "msg_3"}]),
+    )[-1]
+
+
+MODIFIED: list[tuple[str, Any, Any, list[str]]] = [
+    # (case, the output first sent, the copy replayed, what the replay raises)
+    ("cleared on replay", RESULT, CLEARED, ["tool_output_modified"]),
+    ("truncated on replay", RESULT, RESULT[:20], ["tool_output_modified"]),
+    ("one character changed, the length kept", RESULT, RESULT.replace("7", "8"), ["tool_output_modified"]),
+    ("near miss: replayed as first sent", RESULT, RESULT, []),
+    ("near miss: the same string object", RESULT, "".join([RESULT]), []),
+    ("near miss: the same text as a text part", RESULT, [{"type": "input_text", "text": RESULT}], []),
+    ("text parts, one edited", [{"type": "input_text", "text": "a"}, {"type": "input_text", "text": "b"}],
+     [{"type": "input_text", "text": "a"}, {"type": "input_text", "text": "c"}], ["tool_output_modified"]),
+    ("near miss: an output with an image is never read", [{"type": "input_text", "text": "a"}, IMAGE],
+     [{"type": "input_text", "text": "b"}, IMAGE], []),
+    ("near miss: an output that is not text", {"type": "computer_screenshot", "image_url": "x"},
+     {"type": "computer_screenshot", "image_url": "y"}, []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "first", "again", "expected"), MODIFIED, ids=[r[0] for r in MODIFIED])
+def test_a_replayed_tool_output_is_compared_with_the_copy_first_sent(
+    case: str, first: Any, again: Any, expected: list[str]
+) -> None:
+    assert sent_then_replayed(first, again) == expected
+
+
+def test_every_tool_output_with_text_is_compared() -> None:
+    assert sent_then_replayed(RESULT, CLEARED, "custom_tool_call_output") == ["tool_output_modified"]
+    assert sent_then_replayed(RESULT, RESULT, "custom_tool_call_output") == []
+
+
+def test_the_copy_first_sent_is_carried_forward_turn_after_turn() -> None:
+    """Cleared once, the output stays cleared: each later replay still differs from what was first sent (the model
+    has not seen the result since); the result sent back as it was is no change."""
+    output = {**OUTPUT, "output": RESULT}
+    cleared = {**output, "output": CLEARED}
+    history = [user("q"), CALL, output, ANSWER, user("n")]
+    raised = session(
+        ({"input": [user("q")]}, [CALL]),
+        ({"input": [user("q"), CALL, output]}, [ANSWER]),
+        ({"input": [user("q"), CALL, cleared, ANSWER, user("n")]}, [{**ANSWER, "id": "msg_3"}]),
+        ({"input": [user("q"), CALL, cleared, ANSWER, user("n"), {**ANSWER, "id": "msg_3"}, user("m")]},
+         [{**ANSWER, "id": "msg_4"}]),
+        ({"input": [*history, {**ANSWER, "id": "msg_3"}, user("m"), {**ANSWER, "id": "msg_4"}, user("o")]}, []),
+    )  # fmt: skip
+    assert raised == [[], [], ["tool_output_modified"], ["tool_output_modified"], []]
+
+
+def test_tool_output_modified_names_the_calls_and_rests_on_a_shared_entry_when_read_from_one() -> None:
+    output = {**OUTPUT, "output": RESULT}
+    ledger = ledger_with(
+        ("resp_1", [CALL], {"input": [user("q")]}), ("resp_2", [ANSWER], {"input": [user("q"), CALL, output]})
+    )
+    remembered = ledger.get("resp_2")
+    assert remembered is not None
+    (given,) = remembered.given_outputs
+    assert (given.call_id, given.length, given.fingerprint) == ("call_1", len(RESULT), FP.number(RESULT))
+    assert RESULT not in repr(remembered)
+    for target, shared in ((ledger, False), (shared_copy(ledger), True)):
+        if shared:  # as another process reads it: no hash of this process's
+            for response_id in ("resp_1", "resp_2"):
+                entry = target.get(response_id)
+                assert entry is not None
+                kept = tuple(g._replace(local=None) for g in entry.given_outputs)
+                target.cache(dataclasses.replace(entry, given_outputs=kept))
+        for replayed, expected in ((CLEARED, True), (RESULT.replace("7", "8"), True), (RESULT, False)):
+            req = request_facts(
+                "chat", {"model": "m", "input": [user("q"), CALL, {**output, "output": replayed}, ANSWER]}, SETTINGS
+            )
+            raised = run_request_checks(req, analyse(req, target), Situation(zdr=False, concurrent=False))
+            assert [s.name for s in raised] == (["tool_output_modified"] if expected else [])
+            if expected:
+                detail: dict[str, Any] = {"openai_responses.call.ids": ["call_1"]}
+                if shared:
+                    detail[SHARED_FACT] = True
+                assert raised[0].detail == detail
+                assert not raised[0].refusable
+
+
+def test_a_new_output_is_remembered_and_an_old_one_past_the_bound_is_not() -> None:
+    calls = [{**CALL, "id": f"fc_{n}", "call_id": f"call_{n}"} for n in range(MAX_GIVEN_OUTPUTS + 2)]
+    outputs = [{**OUTPUT, "call_id": f"call_{n}", "output": f"result {n}"} for n in range(MAX_GIVEN_OUTPUTS + 2)]
+    ledger = ledger_with(
+        ("resp_1", calls, {"input": [user("q")]}),
+        ("resp_2", [ANSWER], {"input": [user("q"), *(i for pair in zip(calls, outputs, strict=True) for i in pair)]}),
+    )
+    entry = ledger.get("resp_2")
+    assert entry is not None
+    assert [g.call_id for g in entry.given_outputs] == [f"call_{n}" for n in range(2, MAX_GIVEN_OUTPUTS + 2)]
+
+
+# -- reasoning left out of a replay: could it ever have been replayed? ----------------------------------------------
+
+BARE_REASONING = {"type": "reasoning", "id": "rs_1", "summary": []}  # store=false without include: no payload
+
+
+@pytest.mark.parametrize(
+    ("case", "reasoning", "stored", "unreplayable"),
+    [
+        ("unstored, no payload: it never could be", BARE_REASONING, False, True),
+        ("near miss: unstored, with its payload", REASONING, False, False),
+        ("near miss: stored, the API finds it by id", BARE_REASONING, True, False),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_reasoning_dropped_says_when_the_reasoning_could_never_be_replayed(
+    case: str, reasoning: dict[str, Any], stored: bool, unreplayable: bool
+) -> None:
+    ledger = ledger_with(("resp_1", [reasoning, ANSWER], {"input": [user("q")], "store": stored}))
+    req = request_facts("chat", {"model": "m", "input": [user("q"), ANSWER, user("n")]}, SETTINGS)
+    (signal,) = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    expected: dict[str, Any] = {"openai_responses.missing.count": 1}
+    if unreplayable:
+        expected["openai_responses.reasoning.unreplayable"] = True
+    assert (signal.name, signal.detail) == ("reasoning_dropped", expected)
+    assert ('include=["reasoning.encrypted_content"]' in signal.fix) is unreplayable
+    assert ("could never be replayed" in signal.meaning) is unreplayable
+    assert (signal.fix == CATALOGUE["reasoning_dropped"].fix) is not unreplayable
+
+
+def test_reasoning_dropped_under_zdr_is_never_replayable_without_its_payload() -> None:
+    """Under zero data retention nothing is stored, whatever the request said: the ledger keeps it unstored."""
+    zdr = settings_from({"hash_key": "core-tests", "zdr": True})
+    ledger = InMemoryLedger()
+    req = request_facts("chat", {"model": "m", "input": [user("q")]}, zdr)
+    resp = response_facts(_Response("resp_1", [BARE_REASONING, ANSWER]), zdr)
+    remember_created(Ended(ledger, req, analyse(req, ledger), settings=zdr), resp)
+    req = request_facts("chat", {"model": "m", "input": [user("q"), ANSWER, user("n")]}, zdr)
+    (signal,) = run_request_checks(req, analyse(req, ledger), Situation(zdr=True, concurrent=False))
+    assert signal.detail.get("openai_responses.reasoning.unreplayable") is True

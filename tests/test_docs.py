@@ -28,12 +28,13 @@ from otel_responses import attributes, config
 from otel_responses.docs_links import DOCS_URL, signal_doc_url
 from otel_responses.emulator import Emulator
 from otel_responses.signals import CATALOGUE, ContextLossError, Signal
-from otel_responses.tools import cli
+from otel_responses.tools import exit_codes
 from otel_responses.tools.report.urls import DOCS_URL as REPORT_DOCS_URL
 from otel_responses.tools.report.urls import signal_link
 from otel_responses.version import __version__, install_hint
 
-from .support import not_installed, user_pytest_env
+from .programs import not_installed
+from .support import user_pytest_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -299,8 +300,8 @@ def test_signals_page_has_a_section_per_signal_with_its_severity_fix_and_example
 def test_command_page_documents_version_and_every_exit_code() -> None:
     page = PAGES["cli.md"]
     assert "otel-responses --version" in page
-    codes = [value for name, value in vars(cli).items() if name.startswith("EXIT_")]
-    own = sorted(code for code in codes if code != cli.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
+    codes = [value for name, value in vars(exit_codes).items() if name.startswith("EXIT_")]
+    own = sorted(code for code in codes if code != exit_codes.EXIT_INTERRUPTED)  # 130 is the shell's, for Ctrl-C
     assert own == list(range(len(own)))
     table = _section("cli.md", "Exit codes")
     for code in codes:
@@ -512,9 +513,8 @@ def test_emulator_example_runs() -> None:
 
 
 def _console_command() -> str:
-    lines = [
-        line for code in _blocks(_section("enable.md", "Without code changes"), "bash") for line in code.splitlines()
-    ]
+    codes = _blocks(_section("enable.md", "Without code changes"), "bash")
+    lines = [line for code in codes for line in re.sub(r"\\\n\s*", "", code).splitlines()]  # continuations joined
     return str(next(line for line in lines if line.startswith("opentelemetry-instrument") and "console" in line))
 
 
@@ -547,8 +547,8 @@ def test_console_auto_instrumentation_example_prints_spans(tmp_path: Path) -> No
     with Emulator() as emulator:
         result = instrumented(command, emulator.base_url)
         if importlib.util.find_spec("opentelemetry.exporter.otlp.proto.grpc") is None:
-            # Why the page adds `--logs_exporter none`: without it, nothing is recorded.
-            without = instrumented(command.replace(" --logs_exporter none", ""), emulator.base_url)
+            # Why the page names the logs exporter: without it, nothing is recorded.
+            without = instrumented(command.replace(" --logs_exporter console", ""), emulator.base_url)
             assert "Noted marker M-1." in without.stdout
             assert '"openai_responses.state.mode"' not in without.stdout
             assert "Requested component 'otlp_proto_grpc' not found" in without.stderr
@@ -575,3 +575,22 @@ def test_pre_commit_runs_ruff_and_mypy_as_ci_does() -> None:
     assert ".venv/bin/mypy --strict" in ci
     assert "NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir .ci/site" in ci
     assert ".venv/bin/twine check --strict dist/*" in ci
+
+
+# The commands of recorded measurements are kept as they were run.
+WIDE_PAGES = frozenset({"benchmarks.md"})
+WIDEST_COMMAND = 88  # characters: what a code block of the site shows without scrolling
+
+
+def test_long_shell_commands_on_the_pages_are_wrapped_as_continuations() -> None:
+    """A command wider than the code block is wrapped with a backslash, not left to scroll; a trailing comment may
+    run on (the command reads whole), as may an `export` of one long value (it cannot be wrapped)."""
+    too_wide = [
+        (name, line)
+        for name, text in PAGES.items()
+        if name not in WIDE_PAGES
+        for code in _blocks(text, "bash")
+        for line in code.splitlines()
+        if len(re.split(r"\s+#\s", line)[0].rstrip()) > WIDEST_COMMAND and not line.startswith("export ")
+    ]
+    assert too_wide == []

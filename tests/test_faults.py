@@ -780,3 +780,30 @@ def test_internal_failure_is_counted(captured: Captured, monkeypatch: pytest.Mon
     assert points, f"{SELF_METRIC} did not count the failure of {step}"
     named = {str((p.attributes or {}).get(SELF_METRIC_STEP)) for p in points}
     assert named - {"None", ""}, f"{SELF_METRIC_STEP} missing: {named}"
+
+
+class _BrokenCounter:
+    """A self-metric whose recording fails (the metrics SDK failing, or an internal value of the wrong type)."""
+
+    def add(self, amount: int, attributes: Any = None) -> None:
+        raise InternalFailure("the counter failed")
+
+
+def test_a_failure_to_count_an_internal_failure_is_logged_with_its_step(
+    captured: Captured, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_responses._patching import shared
+
+    telemetry = shared._telemetry
+    assert telemetry is not None
+    monkeypatch.setattr(telemetry.metrics, "internal_errors", _BrokenCounter())
+    caplog.set_level(logging.DEBUG, logger="otel_responses")
+    runner, action, _ = SESSIONS["sync"]
+    expected = _baseline(captured, "sync")
+    _patch(monkeypatch, "analysis.analyse")
+    caplog.clear()
+    seen = runner([session_transport], action)
+    assert seen.outcome == expected.outcome
+    told = [r.getMessage() for r in _own_failures(caplog) if "counting" in r.getMessage()]
+    # the analysis runs when each of the session's three calls starts
+    assert told == ["otel-responses: counting the failure of start_call failed too (InternalFailure)"] * 3

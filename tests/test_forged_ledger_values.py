@@ -23,11 +23,8 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import ENCRYPTED, INSTRUCTIONS, MODEL, REASONING_MODEL, TOOLS, replay, tool_request
-from .shared_ledger import KEY, RedisServer, Store, needs_redis_server, new_ledger
+from .shared_ledger import KEY, RedisServer, Store, new_ledger
 from .support import chat_signals, function_call
-
-pytestmark = needs_redis_server
-
 
 GUESSED = Codec(Fingerprinter(key_from_text("an attacker's guess at the fleet key")))
 FORGERS = [
@@ -154,7 +151,9 @@ def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
     client: openai.OpenAI,
     ledgers: list[RedisLedger],
 ) -> None:
-    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode)."""
+    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode). Read
+    (accept_unsigned), the forged entry is of a format that carries no held calls: the state beyond its own output
+    items is unknown, so an output whose call is not among them is no orphan either."""
     with capture(hash_key=KEY):
         parent = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
     call = next(item for item in parent.output if item.type == "function_call")
@@ -170,7 +169,13 @@ def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
             previous_response_id=parent.id,
             tools=TOOLS,
         )
-    assert_ignored(ledger, cap, count, "orphan_tool_output")
+    if count is not None:
+        assert_ignored(ledger, cap, count, "orphan_tool_output")
+        return
+    assert chat_signals(cap) == [()]
+    read = ledger.get(parent.id)
+    assert read is not None
+    assert (read.outputs, read.shared, read.held_partial) == ((text,), True, True)  # believed, and says no more
 
 
 def test_a_forged_continued_marker_is_ignored(store: Store, ledgers: list[RedisLedger]) -> None:

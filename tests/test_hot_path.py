@@ -95,7 +95,7 @@ def test_tool_pairing_is_skipped_only_when_there_is_nothing_to_pair() -> None:
     """No tool item and no parent: empty pairing, as the full pass gives; a parent's pending call still counts."""
     ledger = _ledger_with_history()
     alone = analyse(request_facts("chat", {"model": "m", "input": "hi"}, SETTINGS), ledger)
-    assert dataclasses.astuple(alone.tools) == (False, [], [], [], [], False, 0, set())
+    assert dataclasses.astuple(alone.tools) == (False, [], [], [], [], False, 0, set(), {})
     chained = analyse(
         request_facts("chat", {"model": "m", "input": "x", "previous_response_id": "resp_1"}, SETTINGS), ledger
     )

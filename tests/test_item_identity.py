@@ -20,7 +20,7 @@ from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import TOOL_NAME, TOOLS, Item, tool_request, user
-from .shared_ledger import KEY, RedisServer, needs_redis_server
+from .shared_ledger import KEY, RedisServer
 
 REASONING = "gpt-5-mini"  # reasoning, no `phase`
 MODEL = "gpt-4.1-mini"
@@ -230,7 +230,6 @@ def test_every_turn_without_the_instructions_is_named(client: openai.OpenAI) -> 
 # -- the same habits through a shared ledger, read by an async worker ---------------------------------------------
 
 
-@needs_redis_server
 def test_an_async_worker_reading_the_shared_ledger_recognises_the_same_items(
     redis_server: RedisServer, emulator: Emulator, client: openai.OpenAI
 ) -> None:

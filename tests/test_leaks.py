@@ -25,6 +25,7 @@ import openai
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from opentelemetry._logs import LogRecord
 
 from otel_responses.emulator import Emulator
 
@@ -358,7 +359,8 @@ def test_error_bodies_export_no_secret(
 
 
 def test_the_detector_finds_a_leak(exports: Exports) -> None:
-    """The haystack covers span attributes, events and logs, and the needles catch pieces, base64 and digests."""
+    """The haystack covers span attributes, events, log records and log events, and the needles catch pieces, base64
+    and digests."""
     s = Secrets(b"12345678")
     secret = s.text("probe")
     for leaked in (
@@ -377,3 +379,9 @@ def test_the_detector_finds_a_leak(exports: Exports) -> None:
     logging.getLogger("otel_responses._patching.wrappers").debug("failed on %s", secret[-14:])
     with pytest.raises(AssertionError, match="secret exported"):
         exports.assert_clean(s)
+    for body, attributes in ((None, {"gen_ai.evaluation.explanation": secret[2:20]}), (secret, None)):
+        exports.reset()
+        logger = exports.captured.logger_provider.get_logger("probe")  # type: ignore[union-attr]
+        logger.emit(LogRecord(event_name="gen_ai.evaluation.result", body=body, attributes=attributes))
+        with pytest.raises(AssertionError, match="secret exported"):
+            exports.assert_clean(s)

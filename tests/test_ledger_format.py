@@ -25,11 +25,13 @@ from redis.crc import key_slot
 
 from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses._items import ItemMeta, payload_shape
-from otel_responses.ledger import MAX_OUTPUT_ITEMS, Entry
+from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, GivenOutput
 from otel_responses.ledger._codec import (
+    DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
     FORMATS,
     MAC_PURPOSE,
+    MAX_ID_CHARS,
     Codec,
     conversation_key,
     decode_entry,
@@ -46,9 +48,7 @@ from otel_responses.ledger.redis import COUNTS, RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request
-from .shared_ledger import KEY, RedisServer, needs_redis_server, server_fixture
-
-pytestmark = needs_redis_server
+from .shared_ledger import KEY, RedisServer, server_fixture
 
 CASSETTES = Path(__file__).parent / "real_traffic" / "cassettes"
 FLEET = Fingerprinter(key_from_text(KEY))
@@ -275,12 +275,23 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         parent_id="resp_parent", input_messages=(1, 2, 2**64 - 1), copies=((0, payload_shape("QUJD" * 300)),),
         turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
         instructed_id="resp_first", instructed_turn=1, system_in_state=True,
+        held_calls=("call_old", "call_abc"), held_outputs=("call_old",), held_partial=False,
+        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
 
 
 # What an entry of format 5 or older says of the facts format 6 added: none of them.
 NO_FACTS: dict[str, Any] = {"instructed_id": None, "instructed_turn": None, "system_in_state": False}
+# What an entry of format 6 or older says of the server state's calls, the outputs given and the system messages
+# (format 7): no call known beyond its own outputs, none given, no system message counted.
+NO_STATE: dict[str, Any] = {
+    "held_calls": (),
+    "held_outputs": (),
+    "held_partial": True,
+    "given_outputs": (),
+    "input_system_messages": 0,
+}
 
 
 def keys_and_values(admin: redis.Redis) -> dict[str, bytes]:
@@ -296,7 +307,7 @@ def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
 # -- the byte layout -----------------------------------------------------------------------------------------
 
 
-def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 6) -> bytes:
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 7) -> bytes:
     """The MAC as documented, computed here independently of the codec."""
     digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
     name = key.encode()
@@ -305,10 +316,10 @@ def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET,
 
 
 def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """`v6.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
+    """`v7.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
     locations `index,index...:response_id`, markers `1`; the MAC over the version, the full key name and the
     content."""
-    assert FORMAT == 6
+    assert FORMAT == 7
     ledger = make()
     entry = rich_entry()
     ledger.record(entry, "resp_parent")
@@ -317,13 +328,13 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     ns = ledger.namespace
     kinds = {name.rsplit(":", 1)[1] for name in stored}
     assert kinds == {"r", "i", "t", "f", "c", "k"}
-    layout = re.compile(rb"v6\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    layout = re.compile(rb"v7\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
     for name, value in stored.items():
         match = layout.fullmatch(value)
         assert match is not None, (name, value)
         assert match[1] == expected_mac(name, match[2]), name
     content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
-    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v6." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
+    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v7." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
     assert stored[f"{ns}:{{conv_1}}:c"].endswith(b"." + content)
     assert stored[f"{ns}:{{msg_1}}:i"].endswith(b".1:resp_rich")
     assert stored[f"{ns}:{{rs_1}}:i"].endswith(b".0,4:resp_rich")  # both positions of the repeated id
@@ -360,7 +371,8 @@ def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, ma
 
 
 def test_the_format_table_says_what_decodes() -> None:
-    assert sorted(FORMATS) == [2, 3, 4, 5, 6]
+    assert sorted(FORMATS) == [2, 3, 4, 5, 6, 7]
+    assert FORMATS[7].signed is True
     assert FORMATS[6].signed is True
     assert FORMATS[5].signed is True
     assert FORMATS[4].signed is True
@@ -373,7 +385,7 @@ def test_the_format_table_says_what_decodes() -> None:
     content = json.dumps(entry_fields(rich_entry())).encode()
     sealed = codec.seal(key, content)
     assert codec.entry(key, sealed) is not None
-    for other in (b"v7.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+    for other in (b"v8.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
         assert codec.entry(key, other + sealed[3:]) is None
     assert seen == ["undecodable"] * 5
     seen.clear()
@@ -557,8 +569,8 @@ def test_hostile_entry_content_is_rejected_and_counted(
     assert ns is not None
     v2 = content
     doc = _json_list(content)
-    if doc is not None and doc:  # format 2 has neither lineage nor facts (the last two fields), its version in front
-        v2 = json.dumps([2, *doc[:-2]]).encode()
+    if doc is not None and doc:  # format 2 has none of format 7's last five fields, its version in front
+        v2 = json.dumps([2, *doc[: len(doc) - 5]]).encode()
     elif content.startswith(b"[") and not content.startswith(b"[["):
         v2 = b"[2," + content[1:] if content != b"[]" else content
     sealed = Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", content)
@@ -578,7 +590,7 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
     admin.set(f"{ns}:{{resp_h}}:r", Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", good))
     assert reader.get("resp_h") is not None
     reader = make(accept_unsigned=True)
-    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:-2]]).encode())
+    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:11]]).encode())
     assert reader.get("resp_h") is not None
 
 
@@ -794,16 +806,13 @@ def test_an_old_reader_ignores_new_values(admin: redis.Redis, make: Callable[...
 
 def test_the_frozen_format_2_encoder_matches_what_this_release_reads_with_accept_unsigned() -> None:
     """The frozen encoder and this release's format-2 reader agree on every field (format 2 had no lineage)."""
-    entry = rich_entry(
-        turn=None, lineage_id=None, trace_id=None, span_id=None, instructed_id=None, instructed_turn=None,
-        system_in_state=False,
-    )  # fmt: skip
+    entry = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS, **NO_STATE)
     encoded = v2_encode_entry(entry)
     assert encoded is not None
     assert encoded[0].startswith(b"[2,")
     assert v2_decode_entry(encoded[0]) == entry
     assert decode_entry(encoded[0], version=2) == dataclasses.replace(entry, shared=True)
-    assert decode_entry(encoded[0]) is None  # not format 6
+    assert decode_entry(encoded[0]) is None  # not format 7
     # Format 1 (two releases back) no longer decodes.
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=2) is None
     assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=1) is None
@@ -826,7 +835,7 @@ def test_a_format_3_value_of_the_previous_release_still_decodes(
     admin.set(name, b"v3." + expected_mac(name, content, version=3) + b"." + content)
     read = reader.get("resp_rich")
     assert read == dataclasses.replace(
-        entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS
+        entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS, **NO_STATE
     )
     # A format-3 MAC does not open a format-4 value, nor the other way round: the version is bound.
     admin.set(name, b"v4." + expected_mac(name, content, version=3) + b"." + content)
@@ -894,7 +903,7 @@ def test_a_format_4_value_still_decodes_under_the_new_key_name(
     content = json.dumps(entry_fields(entry)[:12], separators=(",", ":")).encode()
     name = entry_key(ns, "resp_rich")
     admin.set(name, b"v4." + expected_mac(name, content, version=4) + b"." + content)
-    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True, **NO_FACTS)
+    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True, **NO_FACTS, **NO_STATE)
     admin.delete(name)
     old = f"{ns}:r:resp_rich"
     admin.set(old, b"v4." + expected_mac(old, content, version=4) + b"." + content)
@@ -936,7 +945,7 @@ def test_a_format_5_value_of_the_previous_release_still_decodes(
     assert location is not None
     admin.set(name, b"v5." + expected_mac(name, content, version=5) + b"." + content)
     admin.set(location, b"v5." + expected_mac(location, b"1:resp_rich", version=5) + b".1:resp_rich")
-    read = dataclasses.replace(entry, shared=True, **NO_FACTS)
+    read = dataclasses.replace(entry, shared=True, **NO_FACTS, **NO_STATE)
     assert reader.get("resp_rich") == read
     assert reader.places(["msg_1"]) == [((read, 1),)]
     # The previous release's entry of app-written items, with the location of its call it also wrote.
@@ -981,18 +990,182 @@ def test_hostile_facts_are_rejected(facts: object) -> None:
     assert decode_entry(json.dumps(with_field(12, facts)).encode()) is None
 
 
-def test_the_previous_release_ignores_format_6(
+def test_the_previous_release_ignores_format_7(
     admin: redis.Redis, make: Callable[..., RedisLedger], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The previous release's format table ends at 5: every value this one writes is of a version it does not know,
+    """The previous release's format table ends at 6: every value this one writes is of a version it does not know,
     counted undecodable and treated as absent (its checks against this release's turns are silent, never false)."""
     writer = make()
     writer.record(rich_entry(), "resp_parent")
     assert writer.flush(5)
-    monkeypatch.delitem(FORMATS, 6)  # the previous release's table
+    monkeypatch.delitem(FORMATS, 7)  # the previous release's table
     old = make()
     assert old.get("resp_rich") is None
     assert old.places(["msg_1", "rs_1", ("function_call", "call_abc")]) == [(), (), ()]
     assert old.latest_in_conversation("conv_1") is None
     assert old.has_child("resp_parent") is False
     assert old.stats()["undecodable"] == 6
+
+
+# -- format 7: the calls the state holds, the outputs a replay gave, the system messages -------------------------
+
+
+def test_the_held_calls_given_outputs_and_system_messages_round_trip_and_none_is_null() -> None:
+    entry = rich_entry()
+    fields = entry_fields(entry)
+    assert fields[13:] == [[["call_old", "call_abc"], ["call_old"], 0], [["call_old", 4096, 2**64 - 1]], 2]
+    assert decode_entry(json.dumps(fields).encode()) == dataclasses.replace(entry, shared=True)
+    # Nothing held and nothing dropped (a first turn without tools): null. Nothing known: said so.
+    bare = rich_entry(held_calls=(), held_outputs=(), held_partial=False, given_outputs=(), input_system_messages=0)
+    assert entry_fields(bare)[13:] == [None, None, 0]
+    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
+    unknown = rich_entry(held_calls=(), held_outputs=(), held_partial=True)
+    assert entry_fields(unknown)[13] == [[], [], 1]
+    # The hash this process keeps of a given output's text is never written.
+    local = rich_entry(given_outputs=(GivenOutput("call_old", 4096, 7, local=-12345),))
+    assert entry_fields(local)[14] == [["call_old", 4096, 7]]
+    read = decode_entry(json.dumps(entry_fields(local)).encode())
+    assert read is not None
+    assert read.given_outputs == (GivenOutput("call_old", 4096, 7, None),)
+
+
+HOSTILE_STATE: dict[str, tuple[int, object]] = {
+    "held-not-a-list": (13, {"calls": []}),
+    "held-short": (13, [[], []]),
+    "held-dropped-bool": (13, [[], [], True]),
+    "held-dropped-two": (13, [[], [], 2]),
+    "held-call-id-bad": (13, [["call 1"], [], 0]),
+    "held-call-id-injection": (13, [["call_1\nopenai_responses.signals=x"], [], 0]),
+    "held-call-id-number": (13, [[1], [], 0]),
+    "held-too-many-calls": (13, [[f"call_{n}" for n in range(MAX_HELD_CALLS + 1)], [], 0]),
+    "held-too-many-answered": (13, [[], [f"call_{n}" for n in range(MAX_HELD_CALLS + 1)], 0]),
+    "given-not-a-list": (14, {"call_1": [1, 2]}),
+    "given-too-many": (14, [[f"call_{n}", 1, 1] for n in range(MAX_GIVEN_OUTPUTS + 1)]),
+    "given-short": (14, [["call_1", 1]]),
+    "given-call-id-bad": (14, [["call/1", 1, 1]]),
+    "given-length-negative": (14, [["call_1", -1, 1]]),
+    "given-length-huge": (14, [["call_1", 2**33, 1]]),
+    "given-fingerprint-too-big": (14, [["call_1", 1, 2**64]]),
+    "given-fingerprint-string": (14, [["call_1", 1, "ffff"]]),
+    "systems-negative": (15, -1),
+    "systems-null": (15, None),
+    "systems-bool": (15, True),
+}
+
+
+@pytest.mark.parametrize(("index", "value"), list(HOSTILE_STATE.values()), ids=list(HOSTILE_STATE))
+def test_hostile_held_calls_given_outputs_and_system_counts_are_rejected(index: int, value: object) -> None:
+    assert decode_entry(json.dumps(with_field(index, value)).encode()) is None
+
+
+def api_sized_entry(id_chars: int = 55, call_id_chars: int = 29) -> Entry:
+    """An entry with every bounded field full: 32 output items, 32 held calls and answered calls, 16 given outputs,
+    4 input messages, ids of ``id_chars`` (the longest of the recorded traffic: 55) and call ids of ``call_id_chars``
+    (the API's: 29)."""
+
+    def named(prefix: str, chars: int, n: int) -> str:
+        return f"{prefix}_{n:02d}".ljust(chars, "x")
+
+    outputs = tuple(
+        ItemMeta(
+            "function_call", named("fc", id_chars, n), named("call", call_id_chars, n), None, None, False, None, True
+        )
+        for n in range(MAX_OUTPUT_ITEMS)
+    )
+    held = tuple(named("call_h", call_id_chars, n) for n in range(MAX_HELD_CALLS))
+    given = tuple(
+        GivenOutput(named("call_g", call_id_chars, n), 2**32 - 1, 2**64 - 1) for n in range(MAX_GIVEN_OUTPUTS)
+    )
+    return rich_entry(
+        named("resp", id_chars, 0), sequence=2**63 - 1, conversation_id=named("conv", id_chars, 0), outputs=outputs,
+        copies=(), parent_id=named("resp_p", id_chars, 0), input_messages=(2**64 - 1,) * 4, turn=2**32 - 1,
+        lineage_id=named("resp_l", id_chars, 0), instructed_id=named("resp_i", id_chars, 0),
+        instructed_turn=2**32 - 1, held_calls=held, held_outputs=held, given_outputs=given,
+        input_system_messages=2**32 - 1,
+    )  # fmt: skip
+
+
+def test_an_entry_with_every_bound_full_and_the_apis_ids_fits_whole() -> None:
+    entry = api_sized_entry()
+    encoded = encode_entry(entry)
+    assert encoded is not None
+    content, kept = encoded
+    sealed = Codec(FLEET).seal("otel-responses:abc:{resp}:r", content)
+    assert len(sealed) <= DEFAULT_MAX_ENTRY_BYTES
+    assert kept == MAX_OUTPUT_ITEMS
+    assert decode_entry(content) == dataclasses.replace(entry, shared=True)  # nothing left out
+
+
+def test_the_largest_entry_stays_under_the_entry_size_limit() -> None:
+    """Every id at the longest a shared value may hold (128): the sealed value stays within the limit, leaving out the
+    given outputs, then the held calls (saying the state may hold others), then the output items past the limit; what
+    is read back is then never evidence of an orphan."""
+    entry = api_sized_entry(MAX_ID_CHARS, MAX_ID_CHARS)
+    seen: list[str] = []
+    for limit in (DEFAULT_MAX_ENTRY_BYTES, 4096, 16384):
+        codec = Codec(FLEET, max_entry_bytes=limit, count=seen.append)
+        commands = codec.commands("otel-responses:abc", entry, None)
+        name, value = commands[0]
+        assert name.endswith(":r")
+        assert len(value) <= limit
+        read = codec.entry(name, value)
+        assert read is not None
+        assert read.given_outputs == ()
+        assert (read.held_calls, read.held_outputs, read.held_partial) == ((), (), True)
+        assert 0 < len(read.outputs) <= MAX_OUTPUT_ITEMS
+        assert (len(read.outputs) < MAX_OUTPUT_ITEMS) is (limit < 16384)  # 16 KiB: room for every item but those
+        assert read.outputs == entry.outputs[: len(read.outputs)]
+        assert read.input_system_messages == entry.input_system_messages
+    assert seen == ["trimmed"] * 3
+    # Given outputs alone too many: only they are left out.
+    roomy = api_sized_entry(55, 29)
+    roomy = dataclasses.replace(
+        roomy, given_outputs=tuple(g._replace(call_id=g.call_id.ljust(128, "y")) for g in roomy.given_outputs)
+    )
+    encoded = encode_entry(roomy)
+    assert encoded is not None
+    read = decode_entry(encoded[0])
+    assert read is not None
+    assert (read.given_outputs, read.held_calls, read.held_partial) == ((), roomy.held_calls, False)
+
+
+def test_a_format_6_value_of_the_previous_release_still_decodes_and_knows_no_call_beyond_its_own(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """During a rolling deploy an entry of the previous release (format 6) holds no calls: an output whose call is not
+    among its own outputs is then no orphan (its chain may hold it); an entry of this release that holds the chain's
+    calls still names one."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    answer = ItemMeta("message", "msg_9", None, "assistant", None, False, 9)
+    entry = rich_entry("resp_v6", outputs=(answer,), copies=(), held_calls=("call_old",), held_outputs=("call_old",))
+    content = json.dumps(entry_fields(entry)[:13], separators=(",", ":")).encode()
+    name = entry_key(ns, "resp_v6")
+    admin.set(name, b"v6." + expected_mac(name, content, version=6) + b"." + content)
+    read = reader.get("resp_v6")
+    assert read == dataclasses.replace(entry, shared=True, **NO_STATE)
+    newer = make()
+    newer.record(dataclasses.replace(entry, response_id="resp_v7"), None)
+    assert newer.flush(5)
+    for parent, orphan, resent in (("resp_v6", [], []), ("resp_v7", ["orphan_tool_output"], ["context_duplicated"])):
+        assert chained_signals(make(), parent, "call_9") == orphan, parent
+        # An output the chain already answered (held by the newer entry only) is sent twice.
+        assert chained_signals(make(), parent, "call_old") == resent, parent
+
+
+def chained_signals(ledger: RedisLedger, parent: str, call_id: str) -> list[str]:
+    """The request-side signals of a request chained to ``parent`` that sends one tool output, as a call of another
+    process of the fleet checks it."""
+    from otel_responses._analysis.analysis import analyse
+    from otel_responses._analysis.checks import Situation, run_request_checks
+    from otel_responses._analysis.facts import request_facts
+    from otel_responses.config import settings_from
+
+    output = {"type": "function_call_output", "call_id": call_id, "output": "x"}
+    req = request_facts(
+        "chat", {"model": MODEL, "previous_response_id": parent, "input": [output]}, settings_from({"hash_key": KEY})
+    )
+    raised = run_request_checks(req, analyse(req, ledger.for_call()), Situation(False, False))
+    assert all(not s.refusable for s in raised)  # facts read from a shared store
+    return [s.name for s in raised]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ def originals() -> dict[str, Any]:
     return {f"{cls.__name__}.{m}": cls.__dict__[m] for cls in (Responses, AsyncResponses) for m in METHODS}
 
 
-def test_uninstrument_restores_the_original_methods(emulator: Emulator) -> None:
+def test_uninstrument_restores_the_original_methods(emulator: Emulator, caplog: pytest.LogCaptureFixture) -> None:
     before = originals()
     cap = new_captured()
     instrumentor = ResponsesInstrumentor()
@@ -34,10 +35,33 @@ def test_uninstrument_restores_the_original_methods(emulator: Emulator) -> None:
     assert all(during[name] is not before[name] for name in before)
     instrumentor.uninstrument()
     assert originals() == before
-    instrumentor.uninstrument()  # a second uninstrument is harmless
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        instrumentor.uninstrument()  # a second uninstrument does nothing, and says nothing
     assert originals() == before
+    assert caplog.records == []
     emulator.client().responses.create(model=MODEL, input="hi")
     assert cap.spans() == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "otel_responses:ResponsesInstrumentor",
+        "otel_responses.integrations.litellm:LiteLLMResponsesInstrumentor",
+        "otel_responses.integrations.dspy:DSPyResponsesInstrumentor",
+    ],
+)
+def test_uninstrument_of_an_instrumentor_that_is_off_says_nothing(path: str, caplog: pytest.LogCaptureFixture) -> None:
+    """OpenTelemetry's base class logs a warning for it; the documentation says the call does nothing."""
+    import importlib
+
+    module, name = path.split(":")
+    instrumentor = getattr(importlib.import_module(module), name)()
+    assert not instrumentor.is_instrumented_by_opentelemetry
+    with caplog.at_level(logging.DEBUG):
+        assert instrumentor.uninstrument() is None
+    assert caplog.records == []
 
 
 def test_second_instrument_does_not_double_wrap(emulator: Emulator, captured: Captured) -> None:

@@ -28,7 +28,7 @@ from otel_responses.testing import capture
 
 from .conftest import Captured
 from .ledger_scenarios import user
-from .shared_ledger import KEY, RedisServer, needs_redis_server
+from .shared_ledger import KEY, RedisServer
 from .support import json_from_python
 
 MODEL = "gpt-4.1-mini"
@@ -193,7 +193,6 @@ print(json.dumps({"first": first.id, "second": second.id, "trace": span.trace_id
 """
 
 
-@needs_redis_server
 def test_a_turn_served_by_another_process_links_back(
     redis_server: RedisServer, emulator: Emulator, client: openai.OpenAI
 ) -> None:

@@ -98,7 +98,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     script = "\n".join(blocks)
     assert ".venv/bin/otel-responses emulator --port 8080 &\n" in script
     assert "--traces_exporter console" in script
-    assert "--logs_exporter none" in script
+    assert "--logs_exporter console" in script
     assert "kill %1" in script
     port = free_port()
     wait = f"for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null && break; sleep 0.1; done\n"
@@ -126,3 +126,28 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     assert '"openai_responses.state.mode": "server_chain"' in out
     assert '"name": "openai_responses.calls"' in out  # the zero-code run's console metrics
     assert "Traceback" not in result.stderr
+
+
+def _heredoc(text: str, name: str) -> str:
+    (body,) = re.findall(rf"cat > {re.escape(name)} <<'EOF'\n(.*?)\nEOF\n", text, re.S)
+    return str(body)
+
+
+def test_readme_and_the_quick_start_page_give_the_same_variants() -> None:
+    """The in-code variant, and the zero-code way to the report page, read the same in both places (the README's
+    quick start runs in tests above; the report block needs the upstream exporter, tests/clients runs it)."""
+    page = (ROOT / "docs" / "quickstart.md").read_text()
+    quick_start = _section("Quick start")
+    assert _heredoc(quick_start, "app_in_code.py") == _heredoc(page, "app_in_code.py")
+    (report_block,) = re.findall(r"```shell\n(.*?)```", quick_start, re.S)
+    assert f"```bash\n{report_block}```" in page
+    assert "opentelemetry-exporter-otlp-json-file" in report_block
+
+
+def test_readme_says_what_the_logs_exporter_lacks_and_how_to_serve_the_site() -> None:
+    quick_start = _section("Quick start")
+    assert (
+        "(the logs exporter too: it\ndefaults to OTLP over gRPC, whose exporter is not installed here)" in quick_start
+    )
+    (line,) = [line for line in README.splitlines() if line.startswith("Until the site is published")]
+    assert ".venv/bin/pip install -e '.[docs]' && .venv/bin/mkdocs" in line

@@ -56,14 +56,10 @@ from .shared_ledger import (
     chain_turns,
     chained,
     entry_with_calls,
-    needs_redis_server,
     new_ledger,
     replay_turns,
 )
 from .support import attrs, chat_signals, closing, free_port
-
-pytestmark = needs_redis_server
-
 
 # -- two OS processes ----------------------------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ def test_a_file_of_traces_becomes_a_page(traces: Path, tmp_path: Path) -> None:
     page = tmp_path / "report.html"
     result = run("report", str(traces), "--out", str(page), "--trace-url", "http://127.0.0.1:16686/trace/{trace_id}")
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"wrote {page}: 1 conversation, 2 spans, 1 with context loss; open it in a browser\n"
+    assert result.stdout == f"wrote {page}: 1 conversation (1 with context loss) from 2 spans; open it in a browser\n"
     assert result.stderr == ""
     assert _turns(page) == EXPECTED
     html = page.read_text()
@@ -82,14 +82,19 @@ def test_bad_input_is_named_and_the_rest_is_still_reported(traces: Path, tmp_pat
     page = tmp_path / "report.html"
     result = run("report", str(broken), str(missing), "--out", str(page))
     assert result.returncode == 1
+    problems = [
+        f"{broken}:4: resourceSpans: not a list",
+        f"{missing}: cannot read it: No such file or directory",
+    ]
+    note = f"{broken}: 1 line that is not JSON skipped (the app's own output, beside the spans?)"
     assert result.stderr.splitlines() == [
-        f"otel-responses report: {broken}:1: not JSON (Expecting value at column 1)",
-        f"otel-responses report: {broken}:4: resourceSpans: not a list",
-        f"otel-responses report: {missing}: cannot read it: No such file or directory",
+        *(f"otel-responses report: {problem}" for problem in problems),
+        f"otel-responses report: note: {note}",
     ]
     assert _turns(page) == EXPECTED
-    listed = [li.text() for li in parse(page.read_text()).find_all("section", id="problems")[0].find_all("li")]
-    assert listed == [line.removeprefix("otel-responses report: ") for line in result.stderr.splitlines()]
+    root = parse(page.read_text())
+    assert [li.text() for li in root.find_all("section", id="problems")[0].find_all("li")] == problems
+    assert [li.text() for li in root.find_all("section", id="notes")[0].find_all("li")] == [note]
 
 
 def test_no_span_of_this_package_is_a_failure(tmp_path: Path) -> None:
@@ -129,7 +134,63 @@ def test_stdin_once_and_an_unwritable_page(traces: Path, tmp_path: Path) -> None
     nowhere = tmp_path / "no" / "such" / "dir" / "r.html"
     result = run("report", str(traces), "--out", str(nowhere))
     assert result.returncode == 1
-    assert result.stderr.startswith(f"otel-responses report: cannot write {nowhere.parent}")
+    assert result.stderr == f"otel-responses report: cannot write {nowhere}: No such file or directory\n"
+    assert not (tmp_path / "no").exists()
+
+
+def test_the_apps_own_output_beside_the_spans_is_a_note(traces: Path, tmp_path: Path) -> None:
+    """Standard output of an app whose spans were written there: its prints skipped, named once, exit 0."""
+    run_out = tmp_path / "run.jsonl"
+    lines = traces.read_text().splitlines()
+    run_out.write_text("\n".join(["Starting...", lines[0], "marker=M-1", *lines[1:], "bye"]) + "\n")
+    page = tmp_path / "report.html"
+    result = run("report", str(run_out), "--out", str(page))
+    assert (result.returncode, result.stderr) == (
+        0,
+        f"otel-responses report: note: {run_out}: 3 lines that are not JSON skipped (the app's own output, beside "
+        "the spans?)\n",
+    )
+    assert result.stdout == f"wrote {page}: 1 conversation (1 with context loss) from 2 spans; open it in a browser\n"
+    assert _turns(page) == EXPECTED
+
+
+def test_console_exporter_output_says_so_in_one_line_and_writes_no_page(emulator: Any, tmp_path: Path) -> None:
+    """The quick start's console output given to the report: one line saying what it is and what to do, not a
+    problem per line; nothing could be read, so no page."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            scenarios.run(client, scenarios.BY_NAME[SCENARIO], "MK-console")
+    finally:
+        client.close()
+    console = tmp_path / "console.txt"
+    with console.open("w") as out:
+        out.write("marker=M-1\n")
+        ConsoleSpanExporter(out=out).export(telemetry.spans())
+    page = tmp_path / "report.html"
+    result = run("report", str(console), "--out", str(page))
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr.splitlines() == [
+        f"otel-responses report: {console}: the console exporter's output (an indented JSON object per span), not "
+        "OTLP/JSON: write OTLP/JSON lines instead, e.g. `opentelemetry-instrument --traces_exporter otlp_json_file` "
+        "(pip install opentelemetry-exporter-otlp-json-file), the Collector's file exporter, or otel_responses.export",
+        "otel-responses report: nothing could be read from the input: no page written",
+    ]
+    assert not page.exists()
+
+
+def test_a_run_whose_every_input_failed_writes_no_page(traces: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    result = run("report", str(tmp_path / "missing.jsonl"), "--out", str(page))
+    assert result.returncode == 1
+    assert result.stderr.endswith("otel-responses report: nothing could be read from the input: no page written\n")
+    assert not page.exists()
+    # Its near miss: one input read, one failed: the page holds what was read, exit 1.
+    result = run("report", str(tmp_path / "missing.jsonl"), str(traces), "--out", str(page))
+    assert result.returncode == 1
+    assert _turns(page) == EXPECTED
 
 
 BLOCKER = """
@@ -183,7 +244,7 @@ def test_help_lists_the_exit_codes() -> None:
     assert "exit codes: 0 written; 1 an INPUT could not be read in full" in result.stdout
     assert "5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package" in result.stdout
     top = run("--help", timeout=60)
-    assert "report      writes a self-contained HTML page" in top.stdout
+    assert re.search(r"^    report +write a self-contained HTML page", top.stdout, re.M)
 
 
 def test_the_demo_writes_the_report_of_its_scenarios(tmp_path: Path) -> None:
@@ -219,7 +280,7 @@ def test_the_documented_app_writes_the_file_and_the_documented_command_reports_i
         exec(compile(app, "docs/report.md", "exec"), {"EMULATOR": emulator})
     finally:
         ResponsesInstrumentor().uninstrument()
-    command = next(code for lang, code in BLOCKS if lang == "bash" and "otel-responses report" in code).strip()
+    command = next(code for lang, code in BLOCKS if lang == "bash" and code.startswith("otel-responses report")).strip()
     assert command == "otel-responses report traces.jsonl --out report.html"
     result = run("report", str(tmp_path / "traces.jsonl"), "--out", str(tmp_path / "report.html"))
     assert result.returncode == 0, result.stderr

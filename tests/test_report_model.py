@@ -5,6 +5,7 @@ times are changed here, as sampling, exporters and clocks change them."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -204,3 +205,81 @@ def test_labels_caption_conversations(chain: list[SpanRecord]) -> None:
     assert conversation.label == "checkout flow"
     assert isinstance(conversation.entries[0], Call)
     assert not isinstance(conversation.entries[0], Gap)
+
+
+# -- one lineage id, several runs ---------------------------------------------------------------------------------
+
+
+def _quick_start_run(parent_span: bool = False) -> list[SpanRecord]:
+    """The quick start's app once against a freshly started emulator, whose ids start over on every start: two
+    turns, the second chained to the first without its instructions. ``parent_span``: both calls in one trace."""
+    from otel_responses.emulator import Emulator
+
+    with Emulator() as fresh, capture() as telemetry:
+        client: openai.OpenAI = fresh.client()
+        try:
+            run = telemetry.tracer_provider.get_tracer("app").start_as_current_span("run")
+            with run if parent_span else contextlib.nullcontext():
+                first = client.responses.create(
+                    model="gpt-5-mini", instructions="Answer in one line.", input="Remember this: the marker is M-1."
+                )
+                client.responses.create(model="gpt-5-mini", previous_response_id=first.id, input="What is the marker?")
+        finally:
+            client.close()
+        return list(from_sdk(telemetry.spans()))
+
+
+def _unlinked(records: list[SpanRecord]) -> list[SpanRecord]:
+    return [dataclasses.replace(r, links=()) for r in records]
+
+
+def test_two_runs_against_a_restarted_emulator_are_two_conversations() -> None:
+    """The same lineage id, response ids and turn numbers in both runs: told apart by each second turn's link to
+    the span it continues (every call a trace of its own here)."""
+    one, two = _quick_start_run(), _quick_start_run()
+    assert [r.text(a.GEN_AI_RESPONSE_ID) for r in one] == [r.text(a.GEN_AI_RESPONSE_ID) for r in two]
+    assert len({r.trace_id for r in one + two}) == 4
+    found = conversations(two + one)  # the file's order does not matter
+    assert [(c.kind, c.key, c.run, c.note) for c in found] == [
+        (LINEAGE, one[0].text(a.GEN_AI_RESPONSE_ID), (1, 2), None),
+        (LINEAGE, one[0].text(a.GEN_AI_RESPONSE_ID), (2, 2), None),
+    ]
+    assert [[c.span.span_id for c in conversation.calls] for conversation in found] == [
+        [r.span_id for r in one],
+        [r.span_id for r in two],
+    ]
+    assert [[(c.turn, c.branch) for c in conversation.calls] for conversation in found] == [
+        [(1, False), (2, False)]
+    ] * 2
+    assert [[s.name for s in conversation.signals] for conversation in found] == [["instructions_dropped"]] * 2
+    # Its near miss: one run is one conversation, not split.
+    assert [(c.run, c.note) for c in conversations(one)] == [(None, None)]
+
+
+def test_runs_without_links_are_told_apart_by_their_traces() -> None:
+    one, two = _quick_start_run(parent_span=True), _quick_start_run(parent_span=True)
+    found = conversations(_unlinked(one + two))
+    assert [([c.span.span_id for c in x.calls], x.run, x.note) for x in found] == [
+        ([r.span_id for r in one], (1, 2), None),
+        ([r.span_id for r in two], (2, 2), None),
+    ]
+
+
+def test_a_turn_no_link_nor_trace_ties_to_a_run_is_placed_by_time_and_said() -> None:
+    """Without links, every call a trace of its own: the second turns are placed in the run of the latest first
+    turn before them, and each run says so."""
+    one, two = _quick_start_run(), _quick_start_run()
+    found = conversations(_unlinked(one + two))
+    assert [[c.span.span_id for c in x.calls] for x in found] == [[r.span_id for r in one], [r.span_id for r in two]]
+    assert [x.note for x in found] == [
+        "1 call of this lineage id (shared by 2 runs: the server's ids repeat) links to no turn in the input: placed "
+        "in this run by time"
+    ] * 2
+    # Two first turns in one trace: nothing tells them apart, one conversation whose first turns are branches.
+    same_trace = [dataclasses.replace(r, trace_id=one[0].trace_id) for r in _unlinked(one + two)]
+    (whole,) = conversations(same_trace)
+    assert (whole.run, whole.note, [(c.turn, c.branch) for c in whole.calls]) == (
+        None,
+        None,
+        [(1, True), (1, True), (2, True), (2, True)],
+    )

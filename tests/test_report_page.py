@@ -104,3 +104,74 @@ def test_a_signal_shows_its_meaning_and_fix_once_per_conversation(records: list[
         "(meaning and fix: turn 2)",
         "(meaning and fix: turn 2)",
     ]
+
+
+def test_how_to_read_says_that_turns_count_responses(records: list[SpanRecord]) -> None:
+    root = parse(render(records))
+    (help_,) = root.find_all("details", class_="help")
+    rows = dict(
+        zip([dt.text() for dt in help_.find_all("dt")], [dd.text() for dd in help_.find_all("dd")], strict=True)
+    )
+    assert rows["turn"].startswith(
+        "1 for a first call, the continued turn's + 1: turns count responses, so a tool round"
+    )
+    assert "a tool round trip (the call, then its output sent back) is a turn of its own" in rows["turn"]
+
+
+def test_the_runs_of_one_lineage_id_are_headed_as_runs_and_a_guess_is_said(records: list[SpanRecord]) -> None:
+    """Two runs against a restarted server share every id: the page heads each as a run of the lineage; a call
+    placed by time carries its note."""
+    import dataclasses
+
+    later = 10**9 * 60
+    again = [
+        dataclasses.replace(
+            r,
+            trace_id=f"{int(r.trace_id, 16) ^ 1:032x}",
+            start_ns=r.start_ns + later,
+            end_ns=r.end_ns + later,
+            links=(),
+        )
+        for r in records
+    ]
+    root = parse(render([*records, *again]))
+    sections = root.find_all("section", class_="conv")
+    assert [
+        (s.attrs.get("data-run"), "run " + s.attrs.get("data-run", "") + " of 2" in s.find_all("h2")[0].text())
+        for s in sections
+    ] == [("1", True), ("2", True)]
+    notes = [s.find_all("p", class_="meta")[0].text() for s in sections]
+    assert ["placed in this run by time" in n for n in notes] == [False, True]
+
+
+def test_a_signal_shows_the_meaning_and_fix_of_the_variant_its_event_names(emulator: Any) -> None:
+    """Reasoning that could never have been replayed (an unstored response without `encrypted_content`): the page
+    gives that variant's meaning and fix; reasoning left out that could have been, in another conversation, the
+    catalogue's own."""
+    from otel_responses.signals import CATALOGUE
+
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            for include in ([], ["reasoning.encrypted_content"]):
+                ask = {"role": "user", "content": f"Remember this: the marker is V-{len(include)}."}
+                first = client.responses.create(model="gpt-5.4", input=[ask], store=False, include=include)
+                history = [ask, *(i for i in first.output if i.type == "message"), {"role": "user", "content": "?"}]
+                client.responses.create(model="gpt-5.4", input=history, store=False, include=include)
+        root = parse(render(list(from_sdk(telemetry.spans()))))
+    finally:
+        client.close()
+    kind = CATALOGUE["reasoning_dropped"]
+    meaning, fix = kind.variants["openai_responses.reasoning.unreplayable"]
+    shown = sorted(
+        (li.text(), li.find_all("small")[0].text())
+        for li in root.find_all("li")
+        if li.attrs.get("data-signal") == kind.name
+    )
+    assert len(shown) == 2
+    (never, could) = sorted(shown, key=lambda s: "could never" not in s[0])
+    assert meaning in never[0]
+    assert never[1] == f"Fix: {fix}"
+    assert kind.meaning in could[0]
+    assert "could never" not in could[0]
+    assert could[1] == f"Fix: {kind.fix}"

@@ -26,7 +26,7 @@ from otel_responses.export import OTLPJsonFileExporter, to_json_line
 from otel_responses.testing import capture
 from otel_responses.tools import scenarios
 from otel_responses.tools.report import from_sdk
-from otel_responses.tools.report.otlp_json import Problem, read, read_text
+from otel_responses.tools.report.otlp_json import CONSOLE_HINT, Problem, read, read_text
 from otel_responses.tools.report.records import is_own
 from otel_responses.version import install_hint
 
@@ -306,3 +306,64 @@ def test_the_kit_and_the_reader_load_no_protobuf() -> None:
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- the spans beside the app's own output (standard output) ------------------------------------------------------
+
+
+def _console(spans: list[ReadableSpan]) -> str:
+    """What the SDK's ConsoleSpanExporter prints for ``spans``: one indented JSON object per span."""
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+    out = io.StringIO()
+    ConsoleSpanExporter(out=out).export(spans)
+    return out.getvalue()
+
+
+def test_the_apps_own_output_among_the_spans_is_named_once_and_no_problem(spans: list[ReadableSpan]) -> None:
+    """Standard output of an app run with the spans written there: its prints between the OTLP/JSON lines."""
+    stream = io.StringIO()
+    exporter = OTLPJsonFileExporter(stream=stream)
+    stream.write("Starting up...\n")
+    exporter.export(spans[:2])
+    stream.write("marker=M-1\n\n  indented: not JSON either\n")
+    exporter.export(spans[2:])
+    stream.write("Done.")
+    reading = read_text(stream.getvalue(), "run.jsonl")
+    assert reading.problems == []
+    assert reading.spans == list(from_sdk(spans))
+    assert reading.notes == ["run.jsonl: 4 lines that are not JSON skipped (the app's own output, beside the spans?)"]
+    assert reading.failed == []
+    # Its near miss: a line that opens JSON and breaks is a problem, as in a Collector's file.
+    broken = read_text(stream.getvalue() + '\n{"resourceSpans": [', "run.jsonl")
+    assert [str(p) for p in broken.problems] == [
+        "run.jsonl:8: truncated: the file ends inside this line (was it still being written?)"
+    ]
+    assert broken.spans == reading.spans
+
+
+def test_the_console_exporters_output_is_one_problem_saying_how_to_write_otlp_json(spans: list[ReadableSpan]) -> None:
+    text = "marker=M-1\n" + _console(spans)
+    reading = read_text(text, "console.txt")
+    assert [str(p) for p in reading.problems] == [f"console.txt: {CONSOLE_HINT}"]
+    assert "opentelemetry-exporter-otlp-json-file" in CONSOLE_HINT
+    assert (reading.spans, reading.notes, reading.failed, reading.all_failed) == ([], [], ["console.txt"], True)
+    # Beside OTLP/JSON lines (two exporters on one output), a note: the spans are read.
+    mixed = read_text(text + to_json_line(spans) + "\n", "both.txt")
+    assert mixed.problems == []
+    assert mixed.spans == list(from_sdk(spans))
+    lines = len(text.strip().splitlines())
+    assert mixed.notes == [f"both.txt: {lines} lines of the console exporter's output skipped"]
+
+
+def test_a_source_fails_when_it_gives_problems_and_no_span(spans: list[ReadableSpan], tmp_path: Path) -> None:
+    good = tmp_path / "good.jsonl"
+    good.write_text(to_json_line(spans) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"resourceSpans": 7}\n')
+    reading = read([str(good), str(bad), str(tmp_path / "missing.jsonl")])
+    assert (reading.failed, reading.all_failed) == ([str(bad), str(tmp_path / "missing.jsonl")], False)
+    assert read([str(bad)]).all_failed
+    half = tmp_path / "half.jsonl"
+    half.write_text('{"resourceSpans": 7}\n' + to_json_line(spans) + "\n")  # a problem, and spans: not failed
+    assert read([str(half)]).failed == []

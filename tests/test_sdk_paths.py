@@ -27,6 +27,7 @@ from otel_responses import ResponsesInstrumentor
 from otel_responses.emulator import Emulator, EmulatorConfig
 
 from .conftest import Captured
+from .servers import QuietHTTPServer
 
 MODEL = "gpt-4.1-mini"
 REASONER = "o4-mini"
@@ -334,13 +335,6 @@ class _Replay(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class _ReplayServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # the client closing its pooled connection
-
-
 def test_iter_lines_split_inside_json_at_unicode_line_breaks(client: openai.OpenAI, captured: Captured) -> None:
     """The API may send non-ASCII text unescaped; httpx's `iter_lines()` splits at U+0085, U+2028 and U+2029
     (`str.splitlines()`), inside an event's JSON. The pieces are joined again: the events are still seen."""
@@ -357,7 +351,7 @@ def test_iter_lines_split_inside_json_at_unicode_line_breaks(client: openai.Open
         ]
         events.append("\n".join(lines))
     _Replay.body = "\n\n".join(events).encode()
-    server = _ReplayServer(("127.0.0.1", 0), _Replay)
+    server = QuietHTTPServer(("127.0.0.1", 0), _Replay)  # the client closes its pooled connection
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     replay = openai.OpenAI(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", api_key="k", max_retries=0)

@@ -33,7 +33,11 @@ UNUSABLE: list[tuple[str, str, str]] = [
     ("chunk_timing", "TRUE!", "chunk_timing must be true or false"),
     ("prices", "/nonexistent/prices.json", "cannot be read"),
     ("ledger_url", "memcached://:hunter2@cache", "the Redis ledger URL must start with redis://"),
+    ("genai_events", "on", "genai_events must be true or false"),
+    ("log_signals", "loud", "log_signals must be one of off, error, warning, info"),
+    ("session_id_from_lineage", "1", "session_id_from_lineage must be true or false"),
 ]
+# Read only by a shared ledger, yet checked (and warned about) whether or not a ledger URL is set.
 SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_accept_unsigned", "ledger_cluster")
 # Their near misses: values that are read as given, with no warning.
 USABLE: list[tuple[str, str, Any]] = [
@@ -44,6 +48,10 @@ USABLE: list[tuple[str, str, Any]] = [
     ("ledger_capacity", "12", 12),
     ("chunk_timing", "true", True),
     ("instructions_version", "v3", "v3"),
+    ("genai_events", "FALSE", False),
+    ("log_signals", " Info ", "info"),
+    ("log_signals", "off", "off"),
+    ("session_id_from_lineage", "true", True),
 ]
 
 
@@ -61,15 +69,21 @@ def test_every_variable_is_in_the_table() -> None:
     assert {name for name, _, _ in UNUSABLE} == variables - free_form
 
 
-@pytest.mark.parametrize(("name", "value", "why"), UNUSABLE, ids=[f"{n}={v}" for n, v, _ in UNUSABLE])
+CASES = [(*row, False) for row in UNUSABLE] + [(*row, True) for row in UNUSABLE if row[0] in SHARED_ONLY]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "why", "shared"),
+    CASES,
+    ids=[f"{n}={v}{' with a ledger URL' if shared else ''}" for n, v, _, shared in CASES],
+)
 def test_an_unusable_variable_warns_and_falls_back(
-    name: str, value: str, why: str, caplog: pytest.LogCaptureFixture
+    name: str, value: str, why: str, shared: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     option = BY_NAME[name]
     assert option.variable is not None
     environ = {option.variable: value}
-    shared = name in SHARED_ONLY
-    if shared:  # read only for a shared ledger: name one (building it connects to nothing)
+    if shared:  # a shared ledger reads it: name one (building it connects to nothing)
         pytest.importorskip("redis")
         environ[f"{ENV_PREFIX}LEDGER_URL"] = "redis://127.0.0.1:1/0"
     with caplog.at_level("WARNING", logger="otel_responses.config"):
@@ -85,7 +99,7 @@ def test_an_unusable_variable_warns_and_falls_back(
         attribute = fields.get(name, name.removeprefix("ledger_"))
         assert getattr(ledger, attribute) == option.default
         ledger.close(timeout=1)
-    elif name == "ledger_url":
+    elif name == "ledger_url" or name in SHARED_ONLY:
         assert isinstance(settings.ledger, InMemoryLedger)
     elif name == "prices":
         assert settings.prices is None
@@ -124,7 +138,9 @@ def test_a_bad_keyword_is_an_error_even_when_the_library_is_absent() -> None:
     instrumentor = LiteLLMResponsesInstrumentor()
     with pytest.raises(ConfigError, match=r"^max_item_types must be a positive integer, got 'lots'$"):
         instrumentor.instrument(max_item_types="lots")
-    with pytest.raises(ConfigError, match=r"^unknown instrument\(\) option\(s\): max_itemtypes$"):
+    with pytest.raises(
+        ConfigError, match=r"^unknown instrument\(\) option\(s\): max_itemtypes \(did you mean max_item_types\?\)$"
+    ):
         instrumentor.instrument(max_itemtypes=3)
     instrumentor.instrument(max_item_types=3)  # a good keyword: quietly not instrumented, as before
     assert not instrumentor.is_instrumented_by_opentelemetry
@@ -135,6 +151,71 @@ def test_a_bad_keyword_on_an_instrumentor_raises_and_instruments_nothing() -> No
     with pytest.raises(ConfigError, match=r"^strict must be True or False, got str$"):
         instrumentor.instrument(strict="yes")
     assert not instrumentor.is_instrumented_by_opentelemetry
+
+
+# A variable under the prefix that is no setting: the warning's hint (the value is never repeated).
+UNKNOWN: list[tuple[str, str]] = [
+    ("STIRCT", f"did you mean {ENV_PREFIX}STRICT?"),
+    ("LEDGER", f"did you mean {ENV_PREFIX}LEDGER_URL?"),  # the ledger object: keyword only
+    ("LEDGER_TIME_OUT", f"did you mean {ENV_PREFIX}LEDGER_TIMEOUT?"),
+    ("COLOUR", "the settings are listed at https://otel-responses.github.io/otel-responses/configuration/"),
+]
+
+
+@pytest.mark.parametrize(("suffix", "hint"), UNKNOWN, ids=[suffix for suffix, _ in UNKNOWN])
+def test_an_unknown_variable_under_the_prefix_warns_once_naming_the_nearest(
+    suffix: str, hint: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    environ = {
+        ENV_PREFIX + suffix: "secret-value-not-to-repeat",
+        f"{ENV_PREFIX}ZDR": "true",  # a known one: no warning
+        "OTEL_INSTRUMENTATION_OPENAI_RESPONSE_STRICT": "true",  # another prefix: not this package's to judge
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+    }
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({}, environ)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"otel-responses: {ENV_PREFIX}{suffix} is not a setting of this package ({hint}); it is ignored"
+    ]
+    assert settings.zdr is True
+
+
+def test_a_typo_of_any_setting_is_pointed_at_that_setting() -> None:
+    """Two letters swapped in any setting's name: the nearest known name is that setting, not a neighbour."""
+    from otel_responses.config import nearest
+
+    names = [option.name for option in OPTIONS]
+    typos = {name: name[0] + name[2] + name[1] + name[3:] for name in names}
+    assert {name: nearest(typo, names) for name, typo in typos.items()} == {name: name for name in names}
+
+
+@pytest.mark.parametrize(
+    ("keyword", "hint"),
+    [("stirct", " (did you mean strict?)"), ("ledger_ttls", " (did you mean ledger_ttl?)"), ("colour", "")],
+)
+def test_an_unknown_keyword_is_an_error_naming_the_nearest(keyword: str, hint: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        settings_from({keyword: True}, {})
+    assert str(error.value) == f"unknown instrument() option(s): {keyword}{hint}"
+
+
+def test_a_ledger_url_and_its_missing_hash_key_are_both_said_at_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The URL's scheme is checked before the hash key it needs: one try shows both mistakes."""
+    url = "http://:hunter2@cache:6379/0"
+    with pytest.raises(ConfigError) as error:
+        settings_from({"ledger_url": url}, {})
+    message = str(error.value)
+    assert message.startswith("ledger_url: the Redis ledger URL must start with redis://, rediss:// or unix://; and ")
+    assert f"{ENV_PREFIX}HASH_KEY" in message
+    with caplog.at_level("WARNING", logger="otel_responses.config"):
+        settings = settings_from({}, {f"{ENV_PREFIX}LEDGER_URL": url})
+    [warning] = [r.getMessage() for r in caplog.records]
+    assert warning == f"otel-responses: {ENV_PREFIX}LEDGER_URL: {message}; using the in-process ledger instead"
+    assert "hunter2" not in warning
+    assert isinstance(settings.ledger, InMemoryLedger)
+    # Its near miss: a good URL without the key names the key alone.
+    with pytest.raises(ConfigError, match=r"^a shared ledger needs the same hash_key"):
+        settings_from({"ledger_url": "redis://127.0.0.1:1/0"}, {})
 
 
 APP = """\

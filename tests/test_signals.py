@@ -153,7 +153,7 @@ def instrumented(**config: Any) -> Iterator[Captured]:
 
 
 def test_catalogue_matches_the_design_table() -> None:
-    """The 19 names and severities of DESIGN.md section 4: the signals every test below raises."""
+    """The 20 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
         "state_mode_conflict": ERROR,
         "unstored_parent": ERROR,
@@ -173,6 +173,7 @@ def test_catalogue_matches_the_design_table() -> None:
         "concurrent_branch": INFO,
         "response_incomplete": WARNING,
         "compaction": INFO,
+        "tool_output_modified": INFO,
         "context_duplicated": WARNING,
     }
     assert TOOL_SIGNALS == ("orphan_tool_output", "missing_tool_output", "tool_output_before_call", "duplicate_call_id")
@@ -471,6 +472,30 @@ def test_reasoning_dropped_near_miss_every_item_replayed(client: openai.OpenAI, 
     client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
     for span in captured.spans():
         assert_clean(span)
+
+
+def test_reasoning_dropped_when_it_could_never_be_replayed(client: openai.OpenAI, captured: Captured) -> None:
+    """store=false without `include=["reasoning.encrypted_content"]`: the reasoning came back without its payload, so no
+    replay could carry it (the API answers 404 for it by id). The event says so, and the fix points at the cause."""
+    from otel_responses.signals import Signal
+
+    history: list[Any] = [user("Please choose a code word.")]
+    first: Any = client.responses.create(model=REASONING_MODEL, input=history, store=False)
+    history += [item for item in first.output if item.type != "reasoning"]
+    history.append(user("What is the code word?"))
+    with pytest.raises(openai.NotFoundError):  # the reasoning item replayed as it came back
+        client.responses.create(model=REASONING_MODEL, input=[*history[:1], *first.output], store=False)
+    client.responses.create(model=REASONING_MODEL, input=history, store=False)
+    first_span, _, span = captured.spans()
+    assert signals_of(first_span) == ("reasoning_not_replayable",)
+    assert signals_of(span) == ("reasoning_dropped", "reasoning_not_replayable")
+    assert_signal(captured, span, "reasoning_dropped", mode="client_replay", model=REASONING_MODEL)
+    (event,) = [e for e in span.events if (e.attributes or {})[NAME] == "reasoning_dropped"]
+    detail = {k: v for k, v in (event.attributes or {}).items() if k not in (NAME, SEVERITY)}
+    assert detail == {"openai_responses.missing.count": 1, "openai_responses.reasoning.unreplayable": True}
+    told = Signal("reasoning_dropped", detail)
+    assert 'include=["reasoning.encrypted_content"]' in told.fix
+    assert told.fix != CATALOGUE["reasoning_dropped"].fix
 
 
 # -- replay_incomplete ----------------------------------------------------------------------------------
@@ -818,6 +843,53 @@ def test_orphan_tool_output_near_miss_call_by_item_reference(client: openai.Open
     assert_clean(span, tool_check="ok")
 
 
+def test_orphan_tool_output_near_miss_call_deeper_in_the_chain(client: openai.OpenAI, captured: Captured) -> None:
+    """A message window beside previous_response_id sends the last tool output again, one turn after it answered a
+    call of the response two steps back: the call is in the context, so it is no orphan; the output is there already
+    (`context_duplicated`). Strict mode lets it through."""
+    first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    output = tool_output(function_call(first).call_id)
+    second = client.responses.create(model=MODEL, previous_response_id=first.id, input=[output], tools=TOOLS)
+    third = client.responses.create(model=MODEL, previous_response_id=second.id, input=[output], tools=TOOLS)
+    assert f"returned {TOOL_SECRET}" in third.output_text  # the emulator accepted it
+    one, two, span = captured.spans()
+    assert_clean(one)
+    assert_clean(two, tool_check="ok")
+    assert signals_of(span) == ("context_duplicated",)
+    assert_signal(captured, span, "context_duplicated", mode="server_chain", model=MODEL)
+    assert attrs(span)[TOOL_CHECK] == "ok"
+    (event,) = span.events
+    assert (event.attributes or {})["openai_responses.duplicated.item_types"] == ("function_call_output",)
+    assert (event.attributes or {})["openai_responses.duplicated.counts"] == (1,)
+    assert_no_payload(captured, USER_SECRET, TOOL_SECRET)
+
+
+def test_an_output_sent_again_beside_the_chain_is_not_refused_by_strict_mode(client: openai.OpenAI) -> None:
+    with instrumented(strict=True) as cap:
+        first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+        output = tool_output(function_call(first).call_id)
+        second = client.responses.create(model=MODEL, previous_response_id=first.id, input=[output], tools=TOOLS)
+        client.responses.create(model=MODEL, previous_response_id=second.id, input=[output], tools=TOOLS)
+    assert [signals_of(s) for s in cap.spans()] == [(), (), ("context_duplicated",)]
+
+
+def test_orphan_tool_output_deeper_in_the_chain_still_names_an_output_for_no_call(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """The near miss of the above: two turns on, an output whose call_id no turn of the chain made."""
+    first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    second = client.responses.create(
+        model=MODEL, previous_response_id=first.id, input=[tool_output(function_call(first).call_id)], tools=TOOLS
+    )
+    with pytest.raises(openai.BadRequestError):
+        client.responses.create(
+            model=MODEL, previous_response_id=second.id, input=[tool_output("call_nobody_made")], tools=TOOLS
+        )
+    span = captured.spans()[-1]
+    assert signals_of(span) == ("orphan_tool_output",)
+    assert_signal(captured, span, "orphan_tool_output", mode="server_chain", model=MODEL)
+
+
 def test_missing_tool_output_server_chain(client: openai.OpenAI, captured: Captured) -> None:
     first = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
     with pytest.raises(openai.BadRequestError):
@@ -1040,6 +1112,42 @@ def test_history_truncated_near_miss_full_history(client: openai.OpenAI, capture
         assert_clean(span)
 
 
+def test_history_truncated_system_message_emptied_on_replay(client: openai.OpenAI, captured: Captured) -> None:
+    """A prompt middleware that gives the system prompt on the first turn only, `""` after: the instructions the first
+    answer followed are gone from the replay."""
+    ask = user("Remember this: the marker is H-4.")
+    first = client.responses.create(model=MODEL, input=[{"role": "system", "content": "Be brief."}, ask], store=False)
+    replay = [{"role": "system", "content": ""}, ask, *first.output, user("What is the marker?")]
+    client.responses.create(model=MODEL, input=replay, store=False)
+    first_span, span = captured.spans()
+    assert_clean(first_span)
+    assert signals_of(span) == ("history_truncated",)
+    assert_signal(captured, span, "history_truncated", mode="client_replay", model=MODEL)
+    (event,) = span.events
+    assert (event.attributes or {})["openai_responses.history.expected_app_messages"] == 2
+    assert (event.attributes or {})["openai_responses.history.app_messages"] == 1
+
+
+def test_history_truncated_near_miss_system_message_changed_or_added(client: openai.OpenAI, captured: Captured) -> None:
+    """A system message with today's date in it, a new developer message beside the old system message, the same
+    system message again: none is history lost."""
+    ask = user("Remember this: the marker is H-5.")
+    first = client.responses.create(
+        model=MODEL, input=[{"role": "system", "content": "Today is 2026-12-01."}, ask], store=False
+    )
+    history: list[Any] = [ask, *first.output, user("Hello again.")]
+    second = client.responses.create(
+        model=MODEL, input=[{"role": "system", "content": "Today is 2026-12-02."}, *history], store=False
+    )
+    history += [*second.output, user("What is the marker?")]
+    both: Any = [{"role": "system", "content": "Today is 2026-12-02."}, {"role": "developer", "content": "Be brief."}]
+    third = client.responses.create(model=MODEL, input=[*both, *history], store=False)
+    history += [*third.output, user("And again?")]
+    client.responses.create(model=MODEL, input=[*both, *history], store=False)
+    for span in captured.spans():
+        assert_clean(span)
+
+
 # -- concurrent_branch ----------------------------------------------------------------------------------
 
 
@@ -1179,6 +1287,53 @@ def test_compaction_near_miss_threshold_not_reached(client: openai.OpenAI, captu
     span = captured.only_span()
     assert_clean(span)
     assert attrs(span)["openai_responses.compaction"] is False
+
+
+# -- tool_output_modified -------------------------------------------------------------------------------
+
+
+def test_tool_output_modified_cleared_on_replay(client: openai.OpenAI, captured: Captured) -> None:
+    """Old tool results cleared to save tokens (langchain's ClearToolUsesEdit writes `[cleared]`): the next answer no
+    longer sees what the first one did."""
+    history: list[Any] = [tool_request()]
+    first = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    call = function_call(first)
+    history += [*first.output, tool_output(call.call_id)]
+    second = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    history += [*second.output, user("What did the lookup return?")]
+    history[history.index(tool_output(call.call_id))] = tool_output(call.call_id, "[cleared]")
+    client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    assert f"returned {TOOL_SECRET}" in second.output_text
+    one, two, span = captured.spans()
+    assert_clean(one)
+    assert_clean(two, tool_check="ok")
+    assert signals_of(span) == ("tool_output_modified",)
+    assert_signal(captured, span, "tool_output_modified", mode="client_replay", model=MODEL)
+    assert attrs(span)[CONTEXT_LOSS] is False
+    (event,) = span.events
+    assert (event.attributes or {})["openai_responses.call.ids"] == (call.call_id,)
+    assert_no_payload(captured, USER_SECRET, TOOL_SECRET)
+
+
+def test_tool_output_modified_near_miss_replayed_as_sent(client: openai.OpenAI, captured: Captured) -> None:
+    """Each tool output replayed as first sent, turn after turn, also as a new string of the same text."""
+    history: list[Any] = [tool_request()]
+    first = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    call = function_call(first)
+    history += [*first.output, tool_output(call.call_id)]
+    second = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    history += [*second.output, user("What did the lookup return?")]
+    third = client.responses.create(model=MODEL, input=history, tools=TOOLS, store=False)
+    sent = tool_output(call.call_id)
+    assert sent in history
+    rebuilt: list[Any] = [
+        tool_output(call.call_id, "".join(TOOL_SECRET.partition("-"))) if i == sent else i for i in history
+    ]
+    assert rebuilt[history.index(sent)]["output"] is not TOOL_SECRET  # a new string of the same text
+    rebuilt += [*third.output, user("Thanks.")]
+    client.responses.create(model=MODEL, input=rebuilt, tools=TOOLS, store=False)
+    for span in captured.spans():
+        assert_clean(span, tool_check=None)
 
 
 # -- async ----------------------------------------------------------------------------------------------

@@ -41,8 +41,9 @@ class Harness:
         self.reader = InMemoryMetricReader()
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
         self.ledger = InMemoryLedger()
-        settings = settings_from({"hash_key": "telemetry-tests", "ledger": self.ledger})
-        self.telemetry = Telemetry(self.tracer_provider.get_tracer("t"), self.meter_provider.get_meter("t"), settings)
+        self.settings = settings_from({"hash_key": "telemetry-tests", "ledger": self.ledger})
+        tracer, meter = self.tracer_provider.get_tracer("t"), self.meter_provider.get_meter("t")
+        self.telemetry = Telemetry(tracer, meter, self.settings)
 
     def call(self, **kwargs: Any) -> Call:
         call = Call(self.telemetry, OPERATIONS["chat"], None, (), {"model": "gpt-test", **kwargs}, endpoint=ENDPOINT)
@@ -86,7 +87,7 @@ def harness() -> Iterator[Harness]:
 
 def test_a_call_ends_as_one_span_with_its_request_and_response_sides(harness: Harness) -> None:
     call = harness.call(input="hi", instructions="be brief")
-    call.end(Outcome(response_facts(answer("resp_1"), harness.telemetry.settings)))
+    call.end(Outcome(response_facts(answer("resp_1"), harness.settings)))
     (span,) = harness.exporter.get_finished_spans()
     attrs = dict(span.attributes or {})
     assert span.name == "chat gpt-test"
@@ -148,9 +149,9 @@ def test_metrics_are_recorded_in_the_context_of_the_calls_own_span(harness: Harn
     app_tracer = harness.tracer_provider.get_tracer("app")
     with app_tracer.start_as_current_span("handle request") as app_span:
         first = harness.call(input="Remember: M-1.", instructions="be brief")
-        first.end(Outcome(response_facts(answer("resp_1"), harness.telemetry.settings)))
+        first.end(Outcome(response_facts(answer("resp_1"), harness.settings)))
         second = harness.call(input="And?", previous_response_id="resp_1")  # instructions dropped: a signal
-        second.end(Outcome(response_facts(answer("resp_2"), harness.telemetry.settings)))
+        second.end(Outcome(response_facts(answer("resp_2"), harness.settings)))
     ours = [s for s in harness.exporter.get_finished_spans() if s.name == "chat gpt-test"]
     assert [dict(s.attributes or {})["openai_responses.signals"] for s in ours] == [(), ("instructions_dropped",)]
     own = {s.context.span_id for s in ours}
@@ -179,10 +180,10 @@ def test_a_span_that_does_not_record_gets_nothing_more_built(monkeypatch: pytest
     monkeypatch.setattr(span_side, "finish", counted)
     first = harness.call(input="Remember: M-1.", instructions="be brief")
     assert not first.span.is_recording()
-    first.end(Outcome(response_facts(answer("resp_1"), harness.telemetry.settings)))
+    first.end(Outcome(response_facts(answer("resp_1"), harness.settings)))
     second = harness.call(input="And?", previous_response_id="resp_1")
     assert [s.name for s in second.signals] == ["instructions_dropped"]
-    second.end(Outcome(response_facts(answer("resp_2"), harness.telemetry.settings)))
+    second.end(Outcome(response_facts(answer("resp_2"), harness.settings)))
     assert built == []
     assert harness.exporter.get_finished_spans() == ()
     (signal,) = harness.points("openai_responses.signals")

@@ -148,6 +148,24 @@ def test_assert_no_context_loss_names_span_signal_severity_and_fix(
     assert_no_context_loss(responses_telemetry.spans()[0])  # the first turn alone lost nothing
 
 
+def test_the_kit_gives_the_fix_of_reasoning_that_could_never_be_replayed(
+    responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
+) -> None:
+    """store=false without `include=["reasoning.encrypted_content"]`, the text replayed: the reasoning could never
+    have been, and the failure says where the fix is."""
+    history: list[Any] = [{"role": "user", "content": "Remember this: the marker is K-2."}]
+    first = responses_client.responses.create(model=MODEL, input=history, store=False)
+    history += [item for item in first.output if item.type == "message"]
+    history.append({"role": "user", "content": "What is the marker?"})
+    responses_client.responses.create(model=MODEL, input=history, store=False)
+    with pytest.raises(AssertionError) as info:
+        assert_no_signal(responses_telemetry, "reasoning_dropped")
+    message = _without_report(str(info.value))
+    variant = CATALOGUE["reasoning_dropped"].variants["openai_responses.reasoning.unreplayable"]
+    assert f": {variant[0]} [missing.count=1, reasoning.unreplayable=True]\n  Fix: {variant[1]}." in message
+    assert CATALOGUE["reasoning_dropped"].fix not in message
+
+
 def test_assert_signal_returns_the_spans_and_names_what_was_raised_instead(
     responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
 ) -> None:

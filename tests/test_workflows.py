@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .support import not_installed
+from .programs import not_installed
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"

@@ -30,6 +30,7 @@ from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta,
 from ..attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
 from ..ledger import Entry, Key, LedgerView, Place, Reads
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
+from .tool_outputs import NONE, Outputs, tool_outputs
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
 # (hosted tool calls such as web searches need not be).
@@ -47,6 +48,7 @@ class Replayed:
     entry: Entry
     app_messages_before: int  # distinct app messages between the latest compaction item (or the start) and it
     compactions_before: int
+    system_messages_before: int  # of them, the system and developer messages
     seen: set[int] = field(default_factory=set)
 
     def missing(self) -> list[ItemMeta]:
@@ -74,6 +76,8 @@ class Tools:
     # call_ids whose fact rests on an entry read from a shared store (the parent's pending calls or its lack of a
     # call, an item reference resolved by it); what the request itself shows is never among them.
     shared: set[str] = field(default_factory=set)
+    # Outputs the server-side state already holds, sent again, by type.
+    resent: dict[str, int] = field(default_factory=dict)
 
     def rests_on_shared(self, call_ids: list[str]) -> bool:
         """Every one of ``call_ids`` rests on a shared entry: strict mode may not refuse on them."""
@@ -93,6 +97,7 @@ class Analysis:
     resolved: dict[int, ItemMeta] = field(default_factory=dict)  # item references, by input position
     resolved_shared: set[int] = field(default_factory=set)  # positions of ``resolved`` read from a shared store
     duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
+    outputs: Outputs = NONE  # a replay's tool outputs against the copies first sent
 
     @property
     def latest_replayed(self) -> Replayed | None:
@@ -156,7 +161,7 @@ class _Matcher:
         replayed = self.replayed.get(entry.response_id)
         if replayed is None:
             replayed = self.replayed[entry.response_id] = Replayed(
-                entry, lookup.app_messages_before, lookup.compactions_before
+                entry, lookup.app_messages_before, lookup.compactions_before, lookup.system_messages_before
             )
         return replayed
 
@@ -408,12 +413,15 @@ def _own_copies(req: RequestFacts, replayed: list[Replayed]) -> None:
 def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: bool, parent_known: bool) -> None:
     """One pass over the input: calls, outputs, their order, duplicates; then the parent's pending calls.
 
-    An output answers any item with its `call_id`, in the input or in the parent, whatever that item's type (the
-    API takes a `function_call_output` for a client `tool_search_call`); an item type the code does not know is
-    never counted as a call that needs an answer. ``parent_known``: False when the request continues a response
-    or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
-    an output may answer one of its calls, so none is called an orphan. What the input itself shows rests on no
-    ledger entry; only an item reference resolved by a shared entry, and the parent's calls, rest on one."""
+    An output answers any item with its `call_id`, in the input or in the server-side state the request continues (the
+    parent's outputs, and the calls its state holds: ``Entry.held_calls``), whatever that item's type (the API takes a
+    `function_call_output` for a client `tool_search_call`); an item type the code does not know is never counted as
+    a call that needs an answer. An output whose call is in neither is an orphan only where that state is known whole
+    (``Entry.held_partial`` clear): else nothing is said of it. ``parent_known``: False when the request continues a
+    response or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
+    an output may answer one of its calls, so none is called an orphan. An output the state already holds is noted as
+    sent again. What the input itself shows rests on no ledger entry; only an item reference resolved by a shared
+    entry, and the parent's calls, rest on one."""
     # In a replay the API holds no parent: the calls must be in the input itself.
     server_parent = parent if not replay else None
     if not req.tool_positions and server_parent is None:
@@ -449,14 +457,19 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
             awaiting.append(call_id)
     pending = server_parent.pending_calls if server_parent is not None else ()
     tools.present = tools.present or bool(pending)
+    whole = True  # the calls the state holds are all known
     if outputs and server_parent is not None:
         answerable.update(m.call_id for m in server_parent.outputs if m.call_id is not None)
+        answerable.update(server_parent.held_calls)
+        whole = not server_parent.held_partial
+        if server_parent.held_outputs:
+            _resent(outputs, items, server_parent.held_outputs, tools.resent)
     parent_shared = server_parent is not None and server_parent.shared
     for call_id, position in outputs.items():
         if call_id in calls:
             if position < calls[call_id]:
                 tools.before_call.append(call_id)
-        elif call_id not in answerable and parent_known:
+        elif call_id not in answerable and parent_known and whole:
             tools.orphans.append(call_id)
             if parent_shared:  # the shared parent's lack of that call
                 tools.shared.add(call_id)
@@ -467,6 +480,17 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
             tools.missing.append(call_id)
             if parent_shared:
                 tools.shared.add(call_id)
+
+
+def _resent(outputs: dict[str, int], items: tuple[ItemMeta, ...], held: tuple[str, ...], into: dict[str, int]) -> None:
+    """Outputs the app alone writes (never located by the ledger) whose call the state already holds an output for:
+    the same answer sent twice, by type. (An output a response returned is found by its call, with the other items
+    the state holds.)"""
+    answered = set(held)
+    for call_id, position in outputs.items():
+        kind = items[position].type
+        if call_id in answered and kind in APP_OUTPUTS:
+            into[kind] = into.get(kind, 0) + 1
 
 
 def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
@@ -552,6 +576,13 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
     analysis.tools.from_latest = req.state_mode == CONVERSATION and analysis.parent is not None
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
+    resent = analysis.tools.resent
+    if resent:
+        duplicated = analysis.duplicated
+        for kind, count in resent.items():
+            duplicated[kind] = duplicated.get(kind, 0) + count
+    if replay and req.operation == OPERATION_CHAT:
+        analysis.outputs = tool_outputs(req, analysis.parent)
     return analysis
 
 

@@ -31,6 +31,7 @@ from ..attributes import (
     PARENT_DELETED,
     PARENT_ID,
     REASONING_COUNT,
+    REASONING_UNREPLAYABLE,
     ZDR,
 )
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
@@ -118,8 +119,22 @@ def instructions_changed(req: RequestFacts, an: Analysis, sit: Situation) -> Sig
 
 
 def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
-    dropped = sum(1 for replayed in an.replayed for m in replayed.missing() if m.type == "reasoning")
-    return Signal("reasoning_dropped", {MISSING_COUNT: dropped}) if dropped else None
+    """Reasoning items of a replayed response left out. When every one of them could never have been replayed (its
+    response unstored, or under ZDR, and the item without an encrypted payload: ``reasoning_not_replayable`` on that
+    response), the event says so: the fix is then on the earlier request, not the replay."""
+    dropped = 0
+    replayable = False
+    for replayed in an.replayed:
+        for m in replayed.missing():
+            if m.type == "reasoning":
+                dropped += 1
+                replayable = replayable or replayed.entry.store or m.encrypted
+    if not dropped:
+        return None
+    detail: dict[str, AttributeValue] = {MISSING_COUNT: dropped}
+    if not replayable:
+        detail[REASONING_UNREPLAYABLE] = True
+    return Signal("reasoning_dropped", detail)
 
 
 def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -186,7 +201,9 @@ def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     """The latest replayed response's own history must precede it, or a compaction item stand in for it.
 
     History may be cut at a compaction item: only the app messages since the latest compaction item are
-    then owed, as many as the replayed response was given after its own latest compaction item.
+    then owed, as many as the replayed response was given after its own latest compaction item, and among them as
+    many system and developer messages (an empty one counts as none; one whose text changed, a date or a profile
+    put in it each turn, still counts).
     """
     if req.state_mode != CLIENT_REPLAY:
         return None
@@ -199,7 +216,11 @@ def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     if entry.input_compactions == 0 and link.compactions_before > 0:
         return None  # compacted since (a compaction item from `responses.compact`, say)
     kept_compaction = link.compactions_before > 0 or entry.input_compactions == 0
-    if kept_compaction and link.app_messages_before >= entry.input_app_messages:
+    if (
+        kept_compaction
+        and link.app_messages_before >= entry.input_app_messages
+        and link.system_messages_before >= entry.input_system_messages
+    ):
         return None
     return Signal(
         "history_truncated",
@@ -213,6 +234,14 @@ def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
 
 def concurrent_branch(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     return Signal("concurrent_branch") if sit.concurrent else None
+
+
+def tool_output_modified(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """A replayed tool output whose text is not the one first sent under its call_id (see ``tool_outputs``)."""
+    modified = an.outputs.modified
+    if not modified or an.parent is None:
+        return None
+    return Signal("tool_output_modified", _on_entry({CALL_IDS: list(modified[:16])}, an.parent.shared))
 
 
 def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -264,6 +293,7 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     history_truncated,
     concurrent_branch,
     context_duplicated,
+    tool_output_modified,
 )
 RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
 

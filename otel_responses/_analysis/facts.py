@@ -21,6 +21,7 @@ from .._items import (
     fields_of,
     is_sequence,
     item_meta,
+    output_text,
     text_fingerprint,
 )
 from ..attributes import PROVIDER_OPENAI
@@ -84,12 +85,13 @@ class RequestFacts:
     background: bool = False
     app_messages: int = 0  # distinct app messages after the latest compaction item (all of them when there is none)
     compactions: int = 0
-    system_messages: bool = False  # a system or developer message is in the input (instructions of a replay)
+    system_messages: bool = False  # a system or developer message with text is in the input (a replay's instructions)
+    system_app_messages: int = 0  # of ``app_messages``, the distinct system and developer ones
     last_messages: tuple[int, ...] = ()  # fingerprints of the last app messages, oldest first
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
     # Found in the same pass over the items, for the analysis against the ledger:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
-    texts: TextReader | None = None  # the text fingerprints of assistant messages with an id, on demand
+    texts: TextReader | None = None  # assistant messages' text fingerprints and tool outputs' texts, on demand
     tool_positions: tuple[int, ...] = ()  # items with a call_id, and item references (they may resolve to one)
     reasoning: ReasoningSettings | None = None  # the request's reasoning settings, validated tokens only
     truncation: str | None = None  # `auto` (the API may drop the oldest items) or `disabled`, validated token only
@@ -108,12 +110,14 @@ class Lookup(NamedTuple):
     # the id (a client's own id, a conversation's). An assistant message with an id falls back to its text instead,
     # fingerprinted only then (``RequestFacts.texts``).
     fallback: Key | None = None
+    system_messages_before: int = 0  # of ``app_messages_before``, the distinct system and developer ones
 
 
 class TextReader:
-    """Fingerprints the text of an input item on demand: an assistant message with an id is recognised by it, and
-    only when the ledger does not know the id is its text needed (a client's placeholder id). Holds the app's input
-    sequence for the call's analysis only; nothing of it is kept."""
+    """Reads the text of an input item on demand: an assistant message with an id is recognised by it, and only when
+    the ledger does not know the id is its text fingerprinted (a client's placeholder id); a tool output's text is
+    read only when a replay's is compared with the copy first sent. Holds the app's input sequence for the call's
+    analysis only; nothing of it is kept."""
 
     __slots__ = ("_fingerprints", "_items")
 
@@ -121,10 +125,20 @@ class TextReader:
         self._items = items
         self._fingerprints = fingerprints
 
-    def __call__(self, position: int) -> int | None:
+    def _item(self, position: int) -> Any:
         items = self._items
-        item = list.__getitem__(items, position) if isinstance(items, list) else tuple.__getitem__(items, position)
-        return text_fingerprint(item, self._fingerprints)
+        return list.__getitem__(items, position) if isinstance(items, list) else tuple.__getitem__(items, position)
+
+    def __call__(self, position: int) -> int | None:
+        return text_fingerprint(self._item(position), self._fingerprints)
+
+    def output(self, position: int) -> str | None:
+        """The text of the tool output at ``position`` (see ``items.output_text``)."""
+        return output_text(self._item(position))
+
+    def fingerprint(self, text: str) -> int:
+        """The keyed fingerprint of a text, as the ledger compares it (in this process and across a fleet)."""
+        return self._fingerprints.number(text)
 
 
 # NamedTuples built without their Python-level __new__ (every field given): a Lookup per replayed item with an id,
@@ -143,18 +157,21 @@ class _Scan(NamedTuple):
     lookups: tuple[Lookup, ...]
     tool_positions: tuple[int, ...]
     texts_with_ids: bool  # an assistant message with an id (its text is fingerprinted only if the id is unknown)
+    system_messages_count: int  # distinct system and developer messages with text since the latest compaction
 
 
-def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
+def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
     """One pass over the input items' metadata: every count and position the checks and the analysis need.
 
     An app message is one the app itself writes (a ``message`` with role user, system or developer), not model
     output; the only place that decides it. App messages are counted as distinct texts (by keyed fingerprint):
-    a library that sends a message twice has not given the model two."""
+    a library that sends a message twice has not given the model two. A system or developer message whose text is
+    empty (``empty``, its fingerprint) counts as none, as ``instructions=""`` does."""
     encrypted_in = compactions = user_messages = 0
     only_app = True
     system = False
     distinct: set[int] = set()  # app messages since the latest compaction item
+    systems: set[int] = set()  # of them, the system and developer messages
     messages: list[int] = []
     lookups: list[Lookup] = []
     tool_positions: list[int] = []
@@ -181,18 +198,22 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
         else:
             key = meta.fingerprint if role == "assistant" else None
         if key is not None:
-            lookups.append(new_lookup(Lookup, (key, position, len(distinct), compactions, fallback)))
+            lookup = (key, position, len(distinct), compactions, fallback, len(systems))
+            lookups.append(new_lookup(Lookup, lookup))
         if kind == "message" and role in APP_ROLES:
             text = meta.fingerprint
+            if role == "user":
+                user_messages += 1
+            elif text == empty:
+                continue  # an empty system or developer message: none at all
+            else:
+                system = True
+                systems.add(-1 - position if text is None else text)
             if text is None:
                 distinct.add(-1 - position)  # no text (an image, a file): a message of its own
             else:
                 distinct.add(text)
                 messages.append(text)
-            if role == "user":
-                user_messages += 1
-            else:
-                system = True
             continue
         only_app = False
         if kind == "reasoning":
@@ -200,6 +221,7 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
         elif kind == "compaction":
             compactions += 1
             distinct = set()  # a compaction item stands for everything before it
+            systems = set()
     return _Scan(
         encrypted_in,
         compactions,
@@ -211,6 +233,7 @@ def _scan(items: tuple[ItemMeta, ...]) -> _Scan:
         tuple(lookups),
         tuple(tool_positions),
         texts_with_ids,
+        len(systems),
     )
 
 
@@ -284,19 +307,18 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         items: tuple[ItemMeta, ...] = (
             _new_tuple(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
         )
-        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), (), False))
+        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), (), False, 0))
         texts = None
     else:
+        fingerprints = settings.fingerprinter
         if is_sequence(raw_input):
-            fingerprints = settings.fingerprinter
             sent = raw_input if type(raw_input) is list else elements(raw_input)
             items = tuple([item_meta(item, fingerprints, True) for item in sent])  # faster than a genexpr
         else:
             items = ()
-        scan = _scan(items)
-        texts = (
-            TextReader(raw_input, settings.fingerprinter) if scan.texts_with_ids and is_sequence(raw_input) else None
-        )
+        scan = _scan(items, fingerprints.empty)
+        read = scan.texts_with_ids or scan.tool_positions
+        texts = TextReader(raw_input, fingerprints) if read and is_sequence(raw_input) else None
 
     raw_include = kwargs.get("include")
     include = tuple(v for v in elements(raw_include) if isinstance(v, str)) if is_sequence(raw_include) else ()
@@ -323,6 +345,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         app_messages=scan.app_messages,
         compactions=scan.compactions,
         system_messages=scan.system_messages,
+        system_app_messages=scan.system_messages_count,
         last_messages=scan.last_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
@@ -335,7 +358,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
 
 def conversation_facts(operation: str, conversation_id: object, items: tuple[ItemMeta, ...]) -> RequestFacts:
     """Facts of a Conversations API call; ``items`` are those it writes into the conversation."""
-    scan = _scan(items)
+    scan = _scan(items, None)
     return RequestFacts(
         operation=operation,
         model=None,

@@ -39,6 +39,7 @@ from .._analysis.lineage import Lineage, lineage_of
 from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
 from .._telemetry.telemetry import Telemetry
 from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
+from ..config import Settings
 from ..ledger import AsyncCallLedger, CallLedger, Reads
 from ..signals import ContextLossError, Signal
 from .operations import Operation
@@ -163,7 +164,8 @@ class Call:
         library's call has no SDK resource ``instance``); ``dropped``: signals whose premise this call's server does
         not share (a bridged provider), never raised on it."""
         self.telemetry = telemetry
-        self.settings = settings = telemetry.settings
+        # Telemetry reads only its own few settings (``Recording``); the shared one is built with them all.
+        self.settings = settings = cast("Settings", telemetry.settings)
         self.ledger: CallLedger = settings.ledger.for_call()
         self.op = op
         self.exempt = exempt

@@ -4,7 +4,7 @@ knows the Responses and Conversations surface."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +19,7 @@ from .._analysis.facts import (
     response_facts,
     target_facts,
 )
+from .._analysis.held import held_after
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
 from ..attributes import OPERATION_CHAT, OPERATION_COMPACT
 from ..config import Settings
@@ -140,6 +141,7 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
     kept = outputs_to_keep(resp.output_items)
     own = lineage.own
     instructed = _instructed(req, parent)
+    held = held_after(parent, _continues_state(req), _sent_newest_first(req, an), resp.output_items)
     entry = Entry(
         response_id=resp.response_id,
         sequence=ledger.next_sequence(),
@@ -160,8 +162,20 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         instructed_turn=instructed[1] if instructed is not None else None,
         system_in_state=req.system_messages
         or (_continues_state(req) and parent is not None and parent.system_in_state),
+        held_calls=held.calls,
+        held_outputs=held.outputs,
+        held_partial=held.partial,
+        given_outputs=an.outputs.given,
+        input_system_messages=req.system_app_messages,
     )
     ledger.record(entry, parent_id)
+
+
+def _sent_newest_first(req: RequestFacts, an: Analysis) -> Iterator[ItemMeta]:
+    """The request's items with a call_id (item references as they resolved), the last first."""
+    items, resolved = req.input_items, an.resolved
+    for position in reversed(req.tool_positions):
+        yield resolved.get(position, items[position]) if resolved else items[position]
 
 
 def _continues_state(req: RequestFacts) -> bool:
@@ -254,6 +268,7 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
     written: tuple[ItemMeta, ...] = tuple(m._replace(id=None) for m in req.input_items if m.type in CALL_TYPES)
     sequence = ledger.next_sequence()
     instructed = latest.last_instructed() if latest is not None else None
+    held = held_after(latest, not created, reversed(req.input_items), ())
     entry = Entry(
         response_id=f"conversation-items:{conversation_id}:{sequence}",
         sequence=sequence,
@@ -273,6 +288,9 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
         instructed_id=instructed[0] if instructed is not None else None,
         instructed_turn=instructed[1] if instructed is not None else None,
         system_in_state=req.system_messages or (latest is not None and latest.system_in_state),
+        held_calls=held.calls,
+        held_outputs=held.outputs,
+        held_partial=held.partial,
     )
     ledger.record(entry, None)
 

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import _logs, metrics, trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from .._telemetry.telemetry import Telemetry
@@ -20,10 +20,10 @@ from ..config import ConfigError, check_keywords, settings_from
 from ..version import __version__
 
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
-_PROVIDERS = ("tracer_provider", "meter_provider")
+_PROVIDERS = ("tracer_provider", "meter_provider", "logger_provider")
 # Passed by some distros to every instrumentor, or read by BaseInstrumentor itself: not options of ours.
-_OTHER_PROVIDERS = ("logger_provider", "event_logger_provider", "skip_dep_check")
-_SCOPE = "otel_responses.instrumentor"  # the instrumentation scope of every span and metric, whoever instruments
+_OTHER_PROVIDERS = ("event_logger_provider", "skip_dep_check")
+_SCOPE = "otel_responses.instrumentor"  # the instrumentation scope of every span, metric and log event
 
 _lock = threading.Lock()
 _telemetry: Telemetry | None = None
@@ -49,6 +49,13 @@ class CheckedInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         check(kwargs)
         return super().instrument(**kwargs)
 
+    def uninstrument(self, **kwargs: Any) -> Any:
+        """Restore what ``instrument()`` patched; a second call does nothing and says nothing (the base would log
+        a warning for it)."""
+        if not self.is_instrumented_by_opentelemetry:
+            return None
+        return super().uninstrument(**kwargs)
+
 
 def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
     """The shared telemetry for ``user`` (an instrumentor's name): built from ``kwargs`` by the first user, joined by
@@ -64,18 +71,24 @@ def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
                 )
             _users.add(user)
             return _telemetry
-        _telemetry = telemetry_for(options, kwargs.get("tracer_provider"), kwargs.get("meter_provider"))
+        _telemetry = telemetry_for(
+            options, kwargs.get("tracer_provider"), kwargs.get("meter_provider"), kwargs.get("logger_provider")
+        )
         _users.add(user)
         return _telemetry
 
 
-def telemetry_for(options: Mapping[str, Any], tracer_provider: Any = None, meter_provider: Any = None) -> Telemetry:
+def telemetry_for(
+    options: Mapping[str, Any], tracer_provider: Any = None, meter_provider: Any = None, logger_provider: Any = None
+) -> Telemetry:
     """A telemetry of its own (not the process's shared one), under the instrumentors' scope: for a front end that
-    records calls it does not make itself (the proxy), whose spans and metrics must read as the SDK's do."""
+    records calls it does not make itself (the proxy), whose spans, metrics and log events must read as the SDK's
+    do. The providers: the global ones when None."""
     settings = settings_from(options)
     tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider, schema_url=_SCHEMA_URL)
     meter = metrics.get_meter(_SCOPE, __version__, meter_provider, schema_url=_SCHEMA_URL)
-    return Telemetry(tracer, meter, settings)
+    logger = _logs.get_logger(_SCOPE, __version__, logger_provider, schema_url=_SCHEMA_URL)
+    return Telemetry(tracer, meter, settings, logger)
 
 
 def release(user: str) -> None:

@@ -5,7 +5,8 @@ closing).
 
 A connection answers the responses of one lane (the request's ``stream_id``; the default lane has none) one at a
 time, in order, and tags each event with its lane: a FIFO of open calls per lane routes each received event to its
-call.
+call. The public helpers (``track``, ``received``, ``closed``, ``exempt``) serve any object that stands for one
+connection: litellm's gateway relay uses them too (``integrations/litellm_websocket.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _lanes(connection: Any) -> dict[str | None, deque[StreamObserver]]:
     return lanes
 
 
-def _create_fields(event: Any) -> dict[str, Any] | None:
+def create_fields(event: Any) -> dict[str, Any] | None:
     """The body of a ``response.create`` client event (a dict, or the SDK's model), else None."""
     if isinstance(event, Mapping):
         return {k: v for k, v in event.items() if k != "type"} if event.get("type") == _CREATE else None
@@ -55,17 +56,17 @@ def _create_fields(event: Any) -> dict[str, Any] | None:
     return {k: getattr(event, k) for k in names if k != "type"} if names is not None else None
 
 
-def _raw_create_fields(data: Any) -> dict[str, Any] | None:
+def raw_create_fields(data: Any) -> dict[str, Any] | None:
     """The body of a ``response.create`` frame the app serialised itself; other frames are not parsed."""
     if isinstance(data, (bytes, bytearray)):
         if b'"response.create"' not in data:
             return None
     elif not isinstance(data, str) or '"response.create"' not in data:
         return None
-    return _create_fields(json.loads(data))
+    return create_fields(json.loads(data))
 
 
-def _exempt(connection: Any, fields: Mapping[str, Any]) -> frozenset[str]:
+def exempt(connection: Any, fields: Mapping[str, Any]) -> frozenset[str]:
     """What a ``response.create`` on this connection may not raise: continuing its own latest response, which the
     API keeps in memory, is no unstored parent."""
     latest: dict[str | None, str] = getattr(connection, _LATEST, None) or {}
@@ -73,7 +74,7 @@ def _exempt(connection: Any, fields: Mapping[str, Any]) -> frozenset[str]:
     return _OWN_LATEST_EXEMPT if isinstance(previous, str) and previous in latest.values() else frozenset()
 
 
-def _track(call: Call, connection: Any, fields: Mapping[str, Any]) -> StreamObserver | None:
+def track(call: Call, connection: Any, fields: Mapping[str, Any]) -> StreamObserver | None:
     """Queue the call on its lane before the frame leaves: its first events may arrive before ``send`` returns."""
     try:
         stream_id = fields.get("stream_id")
@@ -93,7 +94,7 @@ def _sent(call: Call, observer: StreamObserver | None) -> None:
         call.end(NOTHING_READ)
 
 
-def _received(connection: Any, event: Any) -> None:
+def received(connection: Any, event: Any) -> None:
     """Route an event to the oldest open response of its lane."""
     try:
         lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
@@ -126,7 +127,7 @@ def open_responses(connection: Any) -> int:
     return sum(1 for queue in (lanes or {}).values() for observer in queue if not observer.done)
 
 
-def _closed(connection: Any) -> None:
+def closed(connection: Any) -> None:
     lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
     for queue in (lanes or {}).values():
         while queue:
@@ -152,12 +153,12 @@ def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
-        call = None if fields is None else method.begin(instance, (), fields, _exempt(connection_of(instance), fields))
+        call = None if fields is None else method.begin(instance, (), fields, exempt(connection_of(instance), fields))
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:
                 return wrapped(*args, **kwargs)
-            observer = _track(call, connection_of(instance), fields)
+            observer = track(call, connection_of(instance), fields)
             try:
                 result = call_through(call, wrapped, args, kwargs)
             except BaseException:
@@ -178,13 +179,13 @@ def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
-        exempt = _exempt(connection_of(instance), fields) if fields is not None else frozenset()
-        call = None if fields is None else await method.begin_async(instance, (), fields, exempt)
+        skipped = exempt(connection_of(instance), fields) if fields is not None else frozenset()
+        call = None if fields is None else await method.begin_async(instance, (), fields, skipped)
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:
                 return await wrapped(*args, **kwargs)
-            observer = _track(call, connection_of(instance), fields)
+            observer = track(call, connection_of(instance), fields)
             try:
                 result = await await_through(call, wrapped, args, kwargs)
             except BaseException:
@@ -205,11 +206,11 @@ def _created(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _event(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    return _create_fields(args[0] if args else kwargs.get("event"))
+    return create_fields(args[0] if args else kwargs.get("event"))
 
 
 def _frame(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    return _raw_create_fields(args[0] if args else kwargs.get("data"))
+    return raw_create_fields(args[0] if args else kwargs.get("data"))
 
 
 def _resource_connection(instance: Any) -> Any:
@@ -253,7 +254,7 @@ def async_send_raw_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
 def recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         event = wrapped(*args, **kwargs)
-        _received(instance, event)
+        received(instance, event)
         return event
 
     return wrapper
@@ -262,7 +263,7 @@ def recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
 def async_recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         event = await wrapped(*args, **kwargs)
-        _received(instance, event)
+        received(instance, event)
         return event
 
     return wrapper
@@ -273,7 +274,7 @@ def close_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
         try:
             return wrapped(*args, **kwargs)
         finally:
-            _closed(instance)
+            closed(instance)
 
     return wrapper
 
@@ -283,6 +284,6 @@ def async_close_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
         try:
             return await wrapped(*args, **kwargs)
         finally:
-            _closed(instance)
+            closed(instance)
 
     return wrapper

@@ -19,9 +19,9 @@ from opentelemetry.util.types import AttributeValue
 
 from .. import attributes as a
 from .._analysis.facts import RequestFacts, ResponseFacts
-from ..config import Settings
 from .bounds import metric_code, metric_host, metric_model
 from .pricing import cost_of
+from .recording import Recording
 from .tally import Tally, observable_tally
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class GenAIAttributes(NamedTuple):
 class Metrics:
     """The instruments of one ``instrument()`` and what a call records on them."""
 
-    def __init__(self, meter: Meter, settings: Settings) -> None:
+    def __init__(self, meter: Meter, settings: Recording) -> None:
         self.settings = settings
         self._cache: dict[tuple[object, ...], Attributes] = {}
         self._genai_cache: dict[tuple[object, ...], GenAIAttributes] = {}

@@ -14,6 +14,7 @@ from .._analysis.facts import RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage
 from ..ledger import CallLedger
 from ..signals import Signal
+from .bounds import cap
 
 
 class Server(NamedTuple):
@@ -61,3 +62,22 @@ class Recorded(Protocol):
         ...
 
     def tool_check(self, resp: ResponseFacts | None = None) -> str | None: ...
+
+
+def response_id_of(call: Recorded, outcome: Outcome) -> str | None:
+    """The response a call's signals are about: the one it made, else the one it read (``retrieve``); capped, as
+    the span's ``gen_ai.response.id``."""
+    resp = outcome.response
+    if resp is not None and resp.response_id is not None:
+        return cap(resp.response_id)
+    target = call.req.target_response_id
+    return cap(target) if target is not None else None
+
+
+def lineage_id_of(call: Recorded, outcome: Outcome) -> str | None:
+    """The call's lineage id; a first turn's is the id of the response it made (known only at its end)."""
+    lineage = call.lineage
+    if lineage.lineage_id is not None:
+        return lineage.lineage_id
+    resp = outcome.response
+    return lineage.of_response(resp.response_id) if resp is not None and resp.response_id is not None else None

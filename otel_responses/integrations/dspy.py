@@ -6,8 +6,9 @@ outer seams; inside them the provider builds the body (``_payload``: the call is
 is where the request exists), parses the reply (``parse_response``: its request id) and each SSE event
 (``parse_stream_events``). DSPy is the app's layer here: it builds the request and parses the response, nothing
 rewrites in between. DSPy before 3.4, and 3.4 with ``engine="litellm"`` (or a setting only litellm carries), call
-``litellm.responses()``: the litellm instrumentor records those, and this one has nothing to patch. See
-docs/integrations-design.md.
+``litellm.responses()``: the litellm instrumentor records those, and this one has nothing to patch. The design, at
+length: https://otel-responses.github.io/otel-responses/integrations-design/ (the documentation's "Design: litellm,
+DSPy and Azure").
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ layer. litellm rewrites between there and the wire (it re-encodes response ids, 
 item ids, ``encrypted_content`` and compaction items), so the request is read from the keywords the app passed and
 the response from what the app gets back, never one of them at the wire. Inner observers: the handler methods that
 send a request (``BaseLLMHTTPHandler``'s, and the Chat Completions bridge's): a call that reaches none of them
-(a cache hit, ``mock_response``) made no request and leaves no span. See docs/integrations-design.md.
+(a cache hit, ``mock_response``) made no request and leaves no span. The gateway's WebSocket relay, which
+calls none of these functions, has seams of its own (``litellm_websocket.py``). The design, at length:
+https://otel-responses.github.io/otel-responses/integrations-design/ (the documentation's "Design: litellm, DSPy and
+Azure").
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from .._patching.providers import provider_of_litellm, server_of
 from .._patching.wrappers import Switch
 from .._telemetry.telemetry import Telemetry
 from ..signals import SERVER_PREMISED
+from . import litellm_websocket
 
 _instruments = ("litellm >= 1.81.0",)
 _USER = "LiteLLMResponsesInstrumentor"
@@ -222,7 +226,7 @@ def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
     seams += [Seam(_HANDLERS, "BaseLLMHTTPHandler", method, native) for method in _SENDERS]
     seams.append(Seam(_BRIDGE, "LiteLLMCompletionTransformationHandler", "response_api_handler", handler(bridged=True)))
     seams.append(Seam(_LOGGING, "Logging", "pre_call", pre_call))
-    return seams
+    return seams + litellm_websocket.seams(switch, telemetry)
 
 
 class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):

@@ -11,7 +11,7 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from .._items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
@@ -40,6 +40,22 @@ Key = str | int | CallKey
 # The last few app messages of a request are remembered (keyed fingerprints): enough to tell a turn re-sent beside
 # `previous_response_id` from a user who types the same word twice.
 MAX_INPUT_MESSAGES = 4
+# The server-side state a response ends is remembered by the call_ids it holds: the newest this many calls, and as many
+# answered ones (32 calls of 30 characters, the API's, are about 1 KB of a shared entry).
+MAX_HELD_CALLS = 32
+# The tool outputs a replay gave are remembered for the newest this many (about 60 bytes each in a shared entry).
+MAX_GIVEN_OUTPUTS = 16
+
+
+class GivenOutput(NamedTuple):
+    """A tool output a request was given, as first sent under its call_id: its text's length and keyed fingerprint
+    (never the text). ``local``: Python's own hash of the text, this process's only (never written to a shared
+    ledger): the same string object replayed turn after turn is recognised without hashing its text again."""
+
+    call_id: str
+    length: int
+    fingerprint: int
+    local: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +95,19 @@ class Entry:
     # The server-side state this response ends holds a system or developer message (sent once as an input item of a
     # chain or a conversation, it stays in the context): later turns continuing that state need no instructions.
     system_in_state: bool = False
+    # The calls that state holds, carried forward from the parent (the chain's, the conversation's latest turn) turn
+    # after turn, as ``instructed_id`` is: the call_ids of its calls and of those it holds an output for, the newest
+    # ``MAX_HELD_CALLS`` of each. ``held_partial``: the state may hold others (older ones dropped, or a parent whose
+    # state was not known: unseen, or an entry of a format without them), so a call_id in neither tuple proves nothing.
+    held_calls: tuple[str, ...] = ()
+    held_outputs: tuple[str, ...] = ()
+    held_partial: bool = True
+    # The tool outputs (text only) the request that produced this response was given, the newest
+    # ``MAX_GIVEN_OUTPUTS``, each as first sent under its call_id: a later replay's copy is compared with them.
+    given_outputs: tuple[GivenOutput, ...] = ()
+    # Distinct system and developer messages with text in the input after its latest compaction item (counted in
+    # ``input_app_messages`` too): a replay must keep as many, whatever their text (an empty one counts as none).
+    input_system_messages: int = 0
 
     @property
     def pending_calls(self) -> tuple[str, ...]:

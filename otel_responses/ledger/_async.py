@@ -34,17 +34,42 @@ import sys
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Sequence
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
-from . import Key, Reads
+from . import Entry, Key, LedgerView, Reads
 from ._codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
-from .redis import RedisLedger, View, seed_nodes
 
-__all__ = ["AsyncReader"]
+__all__ = ["AsyncReader", "Reader"]
 
 _log = logging.getLogger(__name__)
 # How long a cluster client may take to read the topology, on the first read of each event loop.
 CLUSTER_SETUP_SECONDS = 1.0
+
+
+class Reader(Protocol):
+    """What this module needs of the ledger it reads for (``redis.RedisLedger`` is one), handed in rather than
+    imported: its binding, its local tier (``for_call(local_only=True)``, and ``cache`` to add to it) and its read
+    accounting, which the synchronous reads share. ``view`` is the call's (``RedisLedger.for_call``), passed back
+    untouched."""
+
+    @property
+    def binding(self) -> tuple[str, Codec] | None: ...
+
+    def for_call(self, local_only: bool = False) -> LedgerView: ...
+
+    def cache(self, entry: Entry) -> None: ...
+
+    def cache_continued(self, response_id: str) -> None: ...
+
+    def read_allowed(self, view: Any) -> bool: ...
+
+    def read_failed(self, error: BaseException, view: Any) -> None: ...
+
+    def read_done(self, values: object, asked: int) -> list[Any] | None: ...
+
+    def unreachable(self, error: BaseException) -> None: ...
+
+    def count(self, name: str) -> None: ...
 
 
 async def _bounded(pending: Awaitable[Any], seconds: float) -> Any:
@@ -56,9 +81,10 @@ async def _bounded(pending: Awaitable[Any], seconds: float) -> Any:
     return await asyncio.wait_for(pending, seconds)
 
 
-def _build(urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> Any:
+def _build(urls: tuple[str, ...], seeds: list[tuple[str, int]], cluster: bool, timeout_seconds: float) -> Any:
     """An asyncio client with the read timeout on every socket operation and no retry, like the ledger's reader; a
-    cluster's with every seed URL as a startup node, as the ledger's own client has."""
+    cluster's with every seed node (``seeds``: the host and port of each URL after the first) as a startup node, as
+    the ledger's own client has."""
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
 
@@ -70,8 +96,8 @@ def _build(urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> Any:
     if cluster:
         from redis.asyncio.cluster import ClusterNode, RedisCluster
 
-        seeds = [ClusterNode(host, port) for host, port in seed_nodes(urls)]
-        return RedisCluster.from_url(urls[0], startup_nodes=seeds, **options)
+        nodes = [ClusterNode(host, port) for host, port in seeds]
+        return RedisCluster.from_url(urls[0], startup_nodes=nodes, **options)
     from redis.asyncio import Redis
 
     return Redis.from_url(urls[0], **options)
@@ -121,21 +147,25 @@ async def _closer(owner: AsyncReader, loop: asyncio.AbstractEventLoop, held: _Lo
 
 
 class AsyncReader:
-    """The asynchronous reads of one ``RedisLedger``: one client per running event loop."""
+    """The asynchronous reads of one ``RedisLedger``: one client per running event loop. ``seeds``: the host and
+    port of every seed URL after the first (``redis.seed_nodes``), for a cluster."""
 
-    def __init__(self, urls: tuple[str, ...], cluster: bool, timeout_seconds: float) -> None:
+    def __init__(
+        self, urls: tuple[str, ...], cluster: bool, timeout_seconds: float, seeds: list[tuple[str, int]] | None = None
+    ) -> None:
         self.urls = urls
+        self.seeds = seeds or []
         self.cluster = cluster
         self.timeout_seconds = timeout_seconds
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClient] = weakref.WeakKeyDictionary()
 
-    async def _client(self, ledger: RedisLedger) -> Any:
+    async def _client(self, ledger: Reader) -> Any:
         loop = asyncio.get_running_loop()
         held = self._clients.get(loop)
         if held is not None and held.pid == os.getpid() and not held.dropped:
             return held.client
         self._sweep()
-        client = _build(self.urls, self.cluster, self.timeout_seconds)
+        client = _build(self.urls, self.seeds, self.cluster, self.timeout_seconds)
         if self.cluster:
             # The topology is read once per loop, over several round trips (about 60 ms on loopback): bounded on
             # its own, the loop free meanwhile; a failure drops the client and is a failed read.
@@ -178,7 +208,7 @@ class AsyncReader:
 
     # -- one round trip --------------------------------------------------------------------------------------
 
-    async def _mget(self, ledger: RedisLedger, view: View, keys: list[str]) -> list[Any] | None:
+    async def _mget(self, ledger: Reader, view: Any, keys: list[str]) -> list[Any] | None:
         """The values of ``keys``, awaited, with ``RedisLedger._fetch``'s rules: skipped during the backoff, a
         failure starts one; both mark the call's ``view`` unavailable."""
         if not ledger.read_allowed(view):
@@ -194,7 +224,7 @@ class AsyncReader:
 
     # -- what a call needs -----------------------------------------------------------------------------------
 
-    async def prefetch(self, ledger: RedisLedger, view: View, reads: Reads) -> None:
+    async def prefetch(self, ledger: Reader, view: Any, reads: Reads) -> None:
         """Read what ``reads`` says the call's analysis will ask and is not known here, and cache it in the local
         tier (the call's ``view`` then answers from there)."""
         binding = ledger.binding
@@ -244,7 +274,7 @@ class _Batch:
 
     __slots__ = ("codec", "continued", "ledger", "local", "names", "namespace", "wants")
 
-    def __init__(self, ledger: RedisLedger, namespace: str, codec: Codec) -> None:
+    def __init__(self, ledger: Reader, namespace: str, codec: Codec) -> None:
         self.ledger = ledger
         self.local = ledger.for_call(local_only=True)
         self.namespace = namespace
@@ -279,7 +309,7 @@ class _Batch:
             if name is not None and (isinstance(key, int) or not local):
                 self._want(name, _Want.LOCATION, "")
 
-    async def run(self, reader: AsyncReader, view: View) -> list[Location]:
+    async def run(self, reader: AsyncReader, view: Any) -> list[Location]:
         """One awaited round trip; entries found are cached, continued-markers noted; the item locations read."""
         values = await reader._mget(self.ledger, view, self.names)
         if values is None:

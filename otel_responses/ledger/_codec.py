@@ -18,13 +18,14 @@ Formats are read through one table, ``FORMATS``: a value starts with ``v{version
 its MAC; a value without that header is of format 2, the last unsigned one (written by the previous release), read
 only when the ledger is built with ``accept_unsigned=True``. Format 1 (two releases back) no longer decodes.
 
-Format 6 adds what an entry says beyond its items (deleted by the app, written by the app into a conversation, the
-latest turn of its lineage that sent instructions, a system message held in server-side state) and lets one item
-location name several positions of one response (an id a server repeats). Key names (formats 5 and 6) carry a Redis
-Cluster hash tag: ``{prefix}:{key id}:{tag}:{kind}``, the tag being what the key
-is about (a response id for its entry ``r`` and continued-marker ``k``, a conversation id for its pointer ``c``, an
-item id ``i``, a call ``t`` or a text fingerprint ``f`` for a location). One layout on a single node and on a
-cluster.
+Format 7 adds the tool calls an entry's server-side state holds (carried forward turn after turn, with whether older
+ones were dropped), the tool outputs a replay gave (call_id, length, keyed fingerprint) and the system messages its
+input counted. Format 6 added what an entry says beyond its items (deleted by the app, written by the app into a
+conversation, the latest turn of its lineage that sent instructions, a system message held in server-side state) and
+let one item location name several positions of one response (an id a server repeats). Key names (formats 5 to 7) carry
+a Redis Cluster hash tag: ``{prefix}:{key id}:{tag}:{kind}``, the tag being what the key is about (a response id for its
+entry ``r`` and continued-marker ``k``, a conversation id for its pointer ``c``, an item id ``i``, a call ``t`` or a
+text fingerprint ``f`` for a location). One layout on a single node and on a cluster.
 """
 
 from __future__ import annotations
@@ -39,21 +40,33 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._items import ItemMeta
-from . import MAX_INPUT_MESSAGES, MAX_OUTPUT_ITEMS, Entry, Key, location_keys
+from . import (
+    MAX_GIVEN_OUTPUTS,
+    MAX_HELD_CALLS,
+    MAX_INPUT_MESSAGES,
+    MAX_OUTPUT_ITEMS,
+    Entry,
+    GivenOutput,
+    Key,
+    location_keys,
+)
 
 if TYPE_CHECKING:
     from .._fingerprint import Fingerprinter
 
 DEFAULT_MAX_ENTRY_BYTES = 8192
-# Version 6 adds an entry's facts field (deleted, written by the app, the last instructed turn, a system message in
-# server state) and locations of several positions (`i,j:response_id`); version 5 is version 4's values under the
+# Version 7 adds an entry's held calls (`[calls, answered, dropped]`), the tool outputs its request gave
+# (`[[call_id, length, fingerprint], ...]`) and its input's system messages; an entry of an older format holds no
+# calls and says so (dropped: its state beyond its own outputs is unknown). Version 6 added an entry's facts field
+# (deleted, written by the app, the last instructed turn, a system message in server state) and locations of several
+# positions (`i,j:response_id`); version 5 is version 4's values under the
 # hash-tagged key layout (``{prefix}:{key id}:{tag}:kind``, for Redis Cluster); version 4 added the lineage, version 3
 # sealed every value; version 2 (entries as compact JSON with the version inside, locations as `index:response_id`,
-# markers as `1`, none authenticated) is older still. Values of formats 5, 4 and 3 still decode, but only under the keys
-# they are read from: the old layout's key names (``{prefix}:{key id}:r:{id}``) are no longer asked for. The previous
-# release reads none of format 6 (an unknown version: counted ``undecodable``, treated as absent), so during a rolling
-# deploy each side checks turns the other made against what it knows itself: missed signals, never false ones.
-FORMAT = 6
+# markers as `1`, none authenticated) is older still. Values of formats 6, 5, 4 and 3 still decode, but only under the
+# keys they are read from: the old layout's key names (``{prefix}:{key id}:r:{id}``) are no longer asked for. The
+# previous release reads none of format 7 (an unknown version: counted ``undecodable``, treated as absent), so during a
+# rolling deploy each side checks turns the other made against what it knows itself: missed signals, never false ones.
+FORMAT = 7
 MAC_BYTES = 16
 MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
 _MAC_PERSON = b"otelr-ledger"
@@ -74,7 +87,8 @@ _MAX_SHAPE = 2**40
 _MAX_LOCATION_BYTES = 384  # a header, up to 32 positions and an id
 _MAX_MARKER_BYTES = 64
 _MARKER = b"1"
-_ENTRY_FIELDS = 13  # of format 6: format 4's twelve and the entry's facts
+_ENTRY_FIELDS = 16  # of format 7: format 6's thirteen, the held calls, the given outputs, the system messages
+_V6_FIELDS = 13  # format 4's twelve and the entry's facts
 _V4_FIELDS = 12  # format 3's eleven and the lineage (format 2 is format 3's with its version in front)
 _V3_FIELDS = 11
 # The previous releases wrote the items an app wrote to a conversation as entries named so (format 6 says it).
@@ -259,20 +273,80 @@ def _facts_field(entry: Entry) -> list[Any] | None:
     ]
 
 
+def _ids(raw: object) -> bool:
+    return type(raw) is list and len(raw) <= MAX_HELD_CALLS and all(map(is_id, raw))
+
+
+def _held(raw: object) -> dict[str, Any] | None:
+    """The held calls ``[calls, answered, dropped]``, or None when malformed; ``null``: none, and none dropped."""
+    if raw is None:
+        return {"held_calls": (), "held_outputs": (), "held_partial": False}
+    if type(raw) is not list or len(raw) != 3:
+        return None
+    calls, answered, dropped = raw
+    if not _ids(calls) or not _ids(answered) or not _flag(dropped):
+        return None
+    return {"held_calls": tuple(calls), "held_outputs": tuple(answered), "held_partial": bool(dropped)}
+
+
+def _held_field(entry: Entry) -> list[Any] | None:
+    if not (entry.held_calls or entry.held_outputs or entry.held_partial):
+        return None
+    return [
+        list(entry.held_calls[-MAX_HELD_CALLS:]),
+        list(entry.held_outputs[-MAX_HELD_CALLS:]),
+        int(entry.held_partial),
+    ]
+
+
+def _given(raw: object) -> tuple[GivenOutput, ...] | None:
+    """The given outputs ``[[call_id, length, fingerprint], ...]``, or None when malformed; ``null``: none."""
+    if raw is None:
+        return ()
+    if type(raw) is not list or len(raw) > MAX_GIVEN_OUTPUTS:
+        return None
+    given = []
+    for output in raw:
+        if type(output) is not list or len(output) != 3:
+            return None
+        call_id, length, fingerprint = output
+        if not is_id(call_id) or not _count(length) or not _fingerprint(fingerprint):
+            return None
+        given.append(GivenOutput(call_id, length, fingerprint))
+    return tuple(given)
+
+
+def _given_field(entry: Entry) -> list[Any] | None:
+    if not entry.given_outputs:
+        return None
+    return [[g.call_id, g.length, g.fingerprint] for g in entry.given_outputs[-MAX_GIVEN_OUTPUTS:]]
+
+
+# What an entry of a format before 7 says of the server-side state's calls: nothing beyond its own outputs.
+_HELD_UNKNOWN: dict[str, Any] = {"held_calls": (), "held_outputs": (), "held_partial": True}
+
+
 def entry_from_fields(doc: object) -> Entry | None:
-    """The entry a format-6 field list holds (a format-4 one: without its facts; a format-3 one: without its lineage
-    either), or None unless every field passes: the one set of rules for what a shared entry may hold, applied to
-    what is written and to what is read. Built ``shared``: another writer may have put it there."""
-    if type(doc) is not list or len(doc) not in (_ENTRY_FIELDS, _V4_FIELDS, _V3_FIELDS):
+    """The entry a format-7 field list holds (a format-6 one: without its held calls, given outputs and system
+    messages; a format-4 one: without its facts either; a format-3 one: without its lineage either), or None unless
+    every field passes: the one set of rules for what a shared entry may hold, applied to what is written and to what
+    is read. Built ``shared``: another writer may have put it there."""
+    if type(doc) is not list or len(doc) not in (_ENTRY_FIELDS, _V6_FIELDS, _V4_FIELDS, _V3_FIELDS):
         return None
     place = _lineage(doc[11] if len(doc) >= _V4_FIELDS else None)
     if place is None:
         return None
     if not is_id(doc[0]):
         return None
-    facts = _facts(doc[12] if len(doc) == _ENTRY_FIELDS else None, doc[0])
+    facts = _facts(doc[12] if len(doc) >= _V6_FIELDS else None, doc[0])
     if facts is None:
         return None
+    if len(doc) == _ENTRY_FIELDS:
+        held, given, systems = _held(doc[13]), _given(doc[14]), doc[15]
+        if held is None or given is None or not _count(systems):
+            return None
+    else:
+        held, given, systems = _HELD_UNKNOWN, (), 0
     response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:7]
     raw_outputs, parent_id, raw_messages, raw_copies = doc[7:11]
     if not is_id(response_id) or type(sequence) is not int or not 0 <= sequence <= _MAX_SEQUENCE:
@@ -310,13 +384,16 @@ def entry_from_fields(doc: object) -> Entry | None:
         input_messages=tuple(raw_messages),
         copies=tuple((index, shape) for index, shape in raw_copies),
         shared=True,
+        given_outputs=given,
+        input_system_messages=systems,
         **place,
         **facts,
+        **held,
     )
 
 
 def entry_fields(entry: Entry) -> list[Any]:
-    """The entry's fields in format 6's order, as JSON takes them."""
+    """The entry's fields in format 7's order, as JSON takes them."""
     return [
         entry.response_id,
         entry.sequence,
@@ -334,6 +411,9 @@ def entry_fields(entry: Entry) -> list[Any]:
         [list(copy) for copy in entry.copies[:MAX_OUTPUT_ITEMS]],
         _lineage_field(entry),
         _facts_field(entry),
+        _held_field(entry),
+        _given_field(entry),
+        entry.input_system_messages,
     ]
 
 
@@ -343,14 +423,29 @@ def shareable(entry: Entry, parent_id: str | None = None) -> bool:
     return _optional_id(parent_id) and entry_from_fields(entry_fields(entry)) is not None
 
 
-def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
-    """Compact JSON of ``fields`` within ``max_bytes``, dropping output items past it (and the other copies' shapes,
-    which name output indexes); None when it cannot fit even without them."""
+# Where format 7's fields are that may be left out of an entry too big for the limit, least needed first.
+_OUTPUTS, _COPIES, _HELD, _GIVEN = 7, 10, 13, 14
+_DROPPED_HELD = [[], [], 1]  # none listed, and the state may hold calls: an output is then no orphan
+
+
+def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int, bool] | None:
+    """Compact JSON of ``fields`` within ``max_bytes``, how many output items it kept, and whether it kept everything.
+    Past the limit it leaves out, in turn: the given outputs; the held calls (saying the state may hold others); then
+    the output items past it (and the other copies' shapes, which name output indexes). None when it cannot fit even
+    without them."""
     data = _dumps(fields)
-    outputs = fields[7]
+    outputs = fields[_OUTPUTS]
     if len(data) <= max_bytes:
-        return data, len(outputs)
-    bare = [*fields[:7], [], *fields[8:10], [], *fields[11:]]
+        return data, len(outputs), True
+    fields = [*fields[:_GIVEN], None, *fields[_GIVEN + 1 :]]
+    data = _dumps(fields)
+    if len(data) <= max_bytes:
+        return data, len(outputs), False
+    fields = [*fields[:_HELD], _DROPPED_HELD, *fields[_HELD + 1 :]]
+    data = _dumps(fields)
+    if len(data) <= max_bytes:
+        return data, len(outputs), False
+    bare = [*fields[:_OUTPUTS], [], *fields[_OUTPUTS + 1 : _COPIES], [], *fields[_COPIES + 1 :]]
     size = len(_dumps(bare))
     if size > max_bytes:
         return None
@@ -360,16 +455,18 @@ def _fit(fields: list[Any], max_bytes: int) -> tuple[bytes, int] | None:
         if size > max_bytes:
             break
         kept += 1
-    return _dumps([*fields[:7], outputs[:kept], *fields[8:10], [], *fields[11:]]), kept
+    return _dumps([*bare[:_OUTPUTS], outputs[:kept], *bare[_OUTPUTS + 1 :]]), kept, False
 
 
 def encode_entry(entry: Entry, max_bytes: int = DEFAULT_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
-    """The entry as a sealed value's content (format 6: compact JSON of its fields only) and how many output items
-    it kept: the whole value (header and MAC included) stays within ``max_bytes``, output items past it dropped. None
-    for an entry that cannot fit even without them, or that a reader would reject (see ``shareable``)."""
+    """The entry as a sealed value's content (format 7: compact JSON of its fields only) and how many output items
+    it kept: the whole value (header and MAC included) stays within ``max_bytes``, what does not fit left out (see
+    ``_fit``). None for an entry that cannot fit even without its output items, or that a reader would reject (see
+    ``shareable``)."""
     if not shareable(entry):
         return None
-    return _fit(entry_fields(entry), max_bytes - _HEADER_BYTES)
+    fitted = _fit(entry_fields(entry), max_bytes - _HEADER_BYTES)
+    return (fitted[0], fitted[1]) if fitted is not None else None
 
 
 def _json(body: bytes) -> Any:
@@ -379,9 +476,14 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def _entry_v6(body: bytes) -> Entry | None:
+def _entry_v7(body: bytes) -> Entry | None:
     doc = _json(body)
     return entry_from_fields(doc) if type(doc) is list and len(doc) == _ENTRY_FIELDS else None
+
+
+def _entry_v6(body: bytes) -> Entry | None:
+    doc = _json(body)
+    return entry_from_fields(doc) if type(doc) is list and len(doc) == _V6_FIELDS else None
 
 
 def _entry_v4(body: bytes) -> Entry | None:
@@ -471,6 +573,7 @@ class Format:
 # a Redis Cluster key layout) or dropped. A version missing here is unreadable, as this release's values are to a
 # reader of the previous one.
 FORMATS: dict[int, Format] = {
+    7: Format(7, signed=True, entry=_entry_v7, location=_location_v6, marker=_marker),
     6: Format(6, signed=True, entry=_entry_v6, location=_location_v6, marker=_marker),
     5: Format(5, signed=True, entry=_entry_v4, location=_location, marker=_marker),
     4: Format(4, signed=True, entry=_entry_v4, location=_location, marker=_marker),
@@ -488,7 +591,7 @@ def _ignore(name: str) -> None:
 
 
 class Codec:
-    """Seals and opens the values of one fleet key: ``v6.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
+    """Seals and opens the values of one fleet key: ``v7.{MAC}.{content}``, the MAC a 16-byte keyed BLAKE2b
     (base64url) of the format version, the key name and the content, keyed with ``fingerprinter.derive``.
 
     Opening a value costs one MAC; what fails is None and counted through ``count``: ``forged`` (a MAC that does
@@ -594,8 +697,8 @@ class Codec:
         if fitted is None:
             self.count("dropped")
             return []
-        content, kept = fitted
-        if kept < len(entry.outputs):
+        content, kept, whole = fitted
+        if not whole:
             self.count("trimmed")
         name = entry_key(namespace, entry.response_id)
         commands = [(name, self.seal(name, content))]

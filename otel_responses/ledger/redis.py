@@ -65,6 +65,7 @@ from ._writer import Writer
 
 if TYPE_CHECKING:
     from .._fingerprint import Fingerprinter
+    from ._async import AsyncReader
 
 __all__ = [
     "CLUSTER_URL_SCHEMES",
@@ -424,7 +425,7 @@ class RedisLedger:
         )
         self._closed = False
         self._told = False  # whether a cluster whose topology could not be read was logged
-        self._async: Any = None  # the asynchronous reader (``_async``), made on first use
+        self._async: AsyncReader | None = None  # the asynchronous reader (``_async``), made on first use
         _LIVE.add(self)
 
     # -- setup ---------------------------------------------------------------------------------------------
@@ -732,14 +733,15 @@ class RedisLedger:
         if reader is not None:
             await reader.prefetch(self, view, reads)
 
-    def async_reader(self) -> Any:
+    def async_reader(self) -> AsyncReader | None:
         """The asynchronous reader of this ledger (``_async.AsyncReader``), made on first use; None around
         the app's own client."""
         reader = self._async
         if reader is None and self.urls:  # around the app's own client, its settings are not ours to copy
             from ._async import AsyncReader
 
-            reader = self._async = AsyncReader(self.urls, self.cluster, self.timeout_seconds)
+            seeds = seed_nodes(self.urls) if self.cluster else []
+            reader = self._async = AsyncReader(self.urls, self.cluster, self.timeout_seconds, seeds)
         return reader
 
     @property

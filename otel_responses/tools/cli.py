@@ -6,11 +6,10 @@ The help text is written here in plain words, not taken from docstrings: argpars
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
-import importlib
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -19,31 +18,27 @@ from urllib.parse import urlsplit
 
 from ..docs_links import DOCS_URL, NotASite, check_site
 from ..version import __version__, install_hint
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
-EXIT_REFUSED = 4
-EXIT_MISSING_EXTRA = 5
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by Ctrl-C (128 + SIGINT)
+from .arguments import missing_module as _missing_module
+from .arguments import otlp_base as _otlp_base
+from .arguments import port as _port
+from .arguments import positive as _positive
+from .arguments import unreachable as _unreachable
+from .arguments import url as _url
+from .exit_codes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_MISSING_EXTRA,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+)
 
 DESCRIPTION = """\
-Run the instrumentation against the built-in emulator (demo) or an endpoint (doctor),
-write out the Grafana dashboard and the Prometheus alert rules (dashboards), see each
-conversation's turns on one page (report), or serve the emulator for your own app (emulator).
-
-  demo        runs every scripted scenario (each state mode done right, each context-losing
-              mistake) against the built-in emulator and shows what the instrumentation saw.
-  doctor      runs the minimal troubleshooting flow (one state mode per step) against the emulator or a real endpoint.
-  dashboards  writes the dashboard JSON and the alert rule file into a directory, and says how
-              to import them.
-  report      writes a self-contained HTML page of each conversation's turns and signals from
-              exported traces (OTLP/JSON files, as the Collector's file exporter writes them).
-  emulator    serves the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your
-              app's base_url at the URL it prints.
-  proxy       forwards an app's traffic (any language) to its upstream and records each
-              Responses API call as the in-process instrumentation does.
+OpenTelemetry instrumentation for the OpenAI Responses API, from the command line: see it at
+work against the built-in emulator, troubleshoot a lost context, set up the dashboard and the
+alerts, read exported traces as one page, serve the emulator for your own app, or record an
+app in any language through a proxy. Each command's --help says more.
 """
 
 EPILOG = """\
@@ -54,8 +49,8 @@ read in full or FILE cannot be written; demo: --report FILE cannot be written); 
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
 (the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
-extra); 130 interrupted by Ctrl-C
-(demo --serve and emulator stop with 0; emulator: 2 its port is in use or out of range).
+extra; proxy: the 'proxy' extra); 130 interrupted by Ctrl-C
+(demo --serve, emulator and proxy stop with 0; emulator: 2 its port is in use or out of range).
 """
 
 DASHBOARDS_EPILOG = """\
@@ -65,24 +60,6 @@ It needs no extra: the package alone has the files.
 """
 
 EXTRA = "cli"
-REACH_TIMEOUT = 2.0  # seconds: a collector on the network answers a TCP connect well within this
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"port out of range: {port}")
-    return port
-
-
-def _url(text: str) -> str:
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
-    return text
 
 
 def _site(text: str) -> str:
@@ -90,16 +67,6 @@ def _site(text: str) -> str:
         return check_site(text)
     except NotASite as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def _name(text: str) -> str:
@@ -127,11 +94,13 @@ def _parser() -> _Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {__version__}")
-    # Not required: with no command the whole help is shown (argparse would say "arguments are required").
-    commands = parser.add_subparsers(dest="command")
+    # Not required: with no command the whole help is shown (argparse would say "arguments are required"). The
+    # commands are listed once, there, each by its help.
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
     demo = commands.add_parser(
         "demo",
-        help="run every scripted scenario against the built-in emulator",
+        help="run every scripted scenario (each state mode done right, each context-losing mistake) against "
+        "the built-in emulator and show what the instrumentation saw",
         description="Run every scripted scenario against the built-in emulator and print what the\n"
         "instrumentation saw. No network and no API key needed.",
         epilog=EPILOG,
@@ -158,7 +127,7 @@ def _parser() -> _Parser:
     )
     doctor = commands.add_parser(
         "doctor",
-        help="the minimal troubleshooting flow, step by step",
+        help="run the minimal troubleshooting flow (one state mode per step) against the emulator or a real endpoint",
         description="Run the minimal troubleshooting flow for lost context, one state mode per step, and print\n"
         "PASS or FAIL with the signals seen and the fix.",
         epilog=EPILOG,
@@ -172,7 +141,7 @@ def _parser() -> _Parser:
     )
     dashboards = commands.add_parser(
         "dashboards",
-        help="write the Grafana dashboard and the Prometheus alert rules into a directory",
+        help="write the Grafana dashboard and the Prometheus alert rules into a directory, and say how to import them",
         description="Write the Grafana dashboard (context-health.json), the Prometheus alert rules\n"
         "(otel-responses.rules.yaml) and their promtool unit tests into DIR, and print how to\n"
         "import them. Files already there and the same are left alone; a differing one stops it\n"
@@ -199,7 +168,12 @@ def _parser() -> _Parser:
     add_proxy_parser(commands)
     # Its arguments, --help included, are the emulator's own parser's (``emulator/__main__.py``): the emulator is
     # loaded only when it is run, not for every command's help.
-    commands.add_parser("emulator", help="serve the built-in Responses API emulator until Ctrl-C", add_help=False)
+    commands.add_parser(
+        "emulator",
+        help="serve the built-in Responses API emulator on 127.0.0.1 until Ctrl-C: point your app's base_url at "
+        "the URL it prints",
+        add_help=False,
+    )
     parser.commands = commands.choices
     return parser
 
@@ -216,35 +190,10 @@ def _needed_modules(args: argparse.Namespace) -> list[str]:
     return modules
 
 
-def _missing_module(modules: Sequence[str]) -> str | None:
-    """The first module that cannot be imported, checked before any work so the user gets advice, not a traceback."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            return error.name or module
-    return None
-
-
 def _endpoint(base_url: str) -> str:
     """host:port only: a URL may carry credentials, and the path says nothing useful."""
     parts = urlsplit(base_url)
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
-
-
-OTLP_SIGNAL_PATHS = ("/v1/traces", "/v1/metrics")
-
-
-def _otlp_base(url: str) -> tuple[str, str | None]:
-    """The base URL the signal paths are appended to (as OTEL_EXPORTER_OTLP_ENDPOINT is), and the signal path
-    dropped from it: a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's form) would be posted to at
-    .../v1/traces/v1/traces otherwise."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    for signal_path in OTLP_SIGNAL_PATHS:
-        if path.endswith(signal_path):
-            return parts._replace(path=path.removesuffix(signal_path)).geturl(), signal_path
-    return url, None
 
 
 def _no_api_hint(base_url: str) -> str:
@@ -255,20 +204,6 @@ def _no_api_hint(base_url: str) -> str:
         fixed = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{path}/v1"
         return f"the URL's path lacks /v1; give --base-url {fixed}"
     return "no Responses API at this URL; give --base-url the URL an OpenAI client takes as its base_url"
-
-
-def _unreachable(url: str, timeout: float = REACH_TIMEOUT) -> str | None:
-    """Why a TCP connection to the URL's host and port fails, or None: checked up front, because the OTLP
-    exporters would otherwise retry for seconds in the background and the run would still end in success."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
-            return None
-    except TimeoutError:
-        return f"no answer within {timeout:g}s"
-    except OSError as error:
-        return error.strerror or type(error).__name__
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -362,7 +297,7 @@ def _doctor(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
+    instrumentor.instrument(tracer_provider=provider, log_signals="off")  # the doctor names its signals itself
     client: Any = openai.OpenAI(base_url=base_url, api_key=key, max_retries=1, timeout=60)
     out.write(f"otel-responses doctor: {where}, model {args.model}\n")
     try:
@@ -414,9 +349,23 @@ def _quiet(unraisable: object) -> None:
     """Say nothing: the process is ending on the user's Ctrl-C."""
 
 
+def _check_command(parser: _Parser, argv: Sequence[str]) -> None:
+    """An unknown command is a usage error naming the nearest one (``reprot``: did you mean ``report``?)."""
+    for arg in argv:
+        if arg in ("-h", "--help", "-V", "--version"):
+            return  # answered before any command is read
+        if not arg.startswith("-"):
+            if arg not in parser.commands:
+                near = difflib.get_close_matches(arg, list(parser.commands), n=1, cutoff=0.6)
+                hint = f"did you mean '{near[0]}'?" if near else f"choose from {', '.join(parser.commands)}"
+                parser.error(f"unknown command '{arg}' ({hint})")
+            return
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code (see EPILOG)."""
     parser = _parser()
+    _check_command(parser, sys.argv[1:] if argv is None else argv)
     args, unknown = parser.parse_known_args(argv)
     if args.command == "emulator":
         from ..emulator.__main__ import main as serve

@@ -172,7 +172,8 @@ def run_scenarios(
     from ..instrumentor import ResponsesInstrumentor
 
     instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    # The demo prints each scenario's signals itself: no console line beside its table.
+    instrumentor.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider, log_signals="off")
     outcomes: list[Outcome] = []
     try:
         with Emulator() as emulator:

@@ -15,18 +15,13 @@ import errno
 import gc
 import os
 import signal
-from typing import Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 
-from .cli import (
-    EXIT_MISSING_EXTRA,
-    EXIT_OK,
-    EXIT_UNREACHABLE,
-    EXIT_USAGE,
-    _missing_module,
-    _otlp_base,
-    _positive,
-    _unreachable,
-)
+from .arguments import missing_module, otlp_base, port, positive, unreachable, url
+from .exit_codes import EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from ..config import Settings
 
 NAME: Final = "proxy"
 EXTRA: Final = "proxy"
@@ -61,8 +56,6 @@ def _bytes(text: str) -> int:
 
 def add_parser(commands: Any) -> None:
     """Register the subcommand on the ``otel-responses`` parser's subcommands."""
-    from .cli import _port, _url
-
     parser = commands.add_parser(
         NAME,
         help="forward an app's Responses API traffic to its upstream and record it",
@@ -88,28 +81,28 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--console", action="store_true", help="print every span as the console exporter does")
     parser.add_argument(
         "--otlp-endpoint",
-        type=_url,
+        type=url,
         metavar="URL",
         help="export traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics",
     )
     parser.add_argument(
-        "--prometheus-port", type=_port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
+        "--prometheus-port", type=port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
     )
     parser.add_argument(
         "--max-body-bytes", type=_bytes, metavar="N", help="refuse larger request bodies with a 413 (default 64 MiB)"
     )
-    parser.add_argument("--connect-timeout", type=_positive, metavar="S", help="upstream connect timeout (10)")
+    parser.add_argument("--connect-timeout", type=positive, metavar="S", help="upstream connect timeout (10)")
     parser.add_argument(
-        "--read-timeout", type=_positive, metavar="S", help="longest wait for the upstream's next bytes (600)"
+        "--read-timeout", type=positive, metavar="S", help="longest wait for the upstream's next bytes (600)"
     )
     parser.add_argument(
         "--idle-timeout",
-        type=_positive,
+        type=positive,
         metavar="S",
         help="close a client connection idle this long, or whose request head or body stalls (75)",
     )
     parser.add_argument(
-        "--grace", type=_positive, metavar="S", help="how long in-flight requests get after Ctrl-C or SIGTERM (30)"
+        "--grace", type=positive, metavar="S", help="how long in-flight requests get after Ctrl-C or SIGTERM (30)"
     )
 
 
@@ -126,7 +119,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Check, start, serve until Ctrl-C or SIGTERM, stop gracefully; the exit code (see EPILOG)."""
     from ..version import install_hint
 
-    missing = _missing_module(_needed(args))
+    missing = missing_module(_needed(args))
     if missing is not None:
         err.write(
             f"{PREFIX}: the module {missing!r} is missing; it comes with the '{EXTRA}' extra:\n"
@@ -147,8 +140,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"{PREFIX}: {error}\n")
         return EXIT_USAGE
     if args.otlp_endpoint:
-        args.otlp_endpoint, _ = _otlp_base(args.otlp_endpoint)
-        reason = _unreachable(args.otlp_endpoint)
+        args.otlp_endpoint, _ = otlp_base(args.otlp_endpoint)
+        reason = unreachable(args.otlp_endpoint)
         if reason is not None:
             err.write(f"{PREFIX}: cannot reach the OTLP endpoint ({reason})\n")
             return EXIT_UNREACHABLE
@@ -199,7 +192,7 @@ async def _serve(settings: Any, tracer_provider: Any, meter_provider: Any, args:
         err.flush()
     finally:
         await proxy.stop()
-        close = getattr(telemetry.settings.ledger, "close", None)
+        close = getattr(cast("Settings", telemetry.settings).ledger, "close", None)
         if callable(close):
             close()
     return EXIT_OK

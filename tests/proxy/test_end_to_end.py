@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +16,7 @@ import openai
 
 from otel_responses.emulator import Emulator
 
-from ..support import not_installed
+from ..programs import program
 from .support import proxied
 
 _OPAQUE = re.compile(rb'"(encrypted_content|fingerprint)":\s*"([^"]*)"')
@@ -32,9 +31,7 @@ def normalised(body: bytes) -> bytes:
 
 
 def _curl(method: str, url: str, body: Any = None) -> tuple[int, dict[str, str], bytes]:
-    curl = shutil.which("curl")
-    if curl is None:
-        not_installed("`curl` is not installed (.ci/run installs it)")
+    curl = program("curl")
     command = [curl, "-sS", "-N", "-X", method, url, "-H", "Authorization: Bearer sk-curl-key", "-D", "-"]
     if body is not None:
         command += ["-H", "Content-Type: application/json", "--data-binary", json.dumps(body)]

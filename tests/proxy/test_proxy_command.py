@@ -207,6 +207,6 @@ def test_a_missing_extra_names_its_install_command() -> None:
 def test_the_help_lists_the_command_and_its_options() -> None:
     top = subprocess.run([COMMAND, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
     own = subprocess.run([COMMAND, "proxy", "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
-    assert "  proxy       forwards an app's traffic" in top
+    assert "    proxy        forward an app's Responses API traffic to its upstream" in top
     for option in ("--upstream", "--listen", "--otlp-endpoint", "--prometheus-port", "--port-file", "--grace"):
         assert option in own

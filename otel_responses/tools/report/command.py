@@ -1,8 +1,9 @@
 """``otel-responses report``: OTLP/JSON trace files in, one HTML page out. No extra is needed (no protobuf).
 
-Input problems are reported (file and line) and the page is still written from what could be read. Building the
-command's options imports the standard library only (``otel-responses --help`` and ``dashboards`` run with nothing
-else installed).
+Input problems are reported (file and line) and the page is still written from what could be read; when nothing
+could be read from any input, no page is written. What was skipped without being a problem (the app's own output
+beside the spans) is named once. Building the command's options imports the standard library only
+(``otel-responses --help`` and ``dashboards`` run with nothing else installed).
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, Any, Final, TextIO
+from typing import IO, TYPE_CHECKING, Any, Final, TextIO
 
-from ..cli import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_USAGE
+from ..exit_codes import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_USAGE
 from .otlp_json import STDIN, Problem, read
 from .records import SCOPE_PREFIX
 from .urls import DOCS_URL, BadTemplate, check_docs_url, check_trace_url
+
+if TYPE_CHECKING:
+    from .model import Conversation
 
 NAME: Final = "report"
 TITLE: Final = "otel-responses report"
@@ -30,15 +34,18 @@ Write a self-contained HTML page of each conversation's turns from exported trac
 mode, store flag, instructions hash, item types, tool-call check, encrypted reasoning, compaction,
 tokens and every signal with its fix, turn by turn. INPUT is a file of OTLP/JSON trace lines as
 the OpenTelemetry Collector's file exporter writes them (gzip- or zstd-compressed too), or - for
-standard input. Only this package's spans are read (by their instrumentation scope); the page is
-built from span attributes alone, so it holds no payload.
+standard input; the app's own output among them is skipped (opentelemetry-instrument
+--traces_exporter otlp_json_file writes the spans to standard output, beside the app's prints).
+Only this package's spans are read (by their instrumentation scope); the page is built from span
+attributes alone, so it holds no payload.
 """
 
 EPILOG: Final = """\
 exit codes: 0 written; 1 an INPUT could not be read in full (each problem is named by file and
-line; the page holds what could be read), it held no span of otel-responses, or FILE cannot be
-written; 2 bad usage; 5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package
-(the 'zstd' extra; the page holds the other inputs); 130 interrupted by Ctrl-C.
+line; the page holds what could be read, and is not written when no INPUT could be read at all),
+it held no span of otel-responses, or FILE cannot be written; 2 bad usage;
+5 a zstd-compressed INPUT needs Python 3.14 or the zstandard package (the 'zstd' extra; the page
+holds the other inputs); 130 interrupted by Ctrl-C.
 It needs no extra: the package alone reads uncompressed and gzip files.
 """
 
@@ -47,7 +54,8 @@ def add_parser(commands: Any) -> None:
     """Register the subcommand on the ``otel-responses`` parser's subcommands."""
     parser = commands.add_parser(
         NAME,
-        help="write an HTML page of each conversation's turns from exported traces",
+        help="write a self-contained HTML page of each conversation's turns and signals from exported traces "
+        "(OTLP/JSON lines)",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -115,6 +123,12 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | 
         err.write(f"otel-responses report: {problem}\n")
     if len(problems) > MAX_PRINTED:
         err.write(f"otel-responses report: and {len(problems) - MAX_PRINTED} more problems (listed on the page)\n")
+    if reading.all_failed:
+        err.write("otel-responses report: nothing could be read from the input: no page written\n")
+        return _exit_code(problems)
+    found = conversations(reading.spans)
+    for note in [*reading.notes, *(f"{_heading(c)}: {c.note}" for c in found if c.note is not None)]:
+        err.write(f"otel-responses report: note: {note}\n")
     options = Options(
         title=args.title,
         trace_url=args.trace_url,
@@ -122,20 +136,20 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | 
         sources=reading.sources,
         problems=[str(p) for p in problems],
         other_spans=reading.other_spans,
+        notes=reading.notes,  # a conversation's own note is shown with it
     )
-    found = conversations(reading.spans)
     page = render_conversations(found, options)
     try:
         where = _write(args.out, page, out)
     except OSError as error:
-        name = f" {error.filename}" if error.filename else f" {args.out}"
-        err.write(f"otel-responses report: cannot write{name}: {error.strerror or error}\n")
+        asked = args.out if args.out == STDIN else Path(args.out).expanduser().absolute()
+        err.write(f"otel-responses report: cannot write {asked}: {error.strerror or error}\n")  # not its temporary
         return EXIT_FAILED
     if where is not None:
         lost = sum(1 for c in found if c.first_loss is not None)
         out.write(
-            f"wrote {where}: {len(found)} conversation{'s' if len(found) != 1 else ''}, {len(reading.spans)} "
-            f"span{'s' if len(reading.spans) != 1 else ''}, {lost} with context loss; open it in a browser\n"
+            f"wrote {where}: {_plural(len(found), 'conversation')} ({lost} with context loss) from "
+            f"{_plural(len(reading.spans), 'span')}; open it in a browser\n"
         )
     if not reading.spans and not problems:
         err.write(
@@ -144,6 +158,15 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO, stdin: IO[bytes] | 
         )
         return EXIT_FAILED
     return _exit_code(problems)
+
+
+def _heading(conversation: Conversation) -> str:
+    run = f" (run {conversation.run[0]} of {conversation.run[1]})" if conversation.run else ""
+    return f"{conversation.kind} {conversation.key}{run}"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def _exit_code(problems: list[Problem]) -> int:

@@ -4,6 +4,12 @@ A span names its conversation with ``openai_responses.lineage.id``. Spans withou
 request the API refused before it had an id, a turn whose parent another process made) join the conversation of
 what they continue: the conversation id, the response their ``previous_response_id`` names, the span they link to.
 A turn missing from the input (sampled out, not exported) is a ``Gap``, so the turns after it keep their numbers.
+
+One lineage id may name several conversations: an emulator's (or a test server's) ids start over on every start, so
+two runs of an app appended to one file share them. A lineage with several first turns is split into its runs by
+what ties its spans together, each continued turn's link to the span it continues and the trace a span is in; a
+call tied to no first turn is placed in the run of the latest first turn before it, and its conversation carries a
+note that says so.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class Conversation:
     key: str
     entries: list[Call | Gap]
     label: str | None = None
+    run: tuple[int, int] | None = None  # (n, of): one of the runs a lineage id was split into
+    note: str | None = None  # what could not be told for sure (calls placed in this run by time)
     calls: list[Call] = field(init=False)
     gaps: list[Gap] = field(init=False)
     signals: list[SignalView] = field(init=False)
@@ -210,11 +218,61 @@ def conversations(spans: Iterable[SpanRecord], labels: Mapping[str, str] | None 
         call = Call(span, turn, inferred, signals_of(span))
         call.link_missing = any(link not in index.by_span for link in span.links)
         groups.setdefault(index.key(span), []).append(call)
-    found = [
-        Conversation(kind, key, _timeline(calls), (labels or {}).get(key)) for (kind, key), calls in groups.items()
-    ]
+    found = []
+    for (kind, key), calls in groups.items():
+        runs = _runs(calls) if kind == LINEAGE else [(calls, None)]
+        for number, (run, note) in enumerate(runs, 1):
+            of = (number, len(runs)) if len(runs) > 1 else None
+            found.append(Conversation(kind, key, _timeline(run), (labels or {}).get(key), of, note))
     found.sort(key=Conversation.rank)
     return found
+
+
+def _runs(calls: list[Call]) -> list[tuple[list[Call], str | None]]:
+    """The runs of one lineage id, earliest first, each with a note when some of its calls were placed by time (no
+    link nor trace ties them to a first turn); the lineage whole when it has one first turn, or when its first
+    turns cannot be told apart."""
+    firsts = [c for c in calls if c.turn == 1 and not c.turn_inferred]
+    if len(firsts) < 2:
+        return [(calls, None)]
+    place = {(c.span.trace_id, c.span.span_id): i for i, c in enumerate(calls)}
+    parent = list(range(len(calls)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    by_trace: dict[str, int] = {}
+    for i, call in enumerate(calls):
+        tied = [place[link] for link in call.span.links if link in place]
+        tied.append(by_trace.setdefault(call.span.trace_id, i))
+        for j in tied:
+            parent[root(i)] = root(j)
+    parts: dict[int, list[Call]] = {}
+    for i, call in enumerate(calls):
+        parts.setdefault(root(i), []).append(call)
+    started = [p for p in parts.values() if any(c in firsts for c in p)]
+    if len(started) < 2 or any(sum(1 for c in p if c in firsts) > 1 for p in started):
+        return [(calls, None)]  # nothing tells the first turns apart: one conversation, its turns branches
+    started.sort(key=lambda p: min(c.span.start_ns for c in p))
+    placed: dict[int, int] = {}
+    for loose in (p for p in parts.values() if not any(c in firsts for c in p)):
+        begins = min(c.span.start_ns for c in loose)
+        before = [n for n, p in enumerate(started) if min(c.span.start_ns for c in p) <= begins]
+        target = before[-1] if before else 0
+        started[target] = started[target] + loose
+        placed[target] = placed.get(target, 0) + len(loose)
+    return [(run, _placed_note(placed[n], len(started)) if n in placed else None) for n, run in enumerate(started)]
+
+
+def _placed_note(count: int, runs: int) -> str:
+    calls, link = ("1 call", "links") if count == 1 else (f"{count} calls", "link")
+    return (
+        f"{calls} of this lineage id (shared by {runs} runs: the server's ids repeat) {link} to no turn in the "
+        "input: placed in this run by time"
+    )
 
 
 def _timeline(calls: list[Call]) -> list[Call | Gap]:

@@ -6,6 +6,11 @@ zstd``: one stream of lines, or, in older Collectors, each object a frame of its
 needs Python 3.14's ``compression.zstd`` or the ``zstandard`` package. A bad line is a ``Problem`` naming the file
 and line, and reading goes on; a problem never quotes the file's content (it may hold another instrumentation's
 payloads).
+
+Lines that are not JSON at all (they start with neither ``{`` nor ``[``) are the app's own output, when the spans were
+written to standard output beside it (``opentelemetry-instrument --traces_exporter otlp_json_file``): they are
+counted and named once per file, as a note, not a problem. The console exporter's output (an indented JSON object
+per span) is recognised and named as such, in one problem, with how to write OTLP/JSON instead.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ import math
 import re
 import struct
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import IO, Any, Final
 
 from ...version import install_hint
@@ -35,6 +41,14 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _STATUS_ERROR: Final = (2, "STATUS_CODE_ERROR")
 _OTHER_SIGNALS: Final = ("resourceMetrics", "resourceLogs", "resourceProfiles")
 _MAX_DEPTH: Final = 8  # nested array values deeper than this are not attributes this package writes
+# What the SDK's console exporters print: an indented JSON object per span (``"kind": "SpanKind.CLIENT"``) or per
+# collection of metrics, over many lines.
+_CONSOLE = re.compile(rb'^\s*"(?:kind": "SpanKind\.|resource_metrics": \[)')
+CONSOLE_HINT: Final = (
+    "the console exporter's output (an indented JSON object per span), not OTLP/JSON: write OTLP/JSON lines instead, "
+    "e.g. `opentelemetry-instrument --traces_exporter otlp_json_file` (pip install "
+    "opentelemetry-exporter-otlp-json-file), the Collector's file exporter, or otel_responses.export"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +74,13 @@ class Reading:
     sources: list[str] = field(default_factory=list)
     other_spans: int = 0  # spans of other instrumentations
     other_records: int = 0  # lines of metrics, logs or profiles (one file exporter may serve every pipeline)
+    notes: list[str] = field(default_factory=list)  # what was skipped that is no problem (the app's own output)
+    failed: list[str] = field(default_factory=list)  # sources that gave problems and no span
+
+    @property
+    def all_failed(self) -> bool:
+        """Every source failed: nothing could be read from any of them."""
+        return bool(self.sources) and len(self.failed) == len(self.sources)
 
 
 class _Bad(Exception):
@@ -77,25 +98,37 @@ def read(sources: Sequence[str], stdin: IO[bytes] | None = None) -> Reading:
     reading = Reading()
     for source in sources:
         name = "<stdin>" if source == STDIN else source
-        reading.sources.append(name)
-        if source == STDIN:
-            if stdin is None:
-                reading.problems.append(Problem(name, None, "no standard input to read"))
-                continue
-            _read_stream(name, stdin, reading)
-            continue
-        try:
-            with open(source, "rb") as stream:
-                _read_stream(name, stream, reading)
-        except OSError as error:
-            reading.problems.append(Problem(name, None, f"cannot read it: {error.strerror or type(error).__name__}"))
+        _tally(name, reading, partial(_read_source, source, name, stdin, reading))
     return reading
+
+
+def _tally(name: str, reading: Reading, read_it: Callable[[], None]) -> None:
+    """Read one source into ``reading``, noting it as failed when it gave problems and no span."""
+    reading.sources.append(name)
+    spans, problems = len(reading.spans), len(reading.problems)
+    read_it()
+    if len(reading.problems) > problems and len(reading.spans) == spans:
+        reading.failed.append(name)
+
+
+def _read_source(source: str, name: str, stdin: IO[bytes] | None, reading: Reading) -> None:
+    if source == STDIN:
+        if stdin is None:
+            reading.problems.append(Problem(name, None, "no standard input to read"))
+            return
+        _read_stream(name, stdin, reading)
+        return
+    try:
+        with open(source, "rb") as stream:
+            _read_stream(name, stream, reading)
+    except OSError as error:
+        reading.problems.append(Problem(name, None, f"cannot read it: {error.strerror or type(error).__name__}"))
 
 
 def read_text(text: str, source: str = "<text>") -> Reading:
     """Read OTLP/JSON lines from a string (tests, and spans already in memory)."""
-    reading = Reading(sources=[source])
-    _read_stream(source, io.BytesIO(text.encode()), reading)
+    reading = Reading()
+    _tally(source, reading, partial(_read_stream, source, io.BytesIO(text.encode()), reading))
     return reading
 
 
@@ -104,9 +137,46 @@ def _buffered(raw: Any) -> io.BufferedReader:
     return raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)
 
 
+class _Other:
+    """The lines of one source that are not JSON (the app's own output), and whether some are the console
+    exporter's."""
+
+    __slots__ = ("console", "lines")
+
+    def __init__(self) -> None:
+        self.lines = 0
+        self.console = False
+
+    def see(self, line: bytes) -> None:
+        self.lines += 1
+        if not self.console and _CONSOLE.match(line):
+            self.console = True
+
+    def settle(self, name: str, reading: Reading, problems: int, spans: int) -> None:
+        """Named once: the console exporter's output (a problem, instead of every line it made, when nothing else
+        was read), or how many lines of other output were skipped (a note)."""
+        if self.console and len(reading.spans) == spans:
+            del reading.problems[problems:]
+            reading.problems.append(Problem(name, None, CONSOLE_HINT))
+        elif self.console:
+            reading.notes.append(f"{name}: {self.lines} lines of the console exporter's output skipped")
+        elif self.lines:
+            lines = "1 line that is" if self.lines == 1 else f"{self.lines} lines that are"
+            reading.notes.append(f"{name}: {lines} not JSON skipped (the app's own output, beside the spans?)")
+
+
+def _is_json(line: bytes) -> bool:
+    """A line that is JSON, or meant to be: an OTLP object or array (``{`` alone opens the console exporter's
+    indented object)."""
+    start = line.lstrip()[:1]
+    return (start == b"{" and line.strip() != b"{") or start == b"["
+
+
 def _read_stream(name: str, raw: IO[bytes], reading: Reading) -> None:
     stream = _buffered(raw)
     number = 0
+    other = _Other()
+    problems, spans = len(reading.problems), len(reading.spans)
     try:
         head = stream.peek(8)[:8]
         if head.startswith(_GZIP_MAGIC):
@@ -124,8 +194,12 @@ def _read_stream(name: str, raw: IO[bytes], reading: Reading) -> None:
             )
             return
         for number, line in enumerate(stream, 1):
-            if line.strip():
+            if not line.strip():
+                continue
+            if _is_json(line):
                 _parse(name, number, line, line.endswith(b"\n"), reading)
+            else:
+                other.see(line)
     except _Missing as missing:
         reading.problems.append(
             Problem(
@@ -139,6 +213,7 @@ def _read_stream(name: str, raw: IO[bytes], reading: Reading) -> None:
     except (EOFError, OSError, zlib.error, ValueError) as error:  # truncated or corrupt compressed data
         kind = "ends early (truncated)" if isinstance(error, EOFError) else f"is corrupt ({type(error).__name__})"
         reading.problems.append(Problem(name, number + 1, f"the compressed data {kind}"))
+    other.settle(name, reading, problems, spans)
 
 
 def _zstd_module() -> Any:

@@ -19,7 +19,7 @@ from typing import Final
 from urllib.parse import quote
 
 from ... import attributes as a
-from ...signals import CATALOGUE, ERROR, INFO, WARNING
+from ...signals import CATALOGUE, ERROR, INFO, WARNING, Signal
 from ...version import __version__
 from .assets import CONTENT_SECURITY_POLICY, CSS, SCRIPT
 from .model import CHANGED, CONTINUES, DROPPED, LINEAGE, SEVERITIES, TRACE, Call, Conversation, Gap, conversations
@@ -61,7 +61,11 @@ _INVISIBLE = re.compile(
     "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
 )
 _HELP: Final = (
-    ("turn", "1 for a first call, the continued turn's + 1; a striped row is a turn missing from the input"),
+    (
+        "turn",
+        "1 for a first call, the continued turn's + 1: turns count responses, so a tool round trip (the call, then "
+        "its output sent back) is a turn of its own; a striped row is a turn missing from the input",
+    ),
     ("state · store", "how the call carried its context; the effective store flag (and what was asked, if other)"),
     ("instructions", "a short hash of the instructions sent (never their text), marked where it changes or is gone"),
     ("items in → out", "item types sent and returned, in order; a run of one type is one chip with its count"),
@@ -81,6 +85,7 @@ class Options:
     sources: Sequence[str] = ()
     problems: Sequence[str] = ()
     other_spans: int = 0  # spans of other instrumentations in the input, left out
+    notes: Sequence[str] = ()  # what was skipped without being a problem (the app's own output)
     labels: Mapping[str, str] = field(default_factory=dict)  # conversation key -> a caption (the demo's scenarios)
     written: datetime | None = None  # default: now
 
@@ -232,7 +237,8 @@ class _Page:
             f". Written {written.strftime('%Y-%m-%d %H:%M:%S UTC')} by otel-responses {_t(__version__)}, "
             "from span attributes only: no message text, no payload.</p>\n"
         )
-        parts += [self.problems(), self.help(), self.filters(found), "</header>\n<main>\n", self.summary(found)]
+        parts += [self.problems(), self.notes(), self.help(), self.filters(found)]
+        parts += ["</header>\n<main>\n", self.summary(found)]
         parts += [self.conversation(number, c) for number, c in enumerate(found, 1)]
         parts.append(
             "</main>\n<footer>Made by otel-responses from OpenTelemetry spans. Signal names link to their "
@@ -252,6 +258,13 @@ class _Page:
             f'<section id="problems"><h2>{_plural(len(problems), "problem")} reading the input</h2>'
             f'<p class="meta">What could be read is shown below.</p><ul>{items}{more}</ul></section>\n'
         )
+
+    def notes(self) -> str:
+        notes = self.options.notes
+        if not notes:
+            return ""
+        items = "".join(f"<li>{_t(n, 600)}</li>" for n in notes[:MAX_PROBLEMS])
+        return f'<section id="notes"><p class="meta">Skipped, not a problem:</p><ul>{items}</ul></section>\n'
 
     def help(self) -> str:
         rows = "".join(f"<dt>{_t(k)}</dt><dd>{_t(v)}</dd>" for k, v in _HELP)
@@ -320,6 +333,8 @@ class _Page:
             key = f"continues {key} (not in the input)"
         elif c.kind == TRACE:
             key = f"calls of trace {key}"
+        if c.run is not None:
+            key += f" <small>run {c.run[0]} of {c.run[1]}</small>"
         return f"{_t(c.label)} · {key}" if c.label else key
 
     def conversation(self, number: int, c: Conversation) -> str:
@@ -337,9 +352,11 @@ class _Page:
             + f" · {_plural(c.turns, 'turn')}, {_plural(len(c.calls), 'call')}"
             + (f", {_plural(len(c.gaps), 'gap')}" if c.gaps else "")
             + f" · from {_date(c.start_ns)}, over {_duration(c.end_ns - c.start_ns)}"
+            + (f' · <span class="mk dr">{_t(c.note)}</span>' if c.note else "")
         )
         label = f' data-label="{_t(c.label)}"' if c.label else ""
-        seen: dict[str, str] = {}  # signal name -> where its meaning and fix were shown
+        label += f' data-run="{c.run[0]}"' if c.run else ""
+        seen: dict[str, str] = {}  # signal name and meaning -> where its meaning and fix were shown
         body = "".join(self.entry(e, seen) for e in c.entries)
         return (
             f'<section class="conv{f" {_sev(worst)}" if worst else ""}" id="c{number}" data-kind="{c.kind}" '
@@ -499,9 +516,9 @@ class _Page:
     def signal(
         self, name: str, severity: str, detail: tuple[tuple[str, Value], ...], seen: dict[str, str], where: str
     ) -> str:
-        """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix the
-        first time the conversation shows it."""
-        kind = CATALOGUE.get(name)
+        """One signal: its severity, name (a link to its documentation), metadata; the meaning and the fix (those of
+        the variant its metadata names) the first time the conversation shows it."""
+        known = name in CATALOGUE
         link = signal_link(_token(name), self.options.docs_url)
         shown = ", ".join(f"{_t(k, 80)}={_t(_plain(v))}" for k, v in detail)
         out = (
@@ -509,12 +526,16 @@ class _Page:
             f'<span class="c {_sev(severity)}">{_t(severity, 20)}</span> '
             f'<a href="{_t(link, 4096)}" rel="noreferrer"><b>{_t(name, 80)}</b></a>'
         )
-        if kind is not None and name not in seen:
-            seen[name] = where
-            out += f" {_t(kind.meaning)}"
+        if known:
+            told = Signal(name, {a.PREFIX + k: v for k, v in detail})
+            meaning = told.meaning
+            key = f"{name}\n{meaning}"
+            if key not in seen:
+                seen[key] = where
+                out += f" {_t(meaning)}"
         if shown:
             out += f" <code>{shown}</code>"
-        if kind is not None:
-            fix = f"Fix: {_t(kind.fix)}" if seen[name] == where else f"(meaning and fix: {seen[name]})"
+        if known:
+            fix = f"Fix: {_t(told.fix)}" if seen[key] == where else f"(meaning and fix: {seen[key]})"
             out += f"<small>{fix}</small>"
         return out + "</li>"
