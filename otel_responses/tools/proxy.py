@@ -83,7 +83,8 @@ def add_parser(commands: Any) -> None:
         "--otlp-endpoint",
         type=url,
         metavar="URL",
-        help="export traces and metrics over OTLP/HTTP to URL/v1/traces and URL/v1/metrics",
+        help="export traces, metrics and the signals' log events over OTLP/HTTP to URL/v1/traces, /v1/metrics and"
+        " /v1/logs",
     )
     parser.add_argument(
         "--prometheus-port", type=port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
@@ -160,16 +161,34 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
         err.write(f"{PREFIX}: port {error.port} (--prometheus-port) {reason}\n")
         return EXIT_USAGE
+    logger_provider = _logs(args.otlp_endpoint)
+    providers = (tracer_provider, meter_provider, logger_provider)
     try:
-        return asyncio.run(_serve(settings, tracer_provider, meter_provider, args, out, err))
+        return asyncio.run(_serve(settings, providers, args, out, err))
     finally:
         exporters.shutdown()
+        if logger_provider is not None:
+            logger_provider.shutdown()
 
 
-async def _serve(settings: Any, tracer_provider: Any, meter_provider: Any, args: Any, out: TextIO, err: TextIO) -> int:
+def _logs(otlp_endpoint: str | None) -> Any:
+    """Where the signals' log events go (``gen_ai.evaluation.result``, ``gen_ai.client.operation.exception``): to
+    ``URL/v1/logs`` beside the spans and metrics; without an OTLP endpoint, nowhere (the global provider's)."""
+    if not otlp_endpoint:
+        return None
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+
+    provider = LoggerProvider()
+    provider.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter(endpoint=f"{otlp_endpoint}/v1/logs")))
+    return provider
+
+
+async def _serve(settings: Any, providers: tuple[Any, Any, Any], args: Any, out: TextIO, err: TextIO) -> int:
     from ..proxy import Proxy, telemetry_for
 
-    telemetry = telemetry_for({}, tracer_provider, meter_provider)
+    telemetry = telemetry_for({}, *providers)
     proxy = Proxy(settings, telemetry)
     try:
         await proxy.start()

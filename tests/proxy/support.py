@@ -59,7 +59,8 @@ def proxied(upstream: str, options: dict[str, Any] | None = None, **settings: An
     """A proxy to ``upstream`` on a free loopback port, recording into fresh in-memory providers; ``options``: the
     instrumentation's (``strict``, ``ledger_url``, ...); ``settings``: the proxy's own."""
     captured = CapturedTelemetry.new()
-    telemetry = telemetry_for({"hash_key": KEY, **(options or {})}, captured.tracer_provider, captured.meter_provider)
+    options = {"hash_key": KEY, **(options or {})}
+    telemetry = telemetry_for(options, captured.tracer_provider, captured.meter_provider, captured.logger_provider)
     allow_http = settings.pop("allow_http", False)
     proxy_settings = ProxySettings(upstream_of(upstream, allow_http), port=0, **settings)
     with ThreadedProxy(proxy_settings, telemetry) as proxy:

@@ -210,3 +210,21 @@ def test_the_help_lists_the_command_and_its_options() -> None:
     assert "    proxy        forward an app's Responses API traffic to its upstream" in top
     for option in ("--upstream", "--listen", "--otlp-endpoint", "--prometheus-port", "--port-file", "--grace"):
         assert option in own
+
+
+def test_an_otlp_endpoint_gets_the_spans_the_metrics_and_the_signals_log_events(emulator: Emulator) -> None:
+    from ..hostile import LoopbackAPI, Reply
+
+    with LoopbackAPI(lambda received, index: Reply(200, b"")) as collector:
+        base = collector.base_url.removesuffix("/v1")
+        with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--otlp-endpoint", base) as (
+            process,
+            base_url,
+        ):
+            with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+                first = client.responses.create(model="gpt-5.4", instructions="Be brief.", input="The marker is O-1.")
+                client.responses.create(model="gpt-5.4", input="The marker?", previous_response_id=first.id)
+            code, _ = _stopped(process)  # the batch processors flush as it stops
+        paths = {received.path for received in collector.received}
+    assert code == 0
+    assert paths == {"/v1/traces", "/v1/metrics", "/v1/logs"}

@@ -1,8 +1,8 @@
 """The demo's scenarios, once with the SDK instrumented in-process and once through the proxy, against the same
 emulator reset in between (so ids and request ids repeat): span for span the same record — name, kind, status,
 every attribute (signals, state mode, store, item types and counts, lineage, turn, usage, ids), every signal event,
-the links between turns. Only what times the transport may differ (time to first chunk), and the trace and span ids
-themselves (the links are compared by the turn they point to)."""
+the links between turns, and the same log events. Only what times the transport may differ (time to first chunk),
+and the trace and span ids themselves (the links are compared by the turn they point to)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,15 @@ def _record(spans: list[Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _events(captured: Any) -> list[tuple[str | None, dict[str, Any]]]:
+    """The log events (``gen_ai.evaluation.result`` per signal, ``gen_ai.client.operation.exception``)."""
+    return [(record.event_name, dict(record.attributes or {})) for record in captured.events()]
+
+
 def test_every_scenario_is_recorded_through_the_proxy_as_in_process() -> None:
     in_process: dict[str, list[dict[str, Any]]] = {}
     proxied_records: dict[str, list[dict[str, Any]]] = {}
+    events: dict[str, list[Any]] = {}
     answers: dict[str, tuple[str, str | None]] = {}
     with Emulator() as emulator:
         with capture(hash_key=KEY) as captured:
@@ -48,6 +54,7 @@ def test_every_scenario_is_recorded_through_the_proxy_as_in_process() -> None:
                     transcript = run(client, scenario, "MK-" + scenario.name)
                 answers[scenario.name] = (transcript.answer, transcript.error)
                 in_process[scenario.name] = _record(captured.spans())
+                events[scenario.name] = _events(captured)
         emulator.reset()
         with proxied(emulator.base_url) as through:
             for scenario in SCENARIOS:
@@ -57,7 +64,9 @@ def test_every_scenario_is_recorded_through_the_proxy_as_in_process() -> None:
                 assert (transcript.answer, transcript.error) == answers[scenario.name], scenario.name
                 expected = len(in_process[scenario.name])
                 proxied_records[scenario.name] = _record(through.wait_for_spans(expected))
+                assert _events(through.captured) == events[scenario.name], scenario.name
     assert len(in_process) == len(SCENARIOS) == 14
+    assert sum(len(each) for each in events.values()) > 14  # a signal's event, an error's: compared, not absent
     for scenario in SCENARIOS:
         theirs, ours = in_process[scenario.name], proxied_records[scenario.name]
         assert len(ours) == len(theirs), scenario.name
