@@ -29,12 +29,50 @@ from .support import KEY, proxied, raw_exchange
 from .test_hostile_peers import healthy
 from .test_scenarios_through_the_proxy import _record
 
-pytest.importorskip("websockets")  # the emulator's WebSocket mode, and the SDK's client side of it
-if not hasattr(Responses, "connect"):  # pragma: no cover - old SDKs
-    pytest.skip("responses.connect() (WebSocket mode) arrived in openai 2.22.0", allow_module_level=True)
+pytest.importorskip("websockets")  # the emulator's WebSocket mode
+# The SDK's own client side (`responses.connect()`) arrived in openai 2.22.0; the other tests speak the protocol
+# with the `websockets` client, on every supported SDK.
+needs_connect = pytest.mark.skipif(not hasattr(Responses, "connect"), reason="responses.connect() is openai 2.22+")
 
 MODEL = "gpt-5.4"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
+
+
+class Socket:
+    """WebSocket mode spoken by hand (``websockets``' client): ``response.create`` frames out, events in."""
+
+    def __init__(self, url: str) -> None:
+        from websockets.sync.client import connect
+
+        self._socket = connect(url.replace("http://", "ws://") + "/responses", open_timeout=10)
+
+    def create(self, **body: Any) -> None:
+        self._socket.send(json.dumps({"type": "response.create", **body}))
+
+    def events(self) -> Iterator[dict[str, Any]]:
+        """Until the socket closes."""
+        from websockets.exceptions import ConnectionClosed
+
+        while True:
+            try:
+                yield json.loads(self._socket.recv(timeout=10))
+            except ConnectionClosed:
+                return
+
+    def until_done(self) -> dict[str, Any]:
+        for event in self.events():
+            if event.get("type") in TERMINAL:
+                return event
+        raise AssertionError("the connection closed first")
+
+    def close(self) -> None:
+        self._socket.close()
+
+    def __enter__(self) -> Socket:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def until_done(connection: Any) -> Any:
@@ -64,6 +102,7 @@ def socket_session(client: openai.OpenAI) -> list[str]:
     return answers
 
 
+@needs_connect
 def test_a_socket_session_is_recorded_through_the_proxy_as_in_process() -> None:
     with Emulator() as emulator:
         with capture(hash_key=KEY) as captured, emulator.client() as client:
@@ -93,17 +132,17 @@ def test_a_socket_session_is_recorded_through_the_proxy_as_in_process() -> None:
 
 def test_strict_mode_refuses_a_create_on_the_socket_with_the_apis_error_event() -> None:
     with Emulator() as emulator, proxied(emulator.base_url, {"strict": True}) as through:
-        with through.client() as client, client.responses.connect() as connection:
-            connection.response.create(model=MODEL, input="hi", conversation="conv_x", previous_response_id="resp_x")
-            refused = until_done(connection)
-            connection.response.create(model=MODEL, input="Remember this: the marker is W-9.")
-            fine = until_done(connection)
+        with Socket(through.base_url) as socket:
+            socket.create(model=MODEL, input="hi", conversation="conv_x", previous_response_id="resp_x")
+            refused = socket.until_done()
+            socket.create(model=MODEL, input="Remember this: the marker is W-9.")
+            fine = socket.until_done()
         sent = [r for r in emulator.requests if r.method == "WEBSOCKET"]
         spans = through.wait_for_spans(2)
-    assert refused.type == "error"
-    assert (refused.status, refused.error.code) == (400, "state_mode_conflict")
-    assert "Fix:" in refused.error.message
-    assert fine.type == "response.completed"
+    assert refused["type"] == "error"
+    assert (refused["status"], refused["error"]["code"]) == (400, "state_mode_conflict")
+    assert "Fix:" in refused["error"]["message"]
+    assert fine["type"] == "response.completed"
     assert [r.body["input"] for r in sent] == ["Remember this: the marker is W-9."]  # the refused one never left
     assert [dict(s.attributes or {})["openai_responses.signals"] for s in spans] == [("state_mode_conflict",), ()]
     assert dict(spans[0].attributes or {})["error.type"] == "ContextLossError"
@@ -218,17 +257,17 @@ def test_an_upgrade_the_upstream_refuses_is_answered_with_its_status_and_headers
 def test_a_stop_closes_an_idle_socket_going_away_and_lets_an_open_response_finish_first() -> None:
     with Emulator() as emulator, proxied(emulator.base_url, grace=20) as through:
         idle = _handshake(through.proxy.port, "/v1/responses")
-        with through.client() as client, client.responses.connect() as connection:
-            connection.response.create(model=MODEL, input="Remember this: the marker is W-5.")
+        with Socket(through.base_url) as socket:
+            socket.create(model=MODEL, input="Remember this: the marker is W-5.")
             started = time.monotonic()
             stopper = threading.Thread(target=through.proxy.stop)
             stopper.start()
-            done = until_done(connection)  # the response in flight finishes after the stop began
+            done = socket.until_done()  # the response in flight finishes after the stop began
             stopper.join(30)
             took = time.monotonic() - started
         idle.settimeout(5)
         close = idle.recv(16)
-    assert done.type == "response.completed"
+    assert done["type"] == "response.completed"
     assert took < 10  # not the grace period: the sockets closed once their responses had ended
     assert close[:1] == b"\x88"  # a close frame
     assert int.from_bytes(close[2:4], "big") == 1001  # going away
@@ -280,9 +319,9 @@ def upstream_that_drops_its_socket() -> Iterator[str]:
 
 def test_an_upstream_that_drops_its_socket_mid_response_ends_the_call_and_the_clients_socket() -> None:
     with upstream_that_drops_its_socket() as upstream, proxied(upstream) as through:
-        with through.client() as client, client.responses.connect() as connection:
-            connection.response.create(model=MODEL, input="hi")
-            seen = [event.type for event in connection]  # the iteration ends: the proxy closed the socket, going away
+        with Socket(through.base_url) as socket:
+            socket.create(model=MODEL, input="hi")
+            seen = [event["type"] for event in socket.events()]  # they end: the proxy closed the socket, going away
         (span,) = through.wait_for_spans(1)
     assert seen == ["response.created"]
     assert dict(span.attributes or {})["openai_responses.stream.ended"] == "closed"
