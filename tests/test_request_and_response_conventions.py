@@ -28,6 +28,7 @@ from otel_responses.testing import capture
 MODEL = "gpt-4.1-mini"
 LATEST = "gen_ai_latest_experimental"
 VARIABLES_SECRET = "VARIABLE-SECRET-3f9a"
+UNSET = getattr(openai, "omit", openai.NOT_GIVEN)  # the SDK's sentinel for a parameter left out (`omit` in newer SDKs)
 
 
 def attrs(span: Any) -> dict[str, Any]:
@@ -46,10 +47,10 @@ OUTPUT_TYPE_ROWS: list[tuple[dict[str, Any], str | None]] = [
     ({"text": {"format": {"type": "text"}}}, "text"),
     ({"text": {"verbosity": "low"}}, None),  # text settings without a format: no output type asked
     ({"text": {"format": {"type": "yaml"}}}, None),  # a type the conventions do not map
-    ({"text": openai.omit}, None),  # what responses.stream() passes when unset
+    ({"text": UNSET}, None),  # what responses.stream() passes when unset
     ({}, None),
     ({"text_format": Answer}, "json"),  # parse()/stream(): the SDK sends a json_schema format
-    ({"text_format": openai.omit}, None),
+    ({"text_format": UNSET}, None),
     ({"extra_body": {"text": {"format": {"type": "json_object"}}}}, "json"),  # sent in its place
     ({"text": {"format": {"type": "json_schema"}}, "extra_body": {"text": {"format": {"type": "text"}}}}, "text"),
 ]
@@ -66,7 +67,7 @@ PROMPT_ROWS: list[tuple[dict[str, Any], tuple[str | None, str | None] | None]] =
     ({"prompt": {"version": "2"}}, None),  # no id: no prompt name, so no version either
     ({"prompt": {"id": 123, "version": "2"}}, None),  # not a string
     ({"prompt": {"id": "", "version": "2"}}, None),
-    ({"prompt": openai.omit}, None),
+    ({"prompt": UNSET}, None),
     ({"prompt": None}, None),
     ({}, None),
     ({"extra_body": {"prompt": {"id": "pmpt_9", "version": "1"}}}, ("pmpt_9", "1")),
@@ -88,7 +89,7 @@ SAMPLING_ROWS: list[tuple[object, float | None]] = [
     ("0.2", None),  # text is not sent as a number
     (math.nan, None),
     (math.inf, None),
-    (openai.omit, None),
+    (UNSET, None),
     (None, None),
 ]
 
