@@ -23,6 +23,10 @@ SPANS = ("docs/gen-ai/gen-ai-spans.md", "024a4f944a1291fcb627c9c47da69e79868dd15
 MIGRATION = ("docs/gen-ai/non-normative/migration.md", "32c328e85013588c6fe32ebc30934ab5b1752b6a")
 OPENAI = ("docs/gen-ai/openai.md", "5bc5dd3cb0a126dfa335e72f8e337c5634ddf9ff")
 MESSAGES = ("model/gen-ai/gen-ai-output-messages.json", "2b902ce14e7fa9d3d97cac49de02bae6917c02ae")
+# The log events' pages, at the commits docs/events.md cites (the Signals heard page).
+EVENTS = ("docs/gen-ai/gen-ai-events.md", "002c8a6ea1c8a42b14a4527db83b3cabcded610a")
+EXCEPTIONS = ("docs/gen-ai/gen-ai-exceptions.md", "255336243987bb0cf5c9901a94f39ec3d7199982")
+EVENTS_PAGE = (ROOT / "docs" / "events.md").read_text()
 
 # (constant, the name as the page spells it, the page). Values of an enum-like attribute are rows too.
 CONVENTIONS: list[tuple[str, str, tuple[str, str]]] = [
@@ -96,10 +100,17 @@ CONVENTIONS: list[tuple[str, str, tuple[str, str]]] = [
     ("FINISH_LENGTH", "length", MESSAGES),
     ("FINISH_CONTENT_FILTER", "content_filter", MESSAGES),
     ("FINISH_ERROR", "error", MESSAGES),
+    # The log events.
+    ("GEN_AI_EVALUATION_RESULT_EVENT", "gen_ai.evaluation.result", EVENTS),
+    ("GEN_AI_EVALUATION_NAME", "gen_ai.evaluation.name", EVENTS),
+    ("GEN_AI_EVALUATION_SCORE_LABEL", "gen_ai.evaluation.score.label", EVENTS),
+    ("GEN_AI_EVALUATION_EXPLANATION", "gen_ai.evaluation.explanation", EVENTS),
+    ("GEN_AI_CLIENT_OPERATION_EXCEPTION_EVENT", "gen_ai.client.operation.exception", EXCEPTIONS),
+    ("EXCEPTION_TYPE", "exception.type", EXCEPTIONS),
 ]
 
-# Names of the conventions this package uses without a GenAI page: the HTTP conventions' status code.
-OTHER_CONVENTIONS = {"HTTP_RESPONSE_STATUS_CODE": "http.response.status_code"}
+# Names of the general conventions this package uses without a GenAI page: the HTTP status code, the session.
+OTHER_CONVENTIONS = {"HTTP_RESPONSE_STATUS_CODE": "http.response.status_code", "SESSION_ID": "session.id"}
 # Values of the conventions' attributes that name this package's own operations (custom values are allowed).
 OWN_VALUES = {"OPERATION_COMPACT", "OPERATION_CREATE_CONVERSATION_ITEMS"}
 
@@ -107,7 +118,11 @@ OWN_VALUES = {"OPERATION_COMPACT", "OPERATION_CREATE_CONVERSATION_ITEMS"}
 @pytest.mark.parametrize(("constant", "name", "page"), CONVENTIONS, ids=[row[0] for row in CONVENTIONS])
 def test_each_name_is_what_its_page_spells(constant: str, name: str, page: tuple[str, str]) -> None:
     assert getattr(a, constant) == name
-    assert page in _cited_pages(), f"{page[0]} at {page[1]} is not cited in docs/records.md"
+    if page in (EVENTS, EXCEPTIONS):  # the log events' pages are cited where the events are documented
+        assert f"`{page[0]}`" in EVENTS_PAGE, page
+        assert f"`{page[1]}`" in EVENTS_PAGE, page
+    else:
+        assert page in _cited_pages(), f"{page[0]} at {page[1]} is not cited in docs/records.md"
 
 
 def _cited_pages() -> set[tuple[str, str]]:

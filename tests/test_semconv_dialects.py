@@ -244,3 +244,18 @@ def test_the_switch_reaches_the_instrumentation_from_the_environment(
     assert a.METRIC_INFERENCE_DURATION in metrics
     assert a.METRIC_OPERATION_DURATION not in metrics
     assert a.METRIC_TOKEN_USAGE not in metrics
+
+
+def test_the_prefixed_spelling_is_no_setting_and_names_the_variable_to_use(caplog: pytest.LogCaptureFixture) -> None:
+    """The switch is the ecosystem's variable: the package's prefix before its name is a typo, warned about with
+    the variable to use instead, and ignored; the variable itself warns about nothing."""
+    prefixed = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_SEMCONV_OPT_IN"
+    with caplog.at_level(logging.WARNING):
+        assert settings_from({}, {prefixed: LATEST}).latest_semconv is False
+    assert [r.getMessage() for r in caplog.records] == [
+        f"otel-responses: {prefixed} is not a setting of this package (did you mean {VARIABLE}?); it is ignored"
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert settings_from({}, {VARIABLE: LATEST}).latest_semconv is True
+    assert caplog.records == []
