@@ -118,6 +118,15 @@ class DefaultDialect:
         return self.time_per_output_chunk is not None
 
 
+_USAGE = (
+    (a.METRIC_USAGE_INPUT_TOKENS, "The number of input (prompt) tokens used, including cached tokens."),
+    (a.METRIC_USAGE_OUTPUT_TOKENS, "The number of output (completion) tokens used, including reasoning tokens."),
+    (a.METRIC_USAGE_CACHE_READ_INPUT_TOKENS, "The number of input tokens served from a provider-managed cache."),
+    (a.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS, "The number of input tokens written to a provider-managed cache."),
+    (a.METRIC_USAGE_REASONING_OUTPUT_TOKENS, "The number of output tokens used for reasoning."),
+)
+
+
 class LatestDialect:
     """The newest names: see the module's docstring."""
 
@@ -140,35 +149,9 @@ class LatestDialect:
             a.METRIC_OPERATION_OUTPUT_TOKENS,
             "The number of output (completion) tokens used per inference operation.",
         )
-        self.usage_input = observable_tally(
-            meter,
-            a.METRIC_USAGE_INPUT_TOKENS,
-            unit="{token}",
-            description="The number of input (prompt) tokens used, including cached tokens.",
-        )
-        self.usage_output = observable_tally(
-            meter,
-            a.METRIC_USAGE_OUTPUT_TOKENS,
-            unit="{token}",
-            description="The number of output (completion) tokens used, including reasoning tokens.",
-        )
-        self.usage_cache_read = observable_tally(
-            meter,
-            a.METRIC_USAGE_CACHE_READ_INPUT_TOKENS,
-            unit="{token}",
-            description="The number of input tokens served from a provider-managed cache.",
-        )
-        self.usage_cache_write = observable_tally(
-            meter,
-            a.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS,
-            unit="{token}",
-            description="The number of input tokens written to a provider-managed cache.",
-        )
-        self.usage_reasoning = observable_tally(
-            meter,
-            a.METRIC_USAGE_REASONING_OUTPUT_TOKENS,
-            unit="{token}",
-            description="The number of output tokens used for reasoning.",
+        # The usage counters, in the order `record` adds to them.
+        self.usage = tuple(
+            observable_tally(meter, name, unit="{token}", description=description) for name, description in _USAGE
         )
 
     def record(
@@ -198,11 +181,8 @@ class LatestDialect:
         self.input_tokens.record(inputs, attrs, context=context)
         self.output_tokens.record(outputs, attrs, context=context)
         key, usage = genai.key, genai.usage
-        self.usage_input.add(key, usage, inputs)
-        self.usage_output.add(key, usage, outputs)
-        self.usage_cache_read.add(key, usage, cached)
-        self.usage_cache_write.add(key, usage, written)
-        self.usage_reasoning.add(key, usage, reasoning)
+        for tally, amount in zip(self.usage, (inputs, outputs, cached, written, reasoning), strict=True):
+            tally.add(key, usage, amount)
 
     def chunk_timing(self, call: Call) -> bool:
         """Whether a stream of this call records its chunk timings: with ``chunk_timing`` on, an inference call's (the
