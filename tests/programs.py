@@ -22,6 +22,7 @@ PACKAGES: Final = {
     "prometheus": "prometheus",
     "promtool": "prometheus",
     "chromium": "chromium",
+    "curl": "curl",
 }
 
 

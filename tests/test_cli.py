@@ -636,7 +636,7 @@ def test_help_lists_each_command_once() -> None:
     [
         ("reprot", "unknown command 'reprot' (did you mean 'report'?)"),
         ("dashboard", "unknown command 'dashboard' (did you mean 'dashboards'?)"),
-        ("serve", "unknown command 'serve' (choose from demo, doctor, dashboards, report, emulator"),
+        ("serve", "unknown command 'serve' (choose from demo, doctor, dashboards, report, proxy, emulator"),
     ],
 )
 def test_an_unknown_command_names_the_nearest(typed: str, said: str) -> None:

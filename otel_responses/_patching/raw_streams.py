@@ -128,14 +128,22 @@ class _SSETap:
         if kind is not None and kind not in OBSERVED_EVENTS and '"error"' not in data:
             self._observer.event(Fields(type=kind))
             return
-        fields = json.loads(data, object_pairs_hook=Fields)
-        if not isinstance(fields, Fields):
+        parsed = json.loads(data)
+        if type(parsed) is not dict:
             return
+        fields = Fields(parsed)
         error = fields.get("error")
         if error:
             self._observer.raised(_api_error(error, self._request))
         else:
             self._observer.event(fields)
+
+
+def sse_feed(observer: StreamObserver, request: Any = None) -> Callable[[bytes], None] | None:
+    """What a front end that relays a streamed body's bytes itself (the proxy) shows each chunk to: the SSE events,
+    decoded beside it for ``observer``; None without the SDK's decoder."""
+    decoder = _sse_decoder()
+    return None if decoder is None else _SSETap(observer, decoder, request).feed_bytes
 
 
 def _api_error(error: Any, request: Any) -> BaseException:

@@ -71,13 +71,24 @@ def acquire(user: str, kwargs: Mapping[str, Any]) -> Telemetry:
                 )
             _users.add(user)
             return _telemetry
-        settings = settings_from(options)
-        tracer = trace.get_tracer(_SCOPE, __version__, kwargs.get("tracer_provider"), schema_url=_SCHEMA_URL)
-        meter = metrics.get_meter(_SCOPE, __version__, kwargs.get("meter_provider"), schema_url=_SCHEMA_URL)
-        logger = _logs.get_logger(_SCOPE, __version__, kwargs.get("logger_provider"), schema_url=_SCHEMA_URL)
-        _telemetry = Telemetry(tracer, meter, settings, logger)
+        _telemetry = telemetry_for(
+            options, kwargs.get("tracer_provider"), kwargs.get("meter_provider"), kwargs.get("logger_provider")
+        )
         _users.add(user)
         return _telemetry
+
+
+def telemetry_for(
+    options: Mapping[str, Any], tracer_provider: Any = None, meter_provider: Any = None, logger_provider: Any = None
+) -> Telemetry:
+    """A telemetry of its own (not the process's shared one), under the instrumentors' scope: for a front end that
+    records calls it does not make itself (the proxy), whose spans, metrics and log events must read as the SDK's
+    do. The providers: the global ones when None."""
+    settings = settings_from(options)
+    tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider, schema_url=_SCHEMA_URL)
+    meter = metrics.get_meter(_SCOPE, __version__, meter_provider, schema_url=_SCHEMA_URL)
+    logger = _logs.get_logger(_SCOPE, __version__, logger_provider, schema_url=_SCHEMA_URL)
+    return Telemetry(tracer, meter, settings, logger)
 
 
 def release(user: str) -> None:

@@ -43,15 +43,24 @@ OBSERVED_EVENTS = frozenset({"response.output_item.done", "error", *TERMINAL_EVE
 
 
 class Fields(dict[str, Any]):
-    """A JSON object read by attribute, as the facts read the SDK's models (a missing field: AttributeError)."""
+    """A JSON object read by attribute, as the facts read the SDK's models (a missing field: AttributeError).
+
+    A nested plain dict (a body ``json.loads`` parsed) is read the same way, wrapped when it is read rather than
+    converted ahead: a long body costs one parse in C and a shallow copy of each object the facts read."""
 
     __slots__ = ()
 
     def __getattr__(self, name: str) -> Any:
         try:
-            return self[name]
+            value = self[name]
         except KeyError:
             raise AttributeError(name) from None
+        return Fields(value) if type(value) is dict else value
+
+    @staticmethod
+    def read(value: Any) -> Any:
+        """A parsed JSON value readable by attribute: an object as ``Fields``, anything else as it is."""
+        return Fields(value) if type(value) is dict else value
 
 
 def as_fields(value: Any) -> Any:

@@ -120,6 +120,13 @@ def received(connection: Any, event: Any) -> None:
         _log.debug("otel-responses: observing a WebSocket event failed; the app is unaffected")
 
 
+def open_responses(connection: Any) -> int:
+    """How many ``response.create`` sent on the connection still await their terminal event: a front end that
+    relays the frames itself (the proxy) closes a connection it is draining once there are none."""
+    lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
+    return sum(1 for queue in (lanes or {}).values() for observer in queue if not observer.done)
+
+
 def closed(connection: Any) -> None:
     lanes: dict[str | None, deque[StreamObserver]] | None = getattr(connection, _PENDING, None)
     for queue in (lanes or {}).values():

@@ -8,10 +8,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
-import importlib
 import os
 import signal
-import socket
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,6 +18,12 @@ from urllib.parse import urlsplit
 
 from ..docs_links import DOCS_URL, NotASite, check_site
 from ..version import __version__, install_hint
+from .arguments import missing_module as _missing_module
+from .arguments import otlp_base as _otlp_base
+from .arguments import port as _port
+from .arguments import positive as _positive
+from .arguments import unreachable as _unreachable
+from .arguments import url as _url
 from .exit_codes import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -33,8 +37,8 @@ from .exit_codes import (
 DESCRIPTION = """\
 OpenTelemetry instrumentation for the OpenAI Responses API, from the command line: see it at
 work against the built-in emulator, troubleshoot a lost context, set up the dashboard and the
-alerts, read exported traces as one page, or serve the emulator for your own app. Each
-command's --help says more.
+alerts, read exported traces as one page, serve the emulator for your own app, or record an
+app in any language through a proxy. Each command's --help says more.
 """
 
 EPILOG = """\
@@ -45,8 +49,8 @@ read in full or FILE cannot be written; demo: --report FILE cannot be written); 
 3 an endpoint (doctor's --base-url, demo's --otlp-endpoint) could not be reached or refused the export;
 4 the endpoint refused the key; 5 a package of the 'cli' extra is missing
 (the install command is named; demo and doctor only; report: a zstd INPUT needs the 'zstd'
-extra); 130 interrupted by Ctrl-C
-(demo --serve and emulator stop with 0; emulator: 2 its port is in use or out of range).
+extra; proxy: the 'proxy' extra); 130 interrupted by Ctrl-C
+(demo --serve, emulator and proxy stop with 0; emulator: 2 its port is in use or out of range).
 """
 
 DASHBOARDS_EPILOG = """\
@@ -56,24 +60,6 @@ It needs no extra: the package alone has the files.
 """
 
 EXTRA = "cli"
-REACH_TIMEOUT = 2.0  # seconds: a collector on the network answers a TCP connect well within this
-
-
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 < port < 65536:
-        raise argparse.ArgumentTypeError(f"port out of range: {port}")
-    return port
-
-
-def _url(text: str) -> str:
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
-    return text
 
 
 def _site(text: str) -> str:
@@ -81,16 +67,6 @@ def _site(text: str) -> str:
         return check_site(text)
     except NotASite as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def _name(text: str) -> str:
@@ -192,9 +168,11 @@ def _parser() -> _Parser:
         help="where your copy of the documentation is: the alerts' runbook links and the dashboard's link lead "
         "there (default: %(default)s)",
     )
+    from .proxy import add_parser as add_proxy_parser
     from .report.command import add_parser
 
     add_parser(commands)
+    add_proxy_parser(commands)
     # Its arguments, --help included, are the emulator's own parser's (``emulator/__main__.py``): the emulator is
     # loaded only when it is run, not for every command's help.
     commands.add_parser(
@@ -209,8 +187,8 @@ def _parser() -> _Parser:
 
 def _needed_modules(args: argparse.Namespace) -> list[str]:
     """What the command will import beyond the base install: all of it comes with the `cli` extra."""
-    if args.command in ("dashboards", "report"):
-        return []  # the standard library only
+    if args.command in ("dashboards", "report", "proxy"):
+        return []  # the standard library only (the proxy checks its own extra)
     modules = ["openai", "opentelemetry.sdk"]
     if getattr(args, "otlp_endpoint", None):
         modules.append("opentelemetry.exporter.otlp.proto.http")
@@ -219,35 +197,10 @@ def _needed_modules(args: argparse.Namespace) -> list[str]:
     return modules
 
 
-def _missing_module(modules: Sequence[str]) -> str | None:
-    """The first module that cannot be imported, checked before any work so the user gets advice, not a traceback."""
-    for module in modules:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as error:
-            return error.name or module
-    return None
-
-
 def _endpoint(base_url: str) -> str:
     """host:port only: a URL may carry credentials, and the path says nothing useful."""
     parts = urlsplit(base_url)
     return f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
-
-
-OTLP_SIGNAL_PATHS = ("/v1/traces", "/v1/metrics")
-
-
-def _otlp_base(url: str) -> tuple[str, str | None]:
-    """The base URL the signal paths are appended to (as OTEL_EXPORTER_OTLP_ENDPOINT is), and the signal path
-    dropped from it: a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT's form) would be posted to at
-    .../v1/traces/v1/traces otherwise."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    for signal_path in OTLP_SIGNAL_PATHS:
-        if path.endswith(signal_path):
-            return parts._replace(path=path.removesuffix(signal_path)).geturl(), signal_path
-    return url, None
 
 
 def _no_api_hint(base_url: str) -> str:
@@ -258,20 +211,6 @@ def _no_api_hint(base_url: str) -> str:
         fixed = f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{path}/v1"
         return f"the URL's path lacks /v1; give --base-url {fixed}"
     return "no Responses API at this URL; give --base-url the URL an OpenAI client takes as its base_url"
-
-
-def _unreachable(url: str, timeout: float = REACH_TIMEOUT) -> str | None:
-    """Why a TCP connection to the URL's host and port fails, or None: checked up front, because the OTLP
-    exporters would otherwise retry for seconds in the background and the run would still end in success."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        with socket.create_connection((parts.hostname or "", port), timeout=timeout):
-            return None
-    except TimeoutError:
-        return f"no answer within {timeout:g}s"
-    except OSError as error:
-        return error.strerror or type(error).__name__
 
 
 def _stop_on_signals(stop: threading.Event) -> None:
@@ -460,6 +399,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .report.command import run
 
             return run(args, sys.stdout, sys.stderr)
+        if args.command == "proxy":
+            from .proxy import run as run_proxy
+
+            return run_proxy(args, sys.stdout, sys.stderr)
         return _doctor(args, sys.stdout, sys.stderr)
     except KeyboardInterrupt:  # Ctrl-C in a one-off run: a line, not a traceback
         sys.stderr.write(f"otel-responses {args.command}: interrupted\n")

@@ -101,6 +101,8 @@ class Exporters:
     console: bool = False
     otlp_endpoint: str | None = None
     prometheus_port: int | None = None
+    service_name: str = "otel-responses-demo"
+    in_memory: bool = True  # the demo's table reads the spans back; a long-running proxy keeps none
     _shutdown: list[Any] = field(default_factory=list)
     _watched: list[_Watched] = field(default_factory=list)
 
@@ -110,17 +112,19 @@ class Exporters:
         return any(w.failed for w in self._watched)
 
     def providers(self, out: TextIO) -> tuple[Any, Any, Any]:
-        """Tracer provider (with an in-memory exporter for the table), meter provider, in-memory exporter."""
+        """Tracer provider (with an in-memory exporter for the table, unless ``in_memory`` is off), meter provider,
+        in-memory exporter (or None)."""
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-        resource = Resource.create({"service.name": "otel-responses-demo"})
-        memory = InMemorySpanExporter()
+        resource = Resource.create({"service.name": self.service_name})
+        memory = InMemorySpanExporter() if self.in_memory else None
         tracer_provider = TracerProvider(resource=resource)
-        tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
+        if memory is not None:
+            tracer_provider.add_span_processor(SimpleSpanProcessor(memory))
         readers: list[Any] = []
         if self.console:
             tracer_provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out)))

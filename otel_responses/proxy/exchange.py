@@ -1,0 +1,245 @@
+"""One forwarded request as the instrumentation records it: the :class:`~otel_responses._patching.call.Call` the SDK
+wrapper would have made for the same call, fed what the proxy relays. No second parser and no second rule: the
+request body is the mapping ``request_facts`` reads (the SDK's keywords are the body's keys), a JSON response is
+read through ``Fields`` as the SDK's models are, a stream through the raw SSE observer, and the upstream's errors
+become the SDK's exceptions.
+
+Every method swallows its own failures (counted, as in-process): nothing here changes what the client receives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry.context import Context
+
+from .._patching.call import Call, Endpoint
+from .._patching.paths import Route
+from .._patching.raw_streams import sse_feed
+from .._patching.streams import Fields, StreamObserver
+from .._telemetry.recorded import NOTHING_READ, Outcome
+from .._telemetry.telemetry import Telemetry
+from ..attributes import REQUEST_ID
+from ..signals import ContextLossError
+from .encoding import NotAnalysed, decoder
+from .errors import connection_error, status_error
+
+# Keys the SDK's keywords have and a request body never does (an app's `extra_body` is merged into the body before
+# it is sent): read from a body, they would make the facts differ from what the API reads.
+_SDK_ONLY = frozenset({"extra_body", "extra_headers", "extra_query", "timeout"})
+
+
+def request_keywords(body: bytes, content_encoding: str | None, limit: int) -> dict[str, Any] | None:
+    """The body as the SDK method's keywords: its JSON object (decompressed first if it came compressed), or None
+    when it is not one (the API answers such a body with an error; the request is forwarded unrecorded)."""
+    decode = decoder(content_encoding, limit)
+    if decode is None:
+        return None
+    try:
+        parsed = json.loads(decode(body) if content_encoding else body)
+    except (NotAnalysed, ValueError):
+        return None
+    if type(parsed) is not dict:
+        return None
+    if not _SDK_ONLY.isdisjoint(parsed):
+        parsed = {key: value for key, value in parsed.items() if key not in _SDK_ONLY}
+    return parsed
+
+
+def _is_event_stream(headers: Mapping[str, str]) -> bool:
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+class Exchange:
+    """The call of one forwarded request: opened before the request goes upstream (strict mode refuses there), fed
+    the response's head and body chunks as they are relayed, ended exactly once."""
+
+    __slots__ = (
+        "_call",
+        "_chunks",
+        "_collect",
+        "_decode",
+        "_feed",
+        "_limit",
+        "_observer",
+        "_reads",
+        "_request_id",
+        "_size",
+        "_status",
+        "_telemetry",
+    )
+
+    def __init__(self, call: Call, limit: int, reads: bool = True) -> None:
+        self._call: Call | None = call
+        self._reads = reads  # the operation reads its answer: else only an error's body is
+        self._telemetry = call.telemetry
+        self._limit = limit
+        self._status = 0
+        self._request_id: str | None = None
+        self._observer: StreamObserver | None = None
+        self._feed: Callable[[bytes], None] | None = None
+        self._decode: Callable[[bytes], bytes] | None = None
+        self._collect = False
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    @classmethod
+    async def begin(
+        cls,
+        telemetry: Telemetry,
+        route: Route,
+        keywords: Mapping[str, Any] | None,
+        endpoint: Endpoint,
+        parent: Context,
+        limit: int,
+    ) -> Exchange | None:
+        """The call, checked against the ledger (a shared ledger's reads awaited first) and its span opened as a
+        child of the client's own span (``parent``: the context its trace headers carry); None when it cannot be
+        recorded (counted): the request is forwarded all the same."""
+        kwargs: Mapping[str, Any] = route.kwargs
+        if keywords is not None:
+            kwargs = {**keywords, **route.kwargs} if route.kwargs else keywords
+        try:
+            call = Call(telemetry, route.operation, None, route.args, kwargs, endpoint=endpoint)
+        except Exception:
+            telemetry.internal_error("start_call")
+            return None
+        await call.await_reads()
+        token = otel_context.attach(parent)
+        try:
+            call.check()
+            try:
+                call.open(attach=False)
+            except BaseException:
+                call.discard()
+                raise
+        except Exception:
+            telemetry.internal_error("start_call")
+            return None
+        finally:
+            otel_context.detach(token)
+        return cls(call, limit, route.reads)
+
+    def refusal(self) -> ContextLossError | None:
+        """Strict mode's refusal (the span ends with it), to answer instead of forwarding; None to forward."""
+        call = self._call
+        if call is None:
+            return None
+        error = call.refusal()
+        if error is not None:
+            self._call = None
+        return error
+
+    # -- the answer ------------------------------------------------------------------------------------------------
+
+    def unreachable(self, timed_out: bool) -> None:
+        """The upstream could not be reached, or did not answer in time."""
+        call, self._call = self._call, None
+        if call is not None:
+            call.raised(connection_error(timed_out))
+
+    def answered(self, status: int, headers: Mapping[str, str]) -> None:
+        """The response's head: a stream of events is observed as it is relayed, anything else collected (within the
+        limit) and read at its end."""
+        call = self._call
+        if call is None:
+            return
+        try:
+            self._status = status
+            request_id = headers.get("x-request-id")
+            self._request_id = request_id
+            self._decode = decoder(headers.get("content-encoding"), self._limit)
+            if 200 <= status < 300 and _is_event_stream(headers):
+                self._call = None
+                self._observer = StreamObserver(call, request_id)
+                self._feed = sse_feed(self._observer) if self._decode is not None else None
+            else:
+                self._collect = self._decode is not None and (self._reads or not 200 <= status < 300)
+        except Exception:
+            self._telemetry.internal_error("read_response")
+
+    def chunk(self, data: bytes) -> None:
+        """A chunk of the body, as relayed (compressed, if it came so)."""
+        feed = self._feed
+        if feed is not None:
+            try:
+                decode = self._decode
+                feed(decode(data) if decode is not None else data)
+            except NotAnalysed:
+                self._feed = None  # the rest of the stream is relayed, not observed
+            except Exception:
+                self._feed = None
+                self._telemetry.internal_error("observe_raw_stream")
+        elif self._collect:
+            self._size += len(data)
+            if self._size > self._limit:
+                self._collect = False
+                self._chunks.clear()
+            else:
+                self._chunks.append(data)
+
+    def finished(self) -> None:
+        """The body ended as the upstream sent it: the call ends with what it said."""
+        observer = self._observer
+        if observer is not None:
+            observer.ended("exhausted")
+            return
+        call, self._call = self._call, None
+        if call is None:
+            return
+        try:
+            self._read(call)
+        except Exception:
+            self._telemetry.internal_error("read_response")
+            call.end(NOTHING_READ)
+
+    def _read(self, call: Call) -> None:
+        status, request_id = self._status, self._request_id
+        parsed: Any = None
+        readable = self._collect
+        if readable:
+            data = b"".join(self._chunks)
+            self._chunks.clear()
+            decode = self._decode
+            try:
+                text = decode(data) if decode is not None else data
+                parsed = json.loads(text) if text.strip() else None
+            except NotAnalysed:
+                readable = False
+            except ValueError as exc:
+                if status < 400:  # the SDK fails to parse it too
+                    extra = {REQUEST_ID: request_id} if request_id is not None else None
+                    call.end(Outcome(None, type(exc).__qualname__, extra=extra))
+                    return
+        if status >= 400 or status < 200:
+            call.raised(status_error(status, parsed if readable else None, request_id))
+        elif not readable and self._reads:
+            call.end(NOTHING_READ)
+        else:
+            result = Fields.read(parsed)
+            if isinstance(result, Fields) and request_id is not None:
+                result["_request_id"] = request_id  # as the SDK sets it on the models it returns
+            call.returned(result)
+
+    def failed(self, exc: BaseException) -> None:
+        """The upstream failed mid-body (a cut connection, a timeout): the client saw the same cut."""
+        observer = self._observer
+        if observer is not None:
+            observer.raised(exc)
+            return
+        call, self._call = self._call, None
+        if call is not None:
+            call.raised(exc)
+
+    def abandoned(self, exc: BaseException) -> None:
+        """The client went away before the body ended: a stream ends ``closed``, as when an app closes one."""
+        observer = self._observer
+        if observer is not None:
+            observer.ended("closed")
+            return
+        call, self._call = self._call, None
+        if call is not None:
+            call.raised(exc)

@@ -1,0 +1,232 @@
+"""One HTTP request through the proxy: read whole (within the limit), recorded when the operation table knows it,
+refused in strict mode before anything goes upstream, then forwarded to the one upstream and relayed back as it
+arrives — the same status, headers (less hop-by-hop) and bytes; a stream chunk by chunk, never buffered; a compressed
+body as it came. What the client receives is what the upstream sent: an upstream that cuts its body cuts the
+client's too.
+
+The destination is never the request's to choose: not its ``Host``, an absolute URI on its request line,
+``Forwarded`` or ``X-Forwarded-Host`` (those go upstream as headers, unread), nor ``CONNECT`` (refused).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
+from opentelemetry import propagate
+from yarl import URL
+
+from .._patching.call import Endpoint
+from .._patching.paths import route as route_of
+from .._telemetry.telemetry import Telemetry
+from . import errors
+from .exchange import Exchange, request_keywords
+from .headers import client_response, upstream_request
+from .settings import ProxySettings
+
+if TYPE_CHECKING:
+    from .._patching.paths import Route
+
+_JSON = {"Content-Type": "application/json"}
+
+
+class TooLarge(Exception):
+    """The request body passes the limit."""
+
+
+def answer(status: int, message: str, type_: str, code: str | None = None) -> web.Response:
+    """The proxy's own answer, in the API's error shape."""
+    return web.Response(status=status, body=errors.body(message, type_, code), headers=_JSON)
+
+
+async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
+    """The request body, whole: ``TooLarge`` past ``limit`` bytes (a declared length is refused before it is read),
+    ``asyncio.TimeoutError`` when the client sends nothing for ``idle`` seconds."""
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise TooLarge
+    parts: list[bytes] = []
+    size = 0
+    content = request.content
+    while True:
+        chunk = await asyncio.wait_for(content.readany(), idle)
+        if not chunk:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > limit:
+            raise TooLarge
+        parts.append(chunk)
+
+
+class Forwarder:
+    """What every request is forwarded with: the settings, the pooled upstream session, the telemetry (None: the
+    proxy only forwards) and the server and provider its calls reach."""
+
+    def __init__(
+        self,
+        settings: ProxySettings,
+        session: ClientSession,
+        telemetry: Telemetry | None,
+        endpoints: tuple[Endpoint, Endpoint],
+    ) -> None:
+        self.settings = settings
+        self.session = session
+        self.telemetry = telemetry if settings.record else None
+        self._endpoints = endpoints  # (the upstream's provider, Azure OpenAI for a request in Azure's path shape)
+        self._timeout = ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout)
+
+    def url(self, rel: URL) -> URL:
+        """The upstream URL of a request: the upstream's origin, the request's path and query as sent."""
+        upstream = self.settings.upstream
+        return URL.build(
+            scheme=upstream.scheme,
+            host=upstream.host,
+            port=upstream.port,
+            path=rel.raw_path,
+            query_string=rel.raw_query_string,
+            encoded=True,
+        )
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        settings = self.settings
+        if request.method == "CONNECT":
+            return answer(405, "This proxy forwards to its configured upstream only.", "invalid_request_error")
+        rel = request.rel_url
+        if not rel.raw_path.startswith("/"):
+            return answer(400, "The request target must be a path.", "invalid_request_error")
+        try:
+            body = await read_body(request, settings.max_body_bytes, settings.idle_timeout)
+        except TooLarge:
+            refused = answer(
+                413,
+                f"The request body passes this proxy's limit of {settings.max_body_bytes} bytes.",
+                "invalid_request_error",
+                "request_too_large",
+            )
+        except asyncio.TimeoutError:
+            refused = answer(408, "The request body did not arrive in time.", "invalid_request_error")
+        else:
+            exchange = await self._exchange(request, rel, body)
+            if exchange is not None:
+                refusal = exchange.refusal()
+                if refusal is not None:
+                    return web.Response(status=400, body=errors.refusal_body(refusal), headers=_JSON)
+            try:
+                return await self._relay(request, rel, body, exchange)
+            except BaseException as exc:  # cancelled at the end of a stop's grace, or a bug: the call ends with it
+                if exchange is not None:
+                    exchange.failed(exc)
+                raise
+        # The connection closes after the answer: what is left of the body is read for a moment and dropped (so the
+        # client reads the answer, not a reset), never forwarded.
+        refused.force_close()
+        return refused
+
+    async def _exchange(self, request: web.BaseRequest, rel: URL, body: bytes) -> Exchange | None:
+        """The recorded call of a request the operation table knows (None for any other, and when not recording)."""
+        telemetry = self.telemetry
+        if telemetry is None:
+            return None
+        try:
+            route = route_of(request.method, rel.raw_path, rel.query, self.settings.upstream.root)
+            if route is None:
+                return None
+            keywords = None
+            if route.body:
+                keywords = request_keywords(body, request.headers.get("Content-Encoding"), self.settings.max_body_bytes)
+                if keywords is None:
+                    return None
+            parent = propagate.extract(request.headers)
+        except Exception:
+            telemetry.internal_error("start_call")
+            return None
+        return await Exchange.begin(
+            telemetry, route, keywords, self._endpoint(route), parent, self.settings.max_body_bytes
+        )
+
+    def _endpoint(self, route: Route) -> Endpoint:
+        return self._endpoints[1] if route.azure else self._endpoints[0]
+
+    async def _relay(
+        self, request: web.BaseRequest, rel: URL, body: bytes, exchange: Exchange | None
+    ) -> web.StreamResponse:
+        try:
+            upstream = await self.session.request(
+                request.method,
+                self.url(rel),
+                headers=upstream_request(request.headers.items()),
+                data=body if body or request.method not in ("GET", "HEAD", "DELETE", "OPTIONS") else None,
+                allow_redirects=False,
+                timeout=self._timeout,
+            )
+        except asyncio.TimeoutError:
+            if exchange is not None:
+                exchange.unreachable(True)
+            return answer(504, "The upstream did not answer in time.", "server_error", "upstream_timeout")
+        except (ClientError, OSError, ValueError):
+            if exchange is not None:
+                exchange.unreachable(False)
+            return answer(502, "The upstream could not be reached.", "server_error", "upstream_unreachable")
+        try:
+            return await self._respond(request, upstream, exchange)
+        finally:
+            upstream.release()
+
+    async def _respond(
+        self, request: web.BaseRequest, upstream: ClientResponse, exchange: Exchange | None
+    ) -> web.StreamResponse:
+        headers = upstream.headers
+        response = web.StreamResponse(
+            status=upstream.status, reason=upstream.reason, headers=client_response(headers.items())
+        )
+        if exchange is not None:
+            exchange.answered(upstream.status, headers)
+        try:
+            await response.prepare(request)
+            await _relay_body(request, upstream.content, response, exchange)
+        except ConnectionError as exc:  # the client left: the rest of the body is not read
+            if exchange is not None:
+                exchange.abandoned(exc)
+        return response
+
+
+async def _relay_body(
+    request: web.BaseRequest, content: StreamReader, response: web.StreamResponse, exchange: Exchange | None
+) -> None:
+    """The upstream's body, chunk by chunk as it arrives; a write to a client that left raises ``ConnectionError``.
+
+    Each chunk is observed right after it is relayed, and the call ends right after its last bytes are, before
+    anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
+    only after that, and finds this turn in the ledger. (A write suspends only while a slow client's buffer drains;
+    the client's next turn is then still a network round trip away.) The analysis is never on the relay's path."""
+    ended = False
+    while True:
+        try:
+            data = await content.readany()
+        except (ClientError, asyncio.TimeoutError, OSError) as exc:
+            if exchange is not None:
+                exchange.failed(exc)
+            _cut(request)
+            return
+        if not data:
+            break
+        await response.write(data)
+        if exchange is not None:
+            exchange.chunk(data)
+            if content.at_eof():
+                ended = True
+                exchange.finished()
+    if exchange is not None and not ended:
+        exchange.finished()
+    with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
+        await response.write_eof()
+
+
+def _cut(request: web.BaseRequest) -> None:
+    """The upstream cut its body: cut the client's after what it was sent (no final chunk, no full length)."""
+    request.protocol.force_close()
+    transport = request.transport
+    if transport is not None:
+        transport.close()

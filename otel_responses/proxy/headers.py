@@ -1,0 +1,80 @@
+"""Which headers cross the proxy: every end-to-end header both ways, unchanged (credentials and trace context
+included: they are the client's and go upstream as sent); the hop-by-hop ones (RFC 9110 section 7.6.1) stay on
+their hop. ``Host`` names the proxy on the client's hop and the upstream on the other; a request's ``Expect`` and
+``Content-Length`` are this hop's too (the proxy reads the body whole before it forwards it, and its length is the
+same).
+
+Nothing here is recorded: no header value reaches a span, a metric or a log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from multidict import CIMultiDict
+
+# Hop-by-hop headers, and the ones the WebSocket handshake makes on each hop itself.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+_REQUEST_OWN = frozenset({"host", "content-length", "expect"})
+_HANDSHAKE_OWN = frozenset(
+    {"sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions", "sec-websocket-accept"}
+)
+PROTOCOL_HEADER = "sec-websocket-protocol"
+
+
+def _named_by_connection(headers: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The headers a ``Connection`` header declares hop-by-hop (``Connection: close, X-Hop``)."""
+    named: set[str] = set()
+    for name, value in headers:
+        if name.lower() == "connection":
+            named.update(token.strip().lower() for token in value.split(",") if token.strip())
+    return frozenset(named)
+
+
+def _kept(headers: Iterable[tuple[str, str]], dropped: frozenset[str]) -> CIMultiDict[str]:
+    pairs = list(headers)
+    also = _named_by_connection(pairs)
+    kept: CIMultiDict[str] = CIMultiDict()
+    for name, value in pairs:
+        lowered = name.lower()
+        if lowered not in dropped and lowered not in also:
+            kept.add(name, value)
+    return kept
+
+
+def upstream_request(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
+    """The headers a request goes upstream with (aiohttp adds ``Host`` and ``Content-Length``)."""
+    return _kept(headers, HOP_BY_HOP | _REQUEST_OWN)
+
+
+def upstream_handshake(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
+    """The headers of a WebSocket handshake sent upstream: the client's own, less what each hop negotiates (the
+    subprotocols go through ``ws_connect(protocols=...)``)."""
+    return _kept(headers, HOP_BY_HOP | _REQUEST_OWN | _HANDSHAKE_OWN | {PROTOCOL_HEADER})
+
+
+def client_response(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
+    """The headers a response reaches the client with."""
+    return _kept(headers, HOP_BY_HOP)
+
+
+def refused_handshake(headers: Iterable[tuple[str, str]]) -> CIMultiDict[str]:
+    """The headers of an upstream's refusal of a WebSocket upgrade, relayed with a body of the proxy's own."""
+    return _kept(headers, HOP_BY_HOP | {"content-length", "content-encoding"})
+
+
+def protocols(value: str | None) -> tuple[str, ...]:
+    """The subprotocols a WebSocket client asks for (``Sec-WebSocket-Protocol: a, b``)."""
+    return tuple(token.strip() for token in (value or "").split(",") if token.strip())

@@ -1,0 +1,185 @@
+"""The proxy's server: aiohttp's low-level server in front, one pooled client session to the upstream behind, on one
+event loop. A stop is graceful: no new connection is taken, idle ones are closed, in-flight requests, streams and
+WebSocket responses get the grace period to finish, and what is still running then is cut.
+
+Limits that keep one client from hurting the others: the request head's line and field sizes and header count
+(aiohttp's, answered 400), a body limit (413), a deadline for a connection that is idle or whose request never
+arrives, a deadline between the chunks of a request body (408), connect and read timeouts upstream (504). Nothing is
+logged per request (no access log): a path, a query or a header is the client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from types import TracebackType
+
+from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
+
+from .._patching.providers import is_azure_host
+from .._telemetry.recorded import Server
+from .._telemetry.telemetry import Telemetry
+from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
+from .forward import Forwarder, answer
+from .settings import ProxySettings
+from .websocket import Seam, is_upgrade, relay
+
+_log = logging.getLogger(__name__)
+# Headers aiohttp's client would add when the client sent none: the request goes upstream with the client's only.
+_NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
+# After refusing a body (413, 408), how long what is left of it is read and dropped before the connection closes: a
+# client that sends on past the refusal still reads the answer rather than a reset.
+_LINGERING = 1.0
+
+
+class Proxy:
+    """The proxy on the running event loop: :meth:`start`, then :meth:`stop`. ``telemetry``: where its calls are
+    recorded (None, or ``settings.record`` off: it only forwards)."""
+
+    def __init__(self, settings: ProxySettings, telemetry: Telemetry | None = None) -> None:
+        self.settings = settings
+        self.telemetry = telemetry
+        self._runner: web.ServerRunner | None = None
+        self._session: ClientSession | None = None
+        self._forwarder: Forwarder | None = None
+        self._seams: Seam | None = None
+        self._draining = asyncio.Event()
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        """What a client takes as its base URL: this proxy's origin and the upstream's API root
+        (``http://127.0.0.1:8787/v1``)."""
+        host = self.settings.host
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}{self.settings.upstream.root}"
+
+    async def start(self) -> None:
+        """Listen (``OSError`` when the address cannot be had) and open the pooled upstream session."""
+        settings = self.settings
+        upstream = settings.upstream
+        session = ClientSession(
+            connector=TCPConnector(limit=0, keepalive_timeout=30),
+            cookie_jar=DummyCookieJar(),  # a cookie of one client's response is never sent with another's request
+            auto_decompress=False,
+            skip_auto_headers=_NO_AUTO_HEADERS,
+            timeout=ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout),
+            trust_env=False,
+        )
+        provider = PROVIDER_AZURE_OPENAI if is_azure_host(upstream.host) else PROVIDER_OPENAI
+        server = Server(upstream.host, upstream.port)
+        endpoints = ((server, provider), (server, PROVIDER_AZURE_OPENAI))
+        self._forwarder = Forwarder(settings, session, self.telemetry, endpoints)
+        self._seams = Seam(self.telemetry) if self.telemetry is not None and settings.record else None
+        self._session = session
+        low_level = web.Server(
+            self._handle,
+            access_log=None,
+            keepalive_timeout=settings.idle_timeout,
+            lingering_time=_LINGERING,
+            auto_decompress=False,
+        )
+        runner = web.ServerRunner(low_level, shutdown_timeout=settings.grace, handle_signals=False)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, settings.host, settings.port)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            await session.close()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+
+    async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        forwarder = self._forwarder
+        assert forwarder is not None
+        try:
+            if is_upgrade(request):
+                return await relay(request, forwarder, self._seams, self._draining)
+            return await forwarder.handle(request)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug of ours: the client gets a gateway's error, the proxy goes on (counted)
+            if self.telemetry is not None:
+                self.telemetry.internal_error("forward_request")
+            else:
+                _log.debug("otel-responses proxy: forwarding failed (%s)", type(exc).__qualname__)
+            return answer(502, "The proxy failed to forward the request.", "server_error", "proxy_error")
+
+    async def stop(self) -> None:
+        """Stop taking connections, let in-flight requests and streams finish within the grace period, then close."""
+        self._draining.set()
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+
+class ThreadedProxy:
+    """A :class:`Proxy` on an event loop of its own, in a daemon thread: for tests, benchmarks and apps that are not
+    asynchronous. A context manager; :meth:`start` returns once it listens."""
+
+    def __init__(self, settings: ProxySettings, telemetry: Telemetry | None = None) -> None:
+        self.proxy = Proxy(settings, telemetry)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        return self.proxy.base_url
+
+    @property
+    def port(self) -> int:
+        return self.proxy.port
+
+    def start(self) -> ThreadedProxy:
+        loop = asyncio.new_event_loop()
+        started: list[BaseException | None] = []
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.proxy.start())
+            except BaseException as exc:
+                started.append(exc)
+                ready.set()
+                loop.close()
+                return
+            started.append(None)
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+        thread = threading.Thread(target=run, name="otel-responses-proxy", daemon=True)
+        thread.start()
+        ready.wait()
+        if started[0] is not None:
+            thread.join()
+            raise started[0]
+        self._loop, self._thread = loop, thread
+        return self
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        self._loop = self._thread = None
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self.proxy.stop(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=self.proxy.settings.grace + 10)
+
+    def __enter__(self) -> ThreadedProxy:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,230 @@
+"""``otel-responses proxy`` as a script starts it: the base URL for clients is the first line of standard output (and
+the bound port is in ``--port-file``) once it listens, ``--listen 127.0.0.1:0`` takes a free port, instrumentation
+settings come from the environment, SIGTERM lets in-flight streams finish and exits 0. What it will not use is one
+line and exit code 2; a wider address than loopback is said aloud; a missing extra names its install command."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import openai
+import pytest
+
+from otel_responses.emulator import Emulator
+from otel_responses.tools.cli import main
+
+from ..support import free_port, run_python
+from .support import LAST_CHUNK, Connection, RawUpstream, Request, chunk, chunked_head
+
+COMMAND = str(Path(sys.executable).parent / "otel-responses")
+STARTED_WITHIN = 30.0  # seconds: a cold start imports the SDK and OpenTelemetry (about a second here)
+
+
+def _line(stream: object, timeout: float) -> str:
+    selector = selectors.DefaultSelector()
+    selector.register(stream, selectors.EVENT_READ)  # type: ignore[arg-type]
+    if not selector.select(timeout):
+        raise AssertionError(f"nothing on standard output within {timeout}s")
+    return stream.readline()  # type: ignore[attr-defined, no-any-return]
+
+
+@contextmanager
+def started(*args: str, env: dict[str, str] | None = None) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """The command, running: its process and the first line it printed (the base URL)."""
+    process = subprocess.Popen(
+        [COMMAND, "proxy", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        line = _line(process.stdout, STARTED_WITHIN).strip()
+        assert line, process.stderr.read() if process.poll() is not None and process.stderr else "no line"
+        yield process, line
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def _stopped(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(30)
+    assert process.stderr is not None
+    return code, process.stderr.read()
+
+
+def test_a_script_reads_the_base_url_and_the_port_and_sigterm_exits_0(emulator: Emulator, tmp_path: Path) -> None:
+    port_file = tmp_path / "proxy.port"
+    with started(
+        "--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--port-file", str(port_file), "--console"
+    ) as (process, base_url):
+        port = int(port_file.read_text())
+        assert base_url == f"http://127.0.0.1:{port}/v1"
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            answer = client.responses.create(model="gpt-5.4", input="Remember this: the marker is CLI-1.")
+        code, err = _stopped(process)
+        assert process.stdout is not None
+        printed = process.stdout.read()
+    assert answer.output_text == "Noted marker CLI-1."
+    assert code == 0
+    assert f"forwarding to {emulator.base_url} (strict mode off)" in err
+    assert "stopping; in-flight requests get 30s to finish" in err
+    assert '"name": "chat gpt-5.4"' in printed  # --console: the span, as the console exporter prints it
+    assert "CLI-1" not in printed + err  # no payload, in a span or a line
+
+
+def test_settings_come_from_the_environment_and_a_wider_address_is_said_aloud(emulator: Emulator) -> None:
+    env = {"OTEL_INSTRUMENTATION_OPENAI_RESPONSES_STRICT": "true"}
+    with started("--upstream", emulator.base_url, "--listen", "0.0.0.0:0", env=env) as (process, base_url):
+        local = base_url.replace("0.0.0.0", "127.0.0.1")
+        with (
+            openai.OpenAI(base_url=local, api_key="k", max_retries=0) as client,
+            pytest.raises(openai.BadRequestError) as refused,
+        ):
+            client.responses.create(model="gpt-5.4", input="x", conversation="conv_1", previous_response_id="r")
+        code, err = _stopped(process)
+    assert base_url.startswith("http://0.0.0.0:")
+    assert refused.value.code == "state_mode_conflict"
+    assert (code, "(strict mode on)" in err) == (0, True)
+    assert "listening on 0.0.0.0, not loopback: other machines can reach it" in err
+    assert "no exporter: give --otlp-endpoint, --prometheus-port or --console" in err
+
+
+def test_sigterm_lets_a_stream_in_flight_finish_and_takes_no_new_connection() -> None:
+    sent_first = threading.Event()
+    terminated = threading.Event()
+    events = [
+        {
+            "type": "response.created",
+            "sequence_number": 0,
+            "response": {"id": "resp_slow", "status": "in_progress", "output": []},
+        }
+    ]
+    events += [{"type": "response.output_text.delta", "sequence_number": n, "delta": "x"} for n in range(1, 6)]
+    events += [
+        {
+            "type": "response.completed",
+            "sequence_number": 6,
+            "response": {"id": "resp_slow", "status": "completed", "output": []},
+        }
+    ]
+
+    def script(request: Request, connection: Connection) -> bool:
+        connection.send(chunked_head(200, {"content-type": "text/event-stream"}))
+        for number, event in enumerate(events):
+            connection.send(chunk(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode()))
+            if number == 0:
+                sent_first.set()
+                terminated.wait(10)
+            time.sleep(0.1)
+        connection.send(LAST_CHUNK)
+        return True
+
+    with (
+        RawUpstream(script) as upstream,
+        started("--upstream", upstream.base_url, "--listen", "127.0.0.1:0", "--grace", "20") as (process, base_url),
+    ):
+        seen: list[str] = []
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            stream = client.responses.create(model="gpt-5.4", input="hi", stream=True)
+            for event in stream:
+                seen.append(event.type)
+                if len(seen) == 1:
+                    assert sent_first.wait(10)
+                    process.send_signal(signal.SIGTERM)
+                    time.sleep(0.3)
+                    terminated.set()
+                    with (
+                        openai.OpenAI(base_url=base_url, api_key="k", max_retries=0, timeout=5) as late,
+                        pytest.raises(openai.APIConnectionError),
+                    ):
+                        late.models.list()
+        code = process.wait(30)
+    assert seen == ["response.created", *["response.output_text.delta"] * 5, "response.completed"]
+    assert code == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--upstream", "http://10.0.0.8/v1"], "plain http would send the clients' keys unencrypted"),
+        (["--upstream", "https://user:pw@api.example/v1"], "must not carry credentials"),
+        (["--listen", "localhost"], "--listen takes HOST:PORT"),
+        (["--max-body-bytes", "0"], "must be positive"),
+    ],
+)
+def test_what_it_will_not_use_is_one_line_and_exit_code_2(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) if args[0] == "--max-body-bytes" else contextlib.nullcontext() as usage:
+        code = main(["proxy", *args])
+    out, err = capsys.readouterr()
+    assert (usage.value.code if usage is not None else code) == 2
+    assert said in err
+    assert "Traceback" not in err
+    assert out == ""
+
+
+def test_a_port_in_use_is_one_line_and_exit_code_2(emulator: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
+    port = emulator.port
+    assert main(["proxy", "--upstream", emulator.base_url, "--listen", f"127.0.0.1:{port}"]) == 2
+    assert f"127.0.0.1:{port} (--listen) is in use" in capsys.readouterr().err
+
+
+def test_an_unreachable_otlp_endpoint_is_exit_code_3(emulator: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["proxy", "--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--otlp-endpoint", url]) == 3
+    assert "cannot reach the OTLP endpoint" in capsys.readouterr().err
+
+
+def test_a_missing_extra_names_its_install_command() -> None:
+    done = run_python(
+        "import sys; sys.modules['aiohttp'] = None\n"
+        "from otel_responses.tools.cli import main\n"
+        "sys.exit(main(['proxy']))"
+    )
+    assert done.returncode == 5
+    assert "the module 'aiohttp' is missing; it comes with the 'proxy' extra" in done.stderr
+    assert "pip install '.[proxy]'" in done.stderr
+
+
+def test_the_help_lists_the_command_and_its_options() -> None:
+    top = subprocess.run([COMMAND, "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    own = subprocess.run([COMMAND, "proxy", "--help"], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert "    proxy        forward an app's Responses API traffic to its upstream" in top
+    for option in ("--upstream", "--listen", "--otlp-endpoint", "--prometheus-port", "--port-file", "--grace"):
+        assert option in own
+
+
+def test_an_otlp_endpoint_gets_the_spans_the_metrics_and_the_signals_log_events(emulator: Emulator) -> None:
+    from ..hostile import LoopbackAPI, Reply
+
+    with LoopbackAPI(lambda received, index: Reply(200, b"")) as collector:
+        base = collector.base_url.removesuffix("/v1")
+        with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--otlp-endpoint", base) as (
+            process,
+            base_url,
+        ):
+            with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+                first = client.responses.create(model="gpt-5.4", instructions="Be brief.", input="The marker is O-1.")
+                client.responses.create(model="gpt-5.4", input="The marker?", previous_response_id=first.id)
+            code, _ = _stopped(process)  # the batch processors flush as it stops
+        paths = {received.path for received in collector.received}
+    assert code == 0
+    assert paths == {"/v1/traces", "/v1/metrics", "/v1/logs"}
