@@ -239,9 +239,52 @@ class Curl:
         raw = self.post("/responses", body)
         if self.stream:
             raw = _completed(raw)
-        from openai.types.responses import Response
+        return Parsed(json.loads(raw))
 
-        return Response.model_validate(json.loads(raw))
+
+class Parsed:
+    """A JSON object read back for the scenario's logic as the SDK's types are read (attributes, ``model_dump``,
+    ``output_text``), without them: curl's answers are plain JSON, whatever items the installed SDK knows."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return _wrapped(self._data[name])
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def output_text(self) -> str:
+        return "".join(
+            part.get("text", "")
+            for item in self._data.get("output", [])
+            if item.get("type") == "message"
+            for part in item.get("content", [])
+            if part.get("type") == "output_text"
+        )
+
+    def model_dump(self, *, exclude: set[str] | None = None, exclude_none: bool = False, **_: Any) -> dict[str, Any]:
+        kept = {k: v for k, v in self._data.items() if k not in (exclude or set())}
+        dumped: dict[str, Any] = _without_none(kept) if exclude_none else json.loads(json.dumps(kept))
+        return dumped
+
+
+def _wrapped(value: Any) -> Any:
+    if isinstance(value, dict):
+        return Parsed(value)
+    if isinstance(value, list):
+        return [_wrapped(item) for item in value]
+    return value
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(item) for item in value]
+    return value
 
 
 class _CurlConversations:
@@ -249,7 +292,7 @@ class _CurlConversations:
         self.curl = curl
 
     def create(self) -> Any:
-        return type("Conversation", (), json.loads(self.curl.post("/conversations", {})))
+        return Parsed(json.loads(self.curl.post("/conversations", {})))
 
 
 def _completed(raw: bytes) -> bytes:
