@@ -26,7 +26,7 @@ import openai
 
 from otel_responses.tools import scenarios
 
-from ..support import not_installed
+from ..programs import not_installed, program
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = HERE / "clients"
@@ -66,8 +66,7 @@ def node_binary(client_set: str) -> str:
 
 
 def need_curl() -> None:
-    if shutil.which("curl") is None:
-        not_installed("curl is not installed (Debian package curl; .ci/run installs it)")
+    program("curl")
 
 
 def scenario_of(flow: str) -> scenarios.Scenario:
