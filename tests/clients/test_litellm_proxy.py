@@ -374,6 +374,8 @@ def test_three_ids_for_one_response_and_how_they_join(gateway: Gateway) -> None:
     (span,) = gateway.chat_spans(since, 1)
     span_id = span.attributes["gen_ai.response.id"]
     assert client_id != span_id
+    # A shared ledger takes both: the gateway's ledger the span's, the ledger of an app in front of it the client's.
+    assert (is_id(span_id), is_id(client_id)) == (True, True)
     decoded = base64.b64decode(span_id.removeprefix("resp_")).decode()
     assert decoded.startswith("litellm:custom_llm_provider:openai;model_id:")
     upstream_id = decoded.rpartition(";response_id:")[2]
