@@ -59,7 +59,9 @@ SUBJECTS = (BARE, OURS, f"{OURS}_strict", SAMPLED, REDIS, LITELLM, *PEERS)
 # a taker), and ours at another checkout's code (--baseline: that checkout's venv runs the `otel_responses` worker).
 LOGS = f"{OURS}_logs"
 BASELINE = f"{OURS}_baseline"
-EXTRA_SUBJECTS = (LOGS, BASELINE)
+# Ours emitting the latest GenAI conventions' names (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental).
+LATEST = f"{OURS}_latest"
+EXTRA_SUBJECTS = (LOGS, LATEST, BASELINE)
 WORKLOADS = ("short", "stream", "replay_10", "replay_100", "replay_1000", "replay_10000")
 HUGE = "replay_10000"
 

@@ -308,6 +308,8 @@ PEERS = {
     "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     # A LoggerProvider with an in-memory log exporter given to instrument(): the signals' log events have a taker.
     "otel_responses_logs": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
+    # The latest GenAI conventions' dialect: `semconv_opt_in="gen_ai_latest_experimental"` given to instrument().
+    "otel_responses_latest": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
         "opentelemetry-instrumentation-genai-openai",
         "opentelemetry.instrumentation.genai.openai",
@@ -326,6 +328,7 @@ PEERS = {
 # A tenth of the traces sampled (the rest not recording): what an app that samples pays per call.
 SAMPLED = "otel_responses_sampled"
 LOGS = "otel_responses_logs"
+LATEST = "otel_responses_latest"
 SAMPLED_RATIO = 0.1
 
 
@@ -356,6 +359,8 @@ def build(subject: str, ledger: Any = None) -> Harness:
 
             options["ledger"] = RedisLedger(os.environ[REDIS_URL_ENV])
             options["hash_key"] = "bench-fleet-key"
+        if subject == LATEST:
+            options["semconv_opt_in"] = "gen_ai_latest_experimental"
         if subject == LOGS:
             from opentelemetry.sdk._logs import LoggerProvider
             from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor

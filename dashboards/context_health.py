@@ -21,9 +21,9 @@ from grafana_foundation_sdk.models.dashboard import (
     VariableSort,
 )
 
-from dashboards.names import CALLS, MODEL, SERVICE
+from dashboards.names import CALLS, DEFAULT, LATEST, MODEL, SERVICE
 from dashboards.panels import LINEAGE, PROMETHEUS, UID
-from dashboards.rows import ROWS
+from dashboards.rows import rows_for
 from otel_responses.docs_links import DOCS_URL, SIGNALS_PAGE, page_url
 
 #: The Grafana the dashboard is built for: the grafana-foundation-sdk build pinned in pyproject.toml.
@@ -31,14 +31,22 @@ GRAFANA_VERSION = "11.6"
 ALL = VariableOption(selected=True, text=["All"], value=["$__all"])
 
 
-def context_health(docs_url: str = DOCS_URL) -> Dashboard:
-    """The "OpenAI Responses — context health" dashboard; its link to the signals' documentation at ``docs_url``."""
+_DIALECT = {
+    DEFAULT: "",
+    LATEST: " For the latest GenAI conventions (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental).",
+}
+
+
+def context_health(docs_url: str = DOCS_URL, semconv: str = DEFAULT) -> Dashboard:
+    """The "OpenAI Responses — context health" dashboard; its link to the signals' documentation at ``docs_url``;
+    its GenAI queries for the ``semconv`` dialect (the same uid: one dashboard, in the dialect the services emit)."""
     board = (
         Dashboard("OpenAI Responses — context health")
         .uid(UID)
         .description(
             "Where multi-turn context gets lost in calls to the OpenAI Responses API, from the otel-responses "
             "instrumentation: signals, state handling, encrypted reasoning, tool calls, tokens, latency, errors."
+            + _DIALECT[semconv]
         )
         .tags(["openai", "opentelemetry", "genai", "otel-responses"])
         .timezone("browser")
@@ -94,7 +102,7 @@ def context_health(docs_url: str = DOCS_URL) -> Dashboard:
             .default_value("")
         )
     )
-    for row in ROWS:
+    for row in rows_for(semconv):
         section = row()
         board.with_row(Row(section.title))
         for panel in section.panels:
@@ -102,8 +110,6 @@ def context_health(docs_url: str = DOCS_URL) -> Dashboard:
     return board
 
 
-def render_dashboard(docs_url: str = DOCS_URL) -> str:
-    return (
-        json.dumps(context_health(docs_url).build(), cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False)
-        + "\n"
-    )
+def render_dashboard(docs_url: str = DOCS_URL, semconv: str = DEFAULT) -> str:
+    built = context_health(docs_url, semconv).build()
+    return json.dumps(built, cls=JSONEncoder, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

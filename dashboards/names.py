@@ -29,6 +29,14 @@ ENCRYPTED_ITEMS = label(attr.METRIC_ENCRYPTED_ITEMS) + "_total"
 DURATION = label(attr.METRIC_OPERATION_DURATION) + "_seconds"
 COST = label(attr.METRIC_COST) + "_total"
 COST_SAVED = label(attr.METRIC_COST_SAVED) + "_total"
+# The latest dialect's GenAI metrics (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental): the inference
+# duration, and the usage counters where the default dialect has one token histogram.
+INFERENCE_DURATION = label(attr.METRIC_INFERENCE_DURATION) + "_seconds"
+USAGE_INPUT = label(attr.METRIC_USAGE_INPUT_TOKENS) + "_total"
+USAGE_OUTPUT = label(attr.METRIC_USAGE_OUTPUT_TOKENS) + "_total"
+USAGE_CACHE_READ = label(attr.METRIC_USAGE_CACHE_READ_INPUT_TOKENS) + "_total"
+USAGE_CACHE_WRITE = label(attr.METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS) + "_total"
+USAGE_REASONING = label(attr.METRIC_USAGE_REASONING_OUTPUT_TOKENS) + "_total"
 
 # Labels.
 MODEL = label(attr.GEN_AI_REQUEST_MODEL)
@@ -44,6 +52,10 @@ ERROR_TYPE = label(attr.ERROR_TYPE)
 TURN_DEPTH = label(attr.TURN_DEPTH)
 TRUNCATION = label(attr.TRUNCATION)
 CURRENCY = label(attr.COST_CURRENCY)
+#: The dialects of the GenAI conventions a dashboard is built for (``python -m dashboards.build --semconv``).
+DEFAULT = "default"
+LATEST = "latest"
+DIALECTS = (DEFAULT, LATEST)
 #: The service: ``job`` as Prometheus sets it when scraping, or as the Collector's prometheus exporter derives
 #: it from the resource's ``service.name`` (``service.namespace/service.name`` when a namespace is set).
 SERVICE = "job"

@@ -19,6 +19,8 @@ from dashboards.names import (
     TOKEN_TYPE,
     TOKEN_USAGE_SUM,
     TOKENS,
+    USAGE_CACHE_READ,
+    USAGE_INPUT,
 )
 
 
@@ -102,17 +104,23 @@ def share(metric: str, part: str, whole: Sequence[str] = (), by: Sequence[str] =
     return f"(\n{part_total}\nor\n0 * {whole_total}\n)\n/\n{whole_total}"
 
 
-def cache_hit_ratio() -> str:
-    """Cached input tokens (a counter) over input tokens (the GenAI histogram's sum), per model; 0 when none hit."""
+def cache_hit_ratio(latest: bool = False) -> str:
+    """Cached input tokens over input tokens, per model; 0 when none hit. The default dialect: the project's counter
+    over the GenAI histogram's input sum; the latest: the usage counters, cache read over input."""
     by = (MODEL,)
+    if latest:  # a failed call counts 0 input tokens: a model with only those has no ratio (not NaN)
+        cached = total(USAGE_CACHE_READ, HAS_MODEL, by=by, window=RATE)
+        inputs = total(USAGE_INPUT, HAS_MODEL, by=by, window=RATE)
+        return f"(\n{cached}\nor\n0 * {inputs}\n)\n/\n({inputs} > 0)"
     cached = total(TOKENS, eq(TOKEN_KIND, "cached_input"), HAS_MODEL, by=by, window=RATE)
     inputs = total(TOKEN_USAGE_SUM, eq(TOKEN_TYPE, "input"), HAS_MODEL, by=by, window=RATE)
     return f"(\n{cached}\nor\n0 * {inputs}\n)\n/\n{inputs}"
 
 
-def quantile(q: float) -> str:
-    """A latency percentile per model from the buckets' increase over ``$__rate_interval``, new buckets included."""
-    buckets = fresh(sel(DURATION + "_bucket", HAS_MODEL), RATE)
+def quantile(q: float, duration: str = DURATION) -> str:
+    """A latency percentile per model from the buckets' increase over ``$__rate_interval``, new buckets included;
+    ``duration``: the histogram (the latest dialect's model calls have their own, the inference duration)."""
+    buckets = fresh(sel(duration + "_bucket", HAS_MODEL), RATE)
     return f"histogram_quantile({q}, sum by (le, {MODEL}) ({buckets}))"
 
 

@@ -44,7 +44,8 @@ def options_table() -> str:
 
 def names() -> list[tuple[str, str, str, str, str]]:
     """(name, where it is recorded, type, meaning, constant) for every telemetry name of attributes.py, in the
-    file's order, from its ``MEANINGS``; a constant without an entry there is an error."""
+    file's order, from its ``MEANINGS``; a constant without an entry there is an error. Its dialect:
+    ``attributes.dialect_of(constant)``."""
     found = []
     for constant, value in vars(attributes).items():
         if not constant.isupper() or not isinstance(value, str) or constant == "PREFIX":
@@ -57,16 +58,17 @@ def names() -> list[tuple[str, str, str, str, str]]:
 
 
 def names_table() -> str:
-    """Every name but the values of other names, then those values."""
-    rows = ["| name | recorded as | type | meaning |", "|---|---|---|---|"]
+    """Every name but the values of other names, then those values; each with the dialect that emits it (``both``,
+    ``default``, ``latest``: see the page's Dialects section)."""
+    rows = ["| name | recorded as | type | dialect | meaning |", "|---|---|---|---|---|"]
     every = names()
-    for value, where, kind, meaning, _ in every:
+    for value, where, kind, meaning, constant in every:
         if where != "value":
-            rows.append(f"| `{value}` | {where} | {kind} | {_cell(meaning)} |")
-    rows += ["", "| value | meaning |", "|---|---|"]
-    for value, where, _, meaning, _ in every:
+            rows.append(f"| `{value}` | {where} | {kind} | {attributes.dialect_of(constant)} | {_cell(meaning)} |")
+    rows += ["", "| value | dialect | meaning |", "|---|---|---|"]
+    for value, where, _, meaning, constant in every:
         if where == "value":
-            rows.append(f"| `{value}` | {_cell(meaning)} |")
+            rows.append(f"| `{value}` | {attributes.dialect_of(constant)} | {_cell(meaning)} |")
     return "\n".join(rows)
 
 

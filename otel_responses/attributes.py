@@ -1,40 +1,40 @@
 """Attribute and metric names: the telemetry contract (span attributes, metrics, events), in one place.
 
-GenAI names come from ``opentelemetry-semantic-conventions`` where it still has them; the few it lacks
-(moved to the GenAI conventions repository) are literals here so no other module spells a name.
+Every name is a literal here, so no other module spells one. The GenAI names are those of
+open-telemetry/semantic-conventions-genai (``tests/test_convention_names.py`` holds each one against the page and the
+commit that define it); ``opentelemetry-semantic-conventions`` marks its GenAI constants deprecated, so none is
+imported. Two dialects (``config``'s ``semconv_opt_in``): the default one emits the names of the conventions' last
+release in open-telemetry/semantic-conventions (those of ``opentelemetry-util-genai`` today); with
+``gen_ai_latest_experimental`` the newest ones. ``DIALECTS`` says which names only one of them emits.
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
-from opentelemetry.semconv._incubating.attributes import openai_attributes as _openai
-from opentelemetry.semconv.attributes import error_attributes as _error
-from opentelemetry.semconv.attributes import server_attributes as _server
-
 # GenAI semantic conventions.
-GEN_AI_OPERATION_NAME: Final = _gen_ai.GEN_AI_OPERATION_NAME
-GEN_AI_PROVIDER_NAME: Final = _gen_ai.GEN_AI_PROVIDER_NAME
-GEN_AI_REQUEST_MODEL: Final = _gen_ai.GEN_AI_REQUEST_MODEL
-GEN_AI_RESPONSE_MODEL: Final = _gen_ai.GEN_AI_RESPONSE_MODEL
-GEN_AI_RESPONSE_ID: Final = _gen_ai.GEN_AI_RESPONSE_ID
-GEN_AI_RESPONSE_FINISH_REASONS: Final = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
-GEN_AI_CONVERSATION_ID: Final = _gen_ai.GEN_AI_CONVERSATION_ID
-GEN_AI_USAGE_INPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
-GEN_AI_USAGE_OUTPUT_TOKENS: Final = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_ID: Final = "gen_ai.response.id"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
-GEN_AI_TOKEN_TYPE: Final = _gen_ai.GEN_AI_TOKEN_TYPE
+GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.usage.cache_write.input_tokens"  # only when not 0
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.response.time_to_first_chunk"
 GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID: Final = "gen_ai.request.previous_response.id"
 GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
-OPENAI_API_TYPE: Final = _openai.OPENAI_API_TYPE
-OPENAI_REQUEST_SERVICE_TIER: Final = _openai.OPENAI_REQUEST_SERVICE_TIER
-OPENAI_RESPONSE_SERVICE_TIER: Final = _openai.OPENAI_RESPONSE_SERVICE_TIER
-SERVER_ADDRESS: Final = _server.SERVER_ADDRESS
-SERVER_PORT: Final = _server.SERVER_PORT
-ERROR_TYPE: Final = _error.ERROR_TYPE
+OPENAI_API_TYPE: Final = "openai.api.type"
+OPENAI_REQUEST_SERVICE_TIER: Final = "openai.request.service_tier"
+OPENAI_RESPONSE_SERVICE_TIER: Final = "openai.response.service_tier"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
+ERROR_TYPE: Final = "error.type"
 
 PROVIDER_OPENAI: Final = "openai"
 # The GenAI conventions' provider values (literals: the registry's enum moves with the conventions).
@@ -43,6 +43,7 @@ PROVIDER_AZURE_AI_INFERENCE: Final = "azure.ai.inference"
 API_TYPE_RESPONSES: Final = "responses"
 OPERATION_CHAT: Final = "chat"
 OPERATION_COMPACT: Final = "compact_response"
+OPERATION_FETCH: Final = "fetch_response"
 OPERATION_CREATE_CONVERSATION_ITEMS: Final = "create_conversation_items"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
@@ -153,7 +154,92 @@ TOKEN_KIND_OUTPUT: Final = "output"
 # check can see; `disabled`), a validated token; on the span, and on the calls metric only when the request set it.
 TRUNCATION: Final = "openai_responses.truncation"
 # `max_output_tokens`, by the GenAI conventions' name (span attribute only).
-GEN_AI_REQUEST_MAX_TOKENS: Final = _gen_ai.GEN_AI_REQUEST_MAX_TOKENS
+GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+
+# --- What the conventions define about the request and the response (both dialects) ------------------------------
+# Request settings, set when the span starts: `stream=True` (only then: unset means not streamed), the output type
+# when the request sends `text.format` (`json_schema` and `json_object` -> `json`, `text` -> `text`), `temperature`
+# and `top_p` when sent, and the `prompt` parameter's `id` and `version` (never its variables: they are content).
+GEN_AI_REQUEST_STREAM: Final = "gen_ai.request.stream"
+GEN_AI_OUTPUT_TYPE: Final = "gen_ai.output.type"
+GEN_AI_REQUEST_TEMPERATURE: Final = "gen_ai.request.temperature"
+GEN_AI_REQUEST_TOP_P: Final = "gen_ai.request.top_p"
+GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
+GEN_AI_PROMPT_VERSION: Final = "gen_ai.prompt.version"
+OUTPUT_TYPE_JSON: Final = "json"
+OUTPUT_TYPE_TEXT: Final = "text"
+# `gen_ai.response.finish_reasons` in the conventions' values; the Responses `status` itself is the project's
+# attribute (`RESPONSE_STATUS`), on every span of a call that read a response.
+FINISH_STOP: Final = "stop"
+FINISH_TOOL_CALL: Final = "tool_call"
+FINISH_LENGTH: Final = "length"
+FINISH_CONTENT_FILTER: Final = "content_filter"
+FINISH_ERROR: Final = "error"
+RESPONSE_STATUS: Final = "openai_responses.response.status"
+# `responses.retrieve` (`fetch_response`): the fetched response's lifecycle status, and the cursor a resumed stream
+# starts after (`starting_after`). Its spans carry no token usage: the fetched usage is the original call's.
+GEN_AI_RESPONSE_STATUS: Final = "gen_ai.response.status"
+GEN_AI_REQUEST_STREAM_CURSOR: Final = "gen_ai.request.stream_cursor"
+
+# --- The newest conventions' metrics (the `gen_ai_latest_experimental` dialect) ------------------------------------
+# Inference (`chat`, `compact_response`) reports these instead of `gen_ai.client.operation.*`, which stays for the
+# other operations; the usage counters (with `gen_ai.token.modality`: the API's usage has no modality breakdown, so
+# `unknown`) and the per-operation histograms replace `gen_ai.client.token.usage`. Every inference call records
+# them, a failed one too (0 when no usage came).
+METRIC_INFERENCE_DURATION: Final = "gen_ai.client.inference.duration"
+METRIC_INFERENCE_TIME_TO_FIRST_CHUNK: Final = "gen_ai.client.inference.time_to_first_chunk"
+METRIC_INFERENCE_TIME_PER_OUTPUT_CHUNK: Final = "gen_ai.client.inference.time_per_output_chunk"
+METRIC_USAGE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.input_tokens"
+METRIC_USAGE_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.output_tokens"
+METRIC_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.cache_read.input_tokens"
+METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS: Final = "gen_ai.client.inference.usage.cache_write.input_tokens"
+METRIC_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.client.inference.usage.reasoning.output_tokens"
+METRIC_OPERATION_INPUT_TOKENS: Final = "gen_ai.client.inference.operation.input_tokens"
+METRIC_OPERATION_OUTPUT_TOKENS: Final = "gen_ai.client.inference.operation.output_tokens"
+GEN_AI_TOKEN_MODALITY: Final = "gen_ai.token.modality"
+TOKEN_MODALITY_UNKNOWN: Final = "unknown"
+
+# --- Which dialect emits a name ----------------------------------------------------------------------------------
+#: The names (by constant) only one dialect emits; every other name, both. The default dialect's token histogram,
+#: chunk timings and `openai_responses.tokens` (cached input and reasoning: the latest counters cover them).
+DIALECTS: Final[dict[str, str]] = {
+    **dict.fromkeys(
+        (
+            "METRIC_TOKEN_USAGE",
+            "GEN_AI_TOKEN_TYPE",
+            "TOKEN_TYPE_INPUT",
+            "TOKEN_TYPE_OUTPUT",
+            "METRIC_TIME_TO_FIRST_CHUNK",
+            "METRIC_TIME_PER_OUTPUT_CHUNK",
+            "METRIC_TOKENS",
+            "TOKEN_KIND_REASONING",
+        ),
+        "default",
+    ),
+    **dict.fromkeys(
+        (
+            "METRIC_INFERENCE_DURATION",
+            "METRIC_INFERENCE_TIME_TO_FIRST_CHUNK",
+            "METRIC_INFERENCE_TIME_PER_OUTPUT_CHUNK",
+            "METRIC_USAGE_INPUT_TOKENS",
+            "METRIC_USAGE_OUTPUT_TOKENS",
+            "METRIC_USAGE_CACHE_READ_INPUT_TOKENS",
+            "METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS",
+            "METRIC_USAGE_REASONING_OUTPUT_TOKENS",
+            "METRIC_OPERATION_INPUT_TOKENS",
+            "METRIC_OPERATION_OUTPUT_TOKENS",
+            "GEN_AI_TOKEN_MODALITY",
+            "TOKEN_MODALITY_UNKNOWN",
+        ),
+        "latest",
+    ),
+}
+
+
+def dialect_of(constant: str) -> str:
+    """``default``, ``latest`` or ``both``: which dialect emits the name of ``constant``."""
+    return DIALECTS.get(constant, "both")
+
 
 # --- Signals heard: the GenAI conventions' log events, and sessions -------------------------------------------
 # Log events through the OpenTelemetry Logs API (a `LogRecord` with `event_name`, in the call's span context), as
@@ -190,12 +276,21 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "GEN_AI_REQUEST_MODEL": ("span, metric", "string", "the model the request named (the Azure deployment)"),
     "GEN_AI_RESPONSE_MODEL": ("span, metric", "string", "the model the response names"),
     "GEN_AI_RESPONSE_ID": ("span", "string", "the response's id"),
-    "GEN_AI_RESPONSE_FINISH_REASONS": ("span", "string[]", "the response's `status`, or why it is incomplete"),
+    "GEN_AI_RESPONSE_FINISH_REASONS": (
+        "span",
+        "string[]",
+        "why generation ended: `stop`, `tool_call`, `length`, `content_filter` or `error`",
+    ),
     "GEN_AI_CONVERSATION_ID": ("span", "string", "the API's conversation id (`conversation` mode only)"),
     "GEN_AI_USAGE_INPUT_TOKENS": ("span", "int", "input tokens"),
     "GEN_AI_USAGE_OUTPUT_TOKENS": ("span", "int", "output tokens, reasoning included"),
     "GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS": ("span", "int", "input tokens read from the prompt cache"),
     "GEN_AI_USAGE_REASONING_OUTPUT_TOKENS": ("span", "int", "output tokens spent on reasoning"),
+    "GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS": (
+        "span",
+        "int",
+        "input tokens written to the prompt cache (`cache_write_tokens`), when not 0",
+    ),
     "GEN_AI_TOKEN_TYPE": ("metric", "string", "`input` or `output`, on `gen_ai.client.token.usage`"),
     "GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK": ("span", "double (s)", "a stream's time to its first event"),
     "GEN_AI_REQUEST_PREVIOUS_RESPONSE_ID": ("span", "string", "the request's `previous_response_id`"),
@@ -212,6 +307,7 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "API_TYPE_RESPONSES": ("value", "", "of `openai.api.type`"),
     "OPERATION_CHAT": ("value", "", "of `gen_ai.operation.name`: create, parse, stream, a WebSocket `response.create`"),
     "OPERATION_COMPACT": ("value", "", "of `gen_ai.operation.name`: `responses.compact`"),
+    "OPERATION_FETCH": ("value", "", "of `gen_ai.operation.name`: `responses.retrieve`"),
     "OPERATION_CREATE_CONVERSATION_ITEMS": ("value", "", "of `gen_ai.operation.name`: `conversations.items.create`"),
     "TOKEN_TYPE_INPUT": ("value", "", "of `gen_ai.token.type`"),
     "TOKEN_TYPE_OUTPUT": ("value", "", "of `gen_ai.token.type`"),
@@ -281,19 +377,23 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     ),
     "CONFIRMED": ("event", "bool", "the API's own error confirmed the signal"),
     "LEDGER_SHARED": ("event", "bool", "the signal rests on an entry another process wrote to a shared ledger"),
-    "METRIC_OPERATION_DURATION": ("histogram, s", "", "each call's duration (GenAI conventions)"),
+    "METRIC_OPERATION_DURATION": (
+        "histogram, s",
+        "",
+        "each call's duration (GenAI conventions); in the latest dialect, of the calls that are not inference",
+    ),
     "METRIC_TOKEN_USAGE": ("histogram, {token}", "", "input and output tokens per call (GenAI conventions)"),
     "METRIC_TIME_TO_FIRST_CHUNK": ("histogram, s", "", "a stream's time to its first event (GenAI conventions)"),
     "METRIC_CALLS": ("counter", "", "calls, by state mode, store, context loss, model, turn depth"),
     "METRIC_SIGNALS": ("counter", "", "signals raised, by name, severity, state mode, model, turn depth"),
-    "METRIC_TOKENS": ("counter, {token}", "", "cached input and reasoning tokens"),
+    "METRIC_TOKENS": ("counter, {token}", "", "cached input and reasoning tokens (the latest counters cover them)"),
     "METRIC_ENCRYPTED_ITEMS": ("counter", "", "encrypted reasoning items returned and replayed"),
     "METRIC_INTERNAL_ERRORS": ("counter", "", "failures inside the instrumentation (swallowed)"),
     "INSTRUMENTATION_STEP": ("metric", "string", "where inside the instrumentation a failure happened"),
     "TOKEN_KIND": (
         "metric",
         "string",
-        "`cached_input`, `reasoning` (tokens); `input`, `cached_input`, `output` (cost)",
+        "`cached_input`, `reasoning` (`openai_responses.tokens`); `input`, `cached_input`, `output` (cost)",
     ),
     "TOKEN_KIND_CACHED_INPUT": ("value", "", "of `openai_responses.token.kind`"),
     "TOKEN_KIND_REASONING": ("value", "", "of `openai_responses.token.kind`"),
@@ -340,4 +440,40 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
         "string",
         "with `session_id_from_lineage`: the lineage id, or the app's `session.id` from OpenTelemetry baggage",
     ),
+    "GEN_AI_REQUEST_STREAM": ("span", "bool", "`true` when the request asked for a stream (never `false`)"),
+    "GEN_AI_OUTPUT_TYPE": ("span", "string", "`json` or `text`, when the request sends `text.format`"),
+    "GEN_AI_REQUEST_TEMPERATURE": ("span", "double", "the request's `temperature`"),
+    "GEN_AI_REQUEST_TOP_P": ("span", "double", "the request's `top_p`"),
+    "GEN_AI_PROMPT_NAME": ("span", "string", "the `prompt` parameter's `id` (a stored prompt)"),
+    "GEN_AI_PROMPT_VERSION": ("span", "string", "the `prompt` parameter's `version`"),
+    "OUTPUT_TYPE_JSON": ("value", "", "of `gen_ai.output.type`: `text.format` `json_schema` or `json_object`"),
+    "OUTPUT_TYPE_TEXT": ("value", "", "of `gen_ai.output.type`: `text.format` `text`"),
+    "FINISH_STOP": ("value", "", "of `gen_ai.response.finish_reasons`: `completed`, without tool calls to answer"),
+    "FINISH_TOOL_CALL": ("value", "", "of `gen_ai.response.finish_reasons`: `completed` with tool calls to answer"),
+    "FINISH_LENGTH": ("value", "", "of `gen_ai.response.finish_reasons`: `incomplete`, `max_output_tokens`"),
+    "FINISH_CONTENT_FILTER": ("value", "", "of `gen_ai.response.finish_reasons`: `incomplete`, `content_filter`"),
+    "FINISH_ERROR": (
+        "value",
+        "",
+        "of `gen_ai.response.finish_reasons`: failed or cancelled, an API error, a stream cut before its end",
+    ),
+    "RESPONSE_STATUS": ("span", "string", "the response's `status`: `completed`, `incomplete`, `failed`, …"),
+    "GEN_AI_RESPONSE_STATUS": ("span", "string", "`fetch_response`: the fetched response's `status`"),
+    "GEN_AI_REQUEST_STREAM_CURSOR": ("span", "string", "`fetch_response`: a resumed stream's `starting_after`"),
+    "METRIC_INFERENCE_DURATION": ("histogram, s", "", "each inference call's duration (`chat`, `compact_response`)"),
+    "METRIC_INFERENCE_TIME_TO_FIRST_CHUNK": ("histogram, s", "", "a stream's time to its first event"),
+    "METRIC_INFERENCE_TIME_PER_OUTPUT_CHUNK": (
+        "histogram, s",
+        "",
+        "time between a stream's chunks (with `chunk_timing`)",
+    ),
+    "METRIC_USAGE_INPUT_TOKENS": ("counter, {token}", "", "input tokens, cached ones included"),
+    "METRIC_USAGE_OUTPUT_TOKENS": ("counter, {token}", "", "output tokens, reasoning included"),
+    "METRIC_USAGE_CACHE_READ_INPUT_TOKENS": ("counter, {token}", "", "input tokens read from the prompt cache"),
+    "METRIC_USAGE_CACHE_WRITE_INPUT_TOKENS": ("counter, {token}", "", "input tokens written to the prompt cache"),
+    "METRIC_USAGE_REASONING_OUTPUT_TOKENS": ("counter, {token}", "", "output tokens spent on reasoning"),
+    "METRIC_OPERATION_INPUT_TOKENS": ("histogram, {token}", "", "input tokens per inference call"),
+    "METRIC_OPERATION_OUTPUT_TOKENS": ("histogram, {token}", "", "output tokens per inference call"),
+    "GEN_AI_TOKEN_MODALITY": ("metric", "string", "`unknown` (the API's usage has no modality breakdown)"),
+    "TOKEN_MODALITY_UNKNOWN": ("value", "", "of `gen_ai.token.modality`"),
 }

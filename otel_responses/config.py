@@ -63,10 +63,11 @@ class Settings:
     strict: bool
     ledger: Ledger
     prices: PriceTable | None = None  # the user's price table: cost is recorded only with one
-    chunk_timing: bool = False  # record gen_ai.client.operation.time_per_output_chunk (one SDK record per chunk)
+    chunk_timing: bool = False  # record the time per output chunk (one SDK record per chunk)
     genai_events: bool = True  # gen_ai.evaluation.result per signal, gen_ai.client.operation.exception per failure
     log_signals: str = DEFAULT_LOG_SIGNALS  # the console line's level: off, error, warning, info
     session_id_from_lineage: bool = False  # session.id = the lineage id (baggage's session.id wins)
+    latest_semconv: bool = False  # emit the newest GenAI conventions' names (`gen_ai_latest_experimental`)
 
 
 # -- the option table -----------------------------------------------------------------------------------------
@@ -87,10 +88,13 @@ class Option:
     fallback: str = ""  # what an unusable environment value gives; empty: the default
     env: bool = True  # has an environment variable (a ledger object can only be passed in code)
     secret: bool = False  # its value is never repeated in a message
+    env_name: str = ""  # a variable the OpenTelemetry ecosystem names, instead of this package's prefix
 
     @property
     def variable(self) -> str | None:
-        return ENV_PREFIX + self.name.upper() if self.env else None
+        if not self.env:
+            return None
+        return self.env_name or ENV_PREFIX + self.name.upper()
 
     @property
     def instead(self) -> str:
@@ -164,6 +168,21 @@ def _ledger_object(value: Any, text: bool) -> Ledger | None:
 
 def _log_level(value: Any, text: bool) -> str:
     return parse_level(value)
+
+
+#: The GenAI value of ``OTEL_SEMCONV_STABILITY_OPT_IN``: emit the newest experimental conventions, not the old ones.
+GEN_AI_LATEST_EXPERIMENTAL = "gen_ai_latest_experimental"
+
+
+def _opt_in(value: Any, text: bool) -> frozenset[str]:
+    """``OTEL_SEMCONV_STABILITY_OPT_IN`` as ``opentelemetry-instrumentation`` reads it (its ``_semconv`` module,
+    private, so reimplemented): comma-separated values, each stripped; values for other instrumentations (``http``,
+    ``database``) and unknown ones are kept and ignored here. The keyword: the same text, or a list of values."""
+    if isinstance(value, str):
+        return frozenset(part.strip() for part in value.split(","))
+    if not text and isinstance(value, (list, tuple, frozenset, set)) and all(isinstance(v, str) for v in value):
+        return frozenset(v.strip() for v in value)
+    raise ValueError("must be a comma-separated string (or a list) of values such as gen_ai_latest_experimental")
 
 
 def _prices(value: Any, text: bool) -> PriceTable | None:
@@ -278,7 +297,8 @@ OPTIONS: tuple[Option, ...] = (
         "chunk_timing",
         _flag,
         False,
-        "record `gen_ai.client.operation.time_per_output_chunk`, one histogram record per streamed chunk",
+        "record the time per output chunk (`gen_ai.client.operation.time_per_output_chunk`; in the latest dialect "
+        "`gen_ai.client.inference.time_per_output_chunk`), one histogram record per streamed chunk",
         "`false`",
     ),
     Option(
@@ -307,6 +327,16 @@ OPTIONS: tuple[Option, ...] = (
         "set `session.id` to the lineage id on every span of a lineage, so that backends group a conversation "
         "as one session; a `session.id` in OpenTelemetry baggage wins",
         "`false`",
+    ),
+    Option(
+        "semconv_opt_in",
+        _opt_in,
+        frozenset(),
+        "which GenAI conventions to emit, comma-separated as the OpenTelemetry variable is: "
+        f"`{GEN_AI_LATEST_EXPERIMENTAL}` for the newest names ([dialects](records.md#dialects)); any other value is "
+        "ignored",
+        "none: the default dialect",
+        env_name="OTEL_SEMCONV_STABILITY_OPT_IN",
     ),
 )
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
@@ -375,8 +405,9 @@ def warn_unknown_variables(environ: Mapping[str, str]) -> None:
     """One warning for each variable under ``ENV_PREFIX`` that is no setting (a typo would otherwise be ignored
     without a word), naming the nearest known one. Its value is never repeated (it may be a secret)."""
     known = {option.name.upper(): option.variable for option in OPTIONS if option.variable is not None}
+    variables = set(known.values())  # a setting the ecosystem names (OTEL_SEMCONV_STABILITY_OPT_IN) has no prefix
     for variable in sorted(environ):
-        if not variable.startswith(ENV_PREFIX) or variable[len(ENV_PREFIX) :] in known:
+        if not variable.startswith(ENV_PREFIX) or variable in variables:
             continue
         near = nearest(variable[len(ENV_PREFIX) :], known)
         hint = f"did you mean {known[near]}?" if near else f"the settings are listed at {page_url('configuration')}"
@@ -423,6 +454,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     key = values.get("hash_key")
     strict = values.get("strict")
     chunk_timing = values.get("chunk_timing")
+    latest_semconv = GEN_AI_LATEST_EXPERIMENTAL in values.get("semconv_opt_in")
     prices = values.get("prices")  # before a ledger is built: a bad table leaves nothing behind
     ledger = values.get("ledger")
     if ledger is not None:
@@ -447,6 +479,7 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
         genai_events=genai_events,
         log_signals=_log_signals(values, genai_events, environ),
         session_id_from_lineage=values.get("session_id_from_lineage"),
+        latest_semconv=latest_semconv,
     )
 
 

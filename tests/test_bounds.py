@@ -461,6 +461,7 @@ def test_many_model_names_grow_nothing_of_this_package_and_overflow_in_the_sdk(
     assert len(recorded._cache) <= metrics._CACHE_SIZE
     assert len(recorded._genai_cache) <= metrics._CACHE_SIZE
     assert len(bounds._models) <= bounds._CACHE_SIZE
+    assert recorded.tokens is not None  # the default dialect's
     for series in (recorded.calls, recorded.tokens, recorded.encrypted_items):
         assert len(series._totals) <= tally.MAX_SERIES
     # The SDK decides how many series are exported: 50, then one overflow series that keeps summing.

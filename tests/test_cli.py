@@ -478,7 +478,7 @@ def test_demo_reports_an_endpoint_that_rejects_the_export() -> None:
 
 # --- otel-responses dashboards ----------------------------------------------------------------------------------
 
-DASHBOARD_FILES = {file.name: REPO / file.source for file in dashboard_files.FILES}
+DASHBOARD_FILES = {file.name: REPO / file.source for file in dashboard_files.WRITTEN["default"]}
 
 
 def _written(directory: Path) -> dict[str, bytes]:
@@ -504,6 +504,26 @@ def test_dashboards_writes_the_files_into_a_new_directory_and_says_how_to_import
     assert f"promtool test rules {out / 'otel-responses.rules_test.yaml'}\n" in result.stdout
     assert result.stdout.isascii()
     assert not result.stderr
+
+
+def test_dashboards_for_the_latest_conventions_writes_their_dashboard_and_the_same_rules(tmp_path: Path) -> None:
+    """--semconv latest: the dashboard whose queries read the latest dialect's names, beside the rules (which read
+    only the package's own counters); the default dashboard is not written, and the two sit side by side."""
+    result = run("dashboards", "--out", str(tmp_path), "--semconv", "latest", timeout=60)
+    assert result.returncode == 0, result.stderr
+    written = _written(tmp_path)
+    assert set(written) == {"context-health.latest.json", "otel-responses.rules.yaml", "otel-responses.rules_test.yaml"}
+    assert written["context-health.latest.json"] == build.LATEST_DASHBOARD_FILE.read_bytes()
+    assert written["otel-responses.rules.yaml"] == build.RULES_FILE.read_bytes()
+    assert f"upload\n  {tmp_path / 'context-health.latest.json'}\n" in result.stdout
+    assert b"gen_ai_client_inference_usage_input_tokens_total" in written["context-health.latest.json"]
+    assert b"gen_ai_client_token_usage" not in written["context-health.latest.json"]
+    both = run("dashboards", "--out", str(tmp_path), timeout=60)  # the default one beside it: nothing differs
+    assert both.returncode == 0, both.stderr
+    assert set(_written(tmp_path)) == {*written, "context-health.json"}
+    wrong = run("dashboards", "--out", str(tmp_path), "--semconv", "newest", timeout=60)
+    assert wrong.returncode == 2
+    assert "invalid choice: 'newest'" in wrong.stderr
 
 
 def test_dashboards_leaves_the_same_files_alone(tmp_path: Path) -> None:

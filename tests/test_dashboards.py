@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -43,14 +44,22 @@ STACK = DASHBOARDS / "stack"
 SIGNALS_PAGE = (ROOT / "docs" / "signals.md").read_text()
 GRAFANA_PAGE = (ROOT / "docs" / "grafana.md").read_text()
 DASHBOARD = json.loads(build.DASHBOARD_FILE.read_text())
+# The dashboard of each dialect of the GenAI conventions (the latest: OTEL_SEMCONV_STABILITY_OPT_IN=
+# gen_ai_latest_experimental); the rules are one file for both.
+DIALECTS = tuple(build.DASHBOARD_FILES)
+DASHBOARDS = {dialect: json.loads(path.read_text()) for dialect, path in build.DASHBOARD_FILES.items()}
+LATEST_ENV = {"OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental"}
 RULES = yaml.safe_load(build.RULES_FILE.read_text())
 ALERT_RULES = [rule for group in RULES["groups"] for rule in group["rules"]]
 SIGNAL_LABEL = "{{ $labels.openai_responses_signal_name }}"
 
 # The demo has no compaction scenario: this runs the doctor's compaction step (a long history compacted with
-# responses.compact against the emulator) with the instrumentation on and serves its metrics like the demo does.
+# responses.compact against the emulator) with the instrumentation on and serves its metrics like the demo does;
+# and a retrieve of a response that does not exist, a failed call that is not inference (in the latest dialect its
+# error has a histogram of its own, gen_ai.client.operation.duration, read by the errors panel's second query).
 COMPACTION_WORKLOAD = """
 import sys, time
+import openai
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.trace import TracerProvider
@@ -65,6 +74,10 @@ ResponsesInstrumentor().instrument(tracer_provider=TracerProvider(), meter_provi
 with Emulator() as emulator:
     while True:
         compaction(Probe(emulator.client(), "gpt-5-mini"))
+        try:
+            emulator.client().responses.retrieve("resp_that_does_not_exist")
+        except openai.NotFoundError:
+            pass
         time.sleep(1)
 """
 
@@ -119,17 +132,17 @@ with Emulator() as emulator:
 HAS_COMPACT = hasattr(openai.resources.responses.Responses, "compact")
 
 
-def _panels() -> Iterator[dict[str, Any]]:
-    for panel in DASHBOARD["panels"]:
+def _panels(board: dict[str, Any] = DASHBOARD) -> Iterator[dict[str, Any]]:
+    for panel in board["panels"]:
         yield panel
         yield from panel.get("panels", [])
 
 
-def _expressions() -> list[tuple[str, str]]:
+def _expressions(board: dict[str, Any] = DASHBOARD) -> list[tuple[str, str]]:
     """(panel title, PromQL) for every Prometheus target of every panel."""
     return [
         (panel["title"], target["expr"])
-        for panel in _panels()
+        for panel in _panels(board)
         for target in panel.get("targets", [])
         if "expr" in target
     ]
@@ -161,9 +174,11 @@ FRESH = re.compile(
 COUNTER_SELECTOR = re.compile(r"\b(?:openai_responses|gen_ai)_\w+_(?:total|count|sum|bucket)\{")
 
 
-def _targets() -> list[tuple[str, dict[str, Any]]]:
+def _targets(board: dict[str, Any] = DASHBOARD) -> list[tuple[str, dict[str, Any]]]:
     """(panel title, target) for every Prometheus target of every panel."""
-    return [(panel["title"], target) for panel in _panels() for target in panel.get("targets", []) if "expr" in target]
+    return [
+        (panel["title"], target) for panel in _panels(board) for target in panel.get("targets", []) if "expr" in target
+    ]
 
 
 # --- built from code ------------------------------------------------------------------------------------------
@@ -173,12 +188,42 @@ def test_committed_dashboard_and_rules_are_what_the_code_builds() -> None:
     """Rebuild with `python -m dashboards.build` when this fails."""
     assert build.DASHBOARD_FILE.read_text() == build.render_dashboard()
     assert build.RULES_FILE.read_text() == build.render_rules()
+    assert build.LATEST_DASHBOARD_FILE.read_text() == build.render_dashboard(semconv="latest")
     assert build.main(["--check"]) == 0
+    assert build.main(["--check", "--semconv", "latest"]) == 0
 
 
-def test_dashboard_has_the_promised_panels_and_variables() -> None:
-    assert DASHBOARD["title"] == "OpenAI Responses — context health"
-    titles = {panel["title"] for panel in _panels() if panel["type"] != "row"}
+def test_each_dashboard_reads_its_dialects_names_and_the_rules_neither() -> None:
+    """The latest dashboard reads the usage counters and the inference duration and none of the default dialect's
+    GenAI names, the default one the reverse; the one row that differs is the tokens one. The rules read no GenAI
+    metric: one rule file serves both dialects."""
+    latest_only = ("gen_ai_client_inference_", "gen_ai_token_modality")
+    default_only = ("gen_ai_client_token_usage", "openai_responses_tokens_total", "gen_ai_token_type")
+    exprs = {d: "\n".join(expr for _, expr in _expressions(board)) for d, board in DASHBOARDS.items()}
+    assert all(
+        name in exprs["latest"] for name in ("gen_ai_client_inference_usage_", "gen_ai_client_inference_duration")
+    )
+    assert not [name for name in default_only if name in exprs["latest"]]
+    assert all(name in exprs["default"] for name in default_only[:2])
+    assert not [name for name in latest_only if name in exprs["default"]]
+    assert "gen_ai_client_operation_duration_seconds_count" in exprs["latest"]  # errors of the other operations
+    by_panel = {
+        dialect: {p["title"]: [t.get("expr") for t in p.get("targets", [])] for p in _panels(board)}
+        for dialect, board in DASHBOARDS.items()
+    }
+    assert by_panel["default"].keys() == by_panel["latest"].keys()
+    differing = {title for title, exprs in by_panel["default"].items() if exprs != by_panel["latest"][title]}
+    assert differing == {"Token usage", "Cache hit ratio", "Latency p50 / p95 / p99 by model", "Errors by error.type"}
+    rules = "\n".join(rule["expr"] for rule in ALERT_RULES)
+    assert "gen_ai_client" not in rules
+    assert set(re.findall(r"\b([a-z_]+)_total\b", rules)) == {"openai_responses_signals", "openai_responses_calls"}
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_dashboard_has_the_promised_panels_and_variables(dialect: str) -> None:
+    board = DASHBOARDS[dialect]
+    assert board["title"] == "OpenAI Responses — context health"
+    titles = {panel["title"] for panel in _panels(board) if panel["type"] != "row"}
     for title in (
         "Signal rate by name, severity and model",
         "Share of calls with context loss",
@@ -202,7 +247,7 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
         "Responses of the conversation, tool round trips included (Tempo)",
     ):
         assert title in titles
-    variables = {v["name"]: v for v in DASHBOARD["templating"]["list"]}
+    variables = {v["name"]: v for v in board["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource"
     assert variables["datasource"]["query"] == "prometheus"
     assert variables["tempo"]["query"] == "tempo"
@@ -214,8 +259,9 @@ def test_dashboard_has_the_promised_panels_and_variables() -> None:
     assert variables["lineage"]["type"] == "textbox"
 
 
-def test_every_panel_has_a_description_and_uses_the_datasource_variables() -> None:
-    for panel in _panels():
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_panel_has_a_description_and_uses_the_datasource_variables(dialect: str) -> None:
+    for panel in _panels(DASHBOARDS[dialect]):
         if panel["type"] == "row":
             continue
         assert len(panel.get("description", "")) > 80, panel["title"]
@@ -224,7 +270,7 @@ def test_every_panel_has_a_description_and_uses_the_datasource_variables() -> No
             assert target["datasource"] == panel["datasource"], panel["title"]
     filters = re.escape('{job=~"$service", gen_ai_request_model=~"$model"')
     unfiltered = re.compile(rf"\b(?:openai_responses|gen_ai)_\w+_(?:total|bucket|count|sum)\b(?!{filters})")
-    for title, expr in _expressions():
+    for title, expr in _expressions(DASHBOARDS[dialect]):
         assert any(f"_{suffix}{{" in expr for suffix in ("total", "bucket", "count", "sum")), title
         assert not unfiltered.search(expr), (title, expr)
 
@@ -335,9 +381,10 @@ def test_every_traceql_query_is_well_formed() -> None:
 # --- first samples and calls without a model ------------------------------------------------------------------
 
 
-def test_every_counting_query_counts_the_first_sample_of_a_new_series() -> None:
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_counting_query_counts_the_first_sample_of_a_new_series(dialect: str) -> None:
     """Every counter in every panel is read through promql.fresh(): no bare rate()/increase() left to miss an event."""
-    for title, target in _targets():
+    for title, target in _targets(DASHBOARDS[dialect]):
         expr = target["expr"]
         rest = FRESH.sub("X", expr)
         assert FRESH.search(expr), title
@@ -350,8 +397,9 @@ def test_every_counting_query_counts_the_first_sample_of_a_new_series() -> None:
             assert not target.get("instant"), title
 
 
-def test_per_model_panels_leave_out_or_name_calls_without_a_model() -> None:
-    for title, target in _targets():
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_per_model_panels_leave_out_or_name_calls_without_a_model(dialect: str) -> None:
+    for title, target in _targets(DASHBOARDS[dialect]):
         expr = target["expr"]
         if not re.search(r"by \([^)]*\bgen_ai_request_model\b", expr):
             continue
@@ -629,11 +677,11 @@ def _expected(base: str, target: dict[str, Any], expr: str, at: float) -> dict[s
     return _as_grafana(base, target, FRESH.sub(lambda m: f"({m['s']})", expr), at)
 
 
-def _check_new_model(base: str, model: str, at: float) -> dict[str, dict[str, float]]:
+def _check_new_model(base: str, model: str, at: float, board: dict[str, Any]) -> dict[str, dict[str, float]]:
     """Every Prometheus target of the dashboard, ``$model`` set to ``model``, evaluated as Grafana would at ``at``:
     equal to what it must count, never NaN. Returns the values by panel title."""
     shown: dict[str, dict[str, float]] = {}
-    for title, target in _targets():
+    for title, target in _targets(board):
         expr = substitute(target["expr"], model)
         actual, expected = _as_grafana(base, target, expr, at), _expected(base, target, expr, at)
         assert actual.keys() == expected.keys(), (title, model, actual, expected)
@@ -645,11 +693,19 @@ def _check_new_model(base: str, model: str, at: float) -> dict[str, dict[str, fl
     return shown
 
 
-def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_path: Path) -> None:
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_path: Path, dialect: str) -> None:
     """The demo fills every panel and fires the error alerts; then, on two models never seen before, one error
     signal fires its alert and shows as 1 on every panel that counts it, and a priced chain fills the cost and
-    turn-depth panels, first samples included."""
+    turn-depth panels, first samples included. In each dialect: its dashboard over the series the demo exports in it
+    (the workloads run with OTEL_SEMCONV_STABILITY_OPT_IN set for the latest one), the same rules."""
     prometheus = prometheus_binary("prometheus")
+    board = DASHBOARDS[dialect]
+    env = (
+        {**os.environ, **LATEST_ENV}
+        if dialect == "latest"
+        else {k: v for k, v in os.environ.items() if k != "OTEL_SEMCONV_STABILITY_OPT_IN"}
+    )
     demo_port, compaction_port, new_port, web_port = free_port(), free_port(), free_port(), free_port()
     targets = [f"127.0.0.1:{port}" for port in (demo_port, compaction_port, new_port)]
     config = {
@@ -663,7 +719,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
     processes: list[subprocess.Popen[bytes]] = []
     logs = {name: (tmp_path / f"{name}.log").open("wb") for name in ("demo", "compaction", "new", "prometheus")}
     base = f"http://127.0.0.1:{web_port}"
-    expressions = [(title, substitute(target["expr"])) for title, target in _targets()]
+    expressions = [(title, substitute(target["expr"])) for title, target in _targets(board)]
     expressions += [(rule["alert"], rule["expr"]) for rule in ALERT_RULES]
     pending = dict.fromkeys(expressions)
     optional = [item for item in expressions if item[0] == "Compactions" and not HAS_COMPACT]
@@ -684,7 +740,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
                 ],
             ),
         ):
-            processes.append(subprocess.Popen(args, stdout=logs[name], stderr=subprocess.STDOUT))
+            processes.append(subprocess.Popen(args, stdout=logs[name], stderr=subprocess.STDOUT, env=env))
         deadline = time.monotonic() + 90
         # The broken scenarios' error signals, each on a brand-new series that increase() alone would miss.
         expected = {"unstored_parent", "state_mode_conflict", "missing_tool_output", "orphan_tool_output"}
@@ -730,7 +786,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
         assert at is not None, "the new model's alert or the priced calls never showed"
         assert triggered is not None
         assert at - triggered < 45, "too slow to evaluate inside the rate interval"
-        shown = _check_new_model(base, NEW_MODEL, at)
+        shown = _check_new_model(base, NEW_MODEL, at, board)
         ones = {
             "Error signals",
             "Calls",
@@ -743,12 +799,14 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
         for title in ones:
             assert list(shown.get(title, {}).values()) == [1.0], (title, shown.get(title))
         counting = {
-            title for title, target in _targets() if not re.search(r"_(?:bucket|sum)\{|cost|tokens", target["expr"])
+            title
+            for title, target in _targets(board)
+            if not re.search(r"_(?:bucket|sum)\{|cost|tokens", target["expr"])
         }
         for title in counting & shown.keys():
             assert set(shown[title].values()) <= {0.0, 1.0}, (title, shown[title])  # one call, one signal
         # The priced chain's first samples: cost, cost saved, turn depths, tokens, latency, all there.
-        shown = _check_new_model(base, PRICED_MODEL, at)
+        shown = _check_new_model(base, PRICED_MODEL, at, board)
         for title in (
             "Cost (selected range)",
             "Cost per hour by model",
@@ -767,7 +825,7 @@ def test_every_dashboard_and_alert_expression_returns_data_from_the_demo(tmp_pat
         # Calls without a model (conversations.create and items in the demo, retrieve) exist, and no per-model
         # panel shows them as an empty model.
         assert _query(base, 'openai_responses_calls_total{gen_ai_request_model=""}'), "the demo made none"
-        for title, target in _targets():
+        for title, target in _targets(board):
             if "gen_ai_request_model" not in target["expr"].split("(", 1)[0] + "".join(
                 re.findall(r"by \(([^)]*)\)", target["expr"])
             ):

@@ -275,7 +275,8 @@ def test_records_page_lists_every_attribute_and_metric_with_its_meaning(monkeypa
     for constant, value in constants.items():
         where, kind, meaning = attributes.MEANINGS[constant]
         assert meaning, constant
-        row = f"| `{value}` | {where} | {kind} | " if where != "value" else f"| `{value}` | "
+        dialect = attributes.dialect_of(constant)
+        row = f"| `{value}` | {where} | {kind} | {dialect} | " if where != "value" else f"| `{value}` | {dialect} | "
         assert row + meaning.replace("|", "\\|") in block, constant
     monkeypatch.setattr(attributes, "NEW_UNDOCUMENTED", "openai_responses.new", raising=False)
     with pytest.raises(ValueError, match="NEW_UNDOCUMENTED has no entry in MEANINGS"):

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from otel_responses.docs_links import DOCS_URL
-from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR
+from otel_responses.tools.dashboard_files import FILES, PACKAGE_DIR, WRITTEN
 from otel_responses.version import __version__, install_hint
 
 from .support import json_from_python, prometheus_binary
@@ -144,10 +144,16 @@ def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists:
 
     out = tmp_path / "out" / "dashboards"
     result = _run([str(bin_dir / "otel-responses"), "dashboards", "--out", str(out)], cwd=tmp_path)
-    assert {path.name: path.read_bytes() for path in out.iterdir()} == _committed()
+    default = {file.name for file in WRITTEN["default"]}
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == {
+        name: data for name, data in _committed().items() if name in default
+    }
     assert "Dashboards > New > Import" in result.stdout
     assert f"- {out / 'otel-responses.rules.yaml'}" in result.stdout
     assert not result.stderr
+    # The latest GenAI conventions' dashboard beside it, from the same wheel.
+    _run([str(bin_dir / "otel-responses"), "dashboards", "--out", str(out), "--semconv", "latest"], cwd=tmp_path)
+    assert {path.name: path.read_bytes() for path in out.iterdir()} == _committed()
 
     demo = subprocess.run(
         [str(bin_dir / "otel-responses"), "demo"], capture_output=True, text=True, cwd=tmp_path, timeout=60

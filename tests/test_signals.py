@@ -1243,7 +1243,7 @@ def test_response_incomplete(client: openai.OpenAI, captured: Captured) -> None:
     span = captured.only_span()
     assert signals_of(span) == ("response_incomplete",)
     assert_signal(captured, span, "response_incomplete", mode="single_turn", model=MODEL)
-    assert attrs(span)["gen_ai.response.finish_reasons"] == ("max_output_tokens",)
+    assert attrs(span)["gen_ai.response.finish_reasons"] == ("length",)
     (event,) = span.events
     assert (event.attributes or {})["openai_responses.incomplete.reason"] == "max_output_tokens"
     assert_no_payload(captured, USER_SECRET)

@@ -45,7 +45,8 @@ def test_single_turn_span_has_every_genai_and_project_attribute(emulator: Emulat
     assert a["gen_ai.request.model"] == MODEL
     assert a["gen_ai.response.model"] == response.model
     assert a["gen_ai.response.id"] == response.id
-    assert a["gen_ai.response.finish_reasons"] == ("completed",)
+    assert a["gen_ai.response.finish_reasons"] == ("stop",)
+    assert a["openai_responses.response.status"] == "completed"
     assert a["gen_ai.usage.input_tokens"] == response.usage.input_tokens
     assert a["gen_ai.usage.output_tokens"] == response.usage.output_tokens
     assert a["gen_ai.usage.cache_read.input_tokens"] == response.usage.input_tokens_details.cached_tokens

@@ -34,7 +34,9 @@ def assert_completed_stream_span(span: Any, final: Any) -> None:
     assert a["openai_responses.output.item_types"] == tuple(item.type for item in final.output)
     assert a["openai_responses.request_id"].startswith("req_")
     assert a["gen_ai.response.time_to_first_chunk"] > 0
-    assert a["gen_ai.response.finish_reasons"] == (final.status,)
+    assert a["gen_ai.response.finish_reasons"] == ("stop",)  # completed
+    assert a["openai_responses.response.status"] == final.status == "completed"
+    assert a["gen_ai.request.stream"] is True
     assert "openai_responses.stream.ended" not in a
     assert span.status.status_code is StatusCode.UNSET
 
@@ -63,7 +65,8 @@ def test_stream_incomplete(emulator: Emulator, captured: Captured) -> None:
     stream = emulator.client().responses.create(model=MODEL, input="hello there", max_output_tokens=1, stream=True)
     assert [e.type for e in stream][-1] == "response.incomplete"
     a = attrs(captured.only_span())
-    assert a["gen_ai.response.finish_reasons"] == ("max_output_tokens",)
+    assert a["gen_ai.response.finish_reasons"] == ("length",)  # incomplete: max_output_tokens
+    assert a["openai_responses.response.status"] == "incomplete"
     assert a["openai_responses.signals"] == ("response_incomplete",)
     assert a["openai_responses.context_loss"] is True
 
@@ -74,7 +77,8 @@ def test_stream_failed(emulator: Emulator, captured: Captured) -> None:
     span = captured.only_span()
     assert span.status.status_code is StatusCode.ERROR
     assert attrs(span)["error.type"] == "server_error"
-    assert attrs(span)["gen_ai.response.finish_reasons"] == ("failed",)
+    assert attrs(span)["gen_ai.response.finish_reasons"] == ("error",)
+    assert attrs(span)["openai_responses.response.status"] == "failed"
 
 
 def test_stream_error_event(emulator: Emulator, captured: Captured) -> None:

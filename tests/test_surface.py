@@ -63,10 +63,12 @@ def test_background_response_polled_to_completion_feeds_the_ledger(emulator: Emu
     )
     assert answered.output_text == f"Tool {sc.TOOL_NAME} returned done."
     chat = by_operation(captured, "chat")
-    assert chat[0]["gen_ai.response.finish_reasons"] == ("queued",)
+    assert "gen_ai.response.finish_reasons" not in chat[0]  # queued: no reason yet
+    assert chat[0]["openai_responses.response.status"] == "queued"
     assert chat[-1]["openai_responses.signals"] == ()
     fetches = by_operation(captured, "fetch_response")
-    assert fetches[-1]["gen_ai.response.finish_reasons"] == ("completed",)
+    assert fetches[-1]["gen_ai.response.finish_reasons"] == ("tool_call",)  # completed with a call to answer
+    assert fetches[-1]["gen_ai.response.status"] == "completed"
     assert fetches[-1]["openai_responses.output.item_types"] == ("function_call",)
 
 
@@ -78,7 +80,8 @@ def test_cancel(emulator: Emulator, captured: Captured) -> None:
     assert cancelled.status == "cancelled"
     (span,) = by_operation(captured, "cancel_response")
     assert span["gen_ai.response.id"] == created.id
-    assert span["gen_ai.response.finish_reasons"] == ("cancelled",)
+    assert span["gen_ai.response.finish_reasons"] == ("error",)
+    assert span["openai_responses.response.status"] == "cancelled"
 
 
 @pytest.mark.skipif(not HAS_COMPACT, reason="responses.compact arrived in openai 2.9.0")

@@ -6,6 +6,7 @@ Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -97,6 +98,15 @@ class RequestFacts:
     truncation: str | None = None  # `auto` (the API may drop the oldest items) or `disabled`, validated token only
     max_output_tokens: int | None = None
     provider: str = PROVIDER_OPENAI  # gen_ai.provider.name: set by the call from its client, host or library
+    # What the GenAI conventions record of a request: sampling settings as sent (finite numbers only), the output
+    # type `text.format` asks for (`json`, `text`), the stored prompt's id and version (never its variables), and
+    # the event a resumed stream of a stored response starts after (`retrieve(..., starting_after=)`).
+    temperature: float | None = None
+    top_p: float | None = None
+    output_type: str | None = None
+    prompt_name: str | None = None
+    prompt_version: str | None = None
+    stream_cursor: str | None = None
 
 
 class Lookup(NamedTuple):
@@ -258,6 +268,7 @@ class ResponseFacts:
     has_output: bool = True  # the result had an `output` list (a response), not just a count or an id
     store: bool | None = None  # the body's `store`: the effective flag (an organisation default may have set it)
     copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
+    cache_write_tokens: int | None = None  # input tokens written to the prompt cache (`cache_write_tokens`)
 
     @classmethod
     def empty(cls, request_id: str | None = None) -> ResponseFacts:
@@ -325,6 +336,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
     instructions = _str(kwargs.get("instructions")) or None  # "" gives the model no instructions
     previous = _str(kwargs.get("previous_response_id")) or None
     conversation = _conversation_id(kwargs.get("conversation")) or None
+    prompt = stored_prompt(kwargs)
     return RequestFacts(
         operation=operation,
         model=_str(kwargs.get("model")),
@@ -353,6 +365,11 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         reasoning=reasoning_settings(kwargs),
         truncation=_setting(_sent(kwargs, "truncation")),
         max_output_tokens=_token_count(_sent(kwargs, "max_output_tokens")),
+        temperature=_number(_sent(kwargs, "temperature")),
+        top_p=_number(_sent(kwargs, "top_p")),
+        output_type=output_type(kwargs),
+        prompt_name=prompt[0] if prompt is not None else None,
+        prompt_version=prompt[1] if prompt is not None else None,
     )
 
 
@@ -400,6 +417,7 @@ def target_facts(operation: str, response_id: object, kwargs: Mapping[str, Any])
         service_tier=None,
         stream=kwargs.get("stream") is True,
         target_response_id=_str(response_id),
+        stream_cursor=_cursor(kwargs.get("starting_after")),
     )
 
 
@@ -441,6 +459,7 @@ def response_facts(response: object, settings: Reading, request_id: str | None =
         conversation_id=_conversation_id(getattr(response, "conversation", None)),
         request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
         store=_undeclared_bool(response, "store"),
+        cache_write_tokens=_int(getattr(input_details, "cache_write_tokens", None)),
     )
 
 
@@ -508,6 +527,49 @@ def _token_count(value: object) -> int | None:
     """A token count (an int, not a bool) that fits an attribute's 64 bits; anything else is not recorded."""
     number = _int(value)
     return number if number is not None and 0 <= number <= _INT64_MAX else None
+
+
+def _number(value: object) -> float | None:
+    """A sampling setting (an int or a float, not a bool) when finite; anything else is not recorded."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    return None
+
+
+_JSON_FORMATS = frozenset({"json_schema", "json_object"})
+
+
+def output_type(kwargs: Mapping[str, Any]) -> str | None:
+    """``json`` or ``text`` when the request sends ``text.format`` (``parse``/``stream`` with ``text_format=`` send
+    a ``json_schema`` one), else None: no output type is recorded for a request that asks none."""
+    if isinstance(kwargs.get("text_format"), type):
+        return "json"
+    text = _sent(kwargs, "text")
+    if text is None:
+        return None
+    kind = fields_of(fields_of(text)("format"))("type")
+    if kind in _JSON_FORMATS:
+        return "json"
+    return "text" if kind == "text" else None
+
+
+def stored_prompt(kwargs: Mapping[str, Any]) -> tuple[str | None, str | None] | None:
+    """The ``prompt`` parameter's ``id`` and ``version`` (a stored prompt); its ``variables`` are content: never
+    read."""
+    raw = _sent(kwargs, "prompt")
+    if raw is None:
+        return None
+    get = fields_of(raw)
+    name, version = _str(get("id")), _str(get("version"))
+    return (name, version) if name else None
+
+
+def _cursor(value: object) -> str | None:
+    """``starting_after`` (an event's sequence number) as the conventions' string cursor."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value if isinstance(value, str) and value else None
 
 
 def effective_store(req: RequestFacts, resp: ResponseFacts | None) -> bool:

@@ -21,7 +21,7 @@ from .._analysis.facts import (
 )
 from .._analysis.held import held_after
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
-from ..attributes import OPERATION_CHAT, OPERATION_COMPACT
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_FETCH
 from ..config import Settings
 from ..ledger import CallLedger, Entry, outputs_to_keep
 
@@ -298,7 +298,7 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
 # -- the table ------------------------------------------------------------------------------------------
 
 CHAT = OPERATION_CHAT
-FETCH = "fetch_response"
+FETCH = OPERATION_FETCH
 CREATE_CONVERSATION = "create_conversation"
 
 OPERATIONS: dict[str, Operation] = {

@@ -1,6 +1,7 @@
 """The metrics of a call, recorded once when it ends, from the call and how it ended: duration, time to first chunk,
-token usage (the GenAI conventions' instruments), the calls and signals counters, tokens the usage histogram cannot
-show, encrypted reasoning round trips and, with a price table, cost.
+token usage (the GenAI conventions' instruments, in the dialect the settings choose: ``genai_metrics``), the calls
+and signals counters, tokens the default dialect's usage histogram cannot show, encrypted reasoning round trips and,
+with a price table, cost.
 
 Every recording is made in the context of the call's own span, so exemplars lead to that span (not to whatever span
 the app has open). Attribute sets repeat call after call: each is built once per key, from validated names
@@ -11,7 +12,7 @@ summed in-process (``tally``) and read at collection; the signals counter stays 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from opentelemetry.context import Context
 from opentelemetry.metrics import Meter
@@ -20,6 +21,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import attributes as a
 from .._analysis.facts import RequestFacts, ResponseFacts
 from .bounds import metric_code, metric_host, metric_model
+from .genai_metrics import GenAIAttributes, genai_attributes, genai_dialect
 from .pricing import cost_of
 from .recording import Recording
 from .tally import Tally, observable_tally
@@ -32,16 +34,6 @@ if TYPE_CHECKING:
 Attributes = dict[str, AttributeValue]
 
 _CACHE_SIZE = 1024
-_INPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_INPUT)
-_OUTPUT = (a.GEN_AI_TOKEN_TYPE, a.TOKEN_TYPE_OUTPUT)
-
-
-class GenAIAttributes(NamedTuple):
-    """The attribute sets of the GenAI client metrics for one operation, models and server."""
-
-    duration: Attributes  # also the time to first chunk's and the chunk timings'
-    input: Attributes  # token usage, `gen_ai.token.type` input
-    output: Attributes  # token usage, output
 
 
 class Metrics:
@@ -51,36 +43,24 @@ class Metrics:
         self.settings = settings
         self._cache: dict[tuple[object, ...], Attributes] = {}
         self._genai_cache: dict[tuple[object, ...], GenAIAttributes] = {}
-        self.duration = meter.create_histogram(
-            a.METRIC_OPERATION_DURATION,
-            unit="s",
-            description="GenAI operation duration.",
-            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
-        )
-        self.token_usage = meter.create_histogram(
-            a.METRIC_TOKEN_USAGE,
-            unit="{token}",
-            description="Number of input and output tokens used.",
-            explicit_bucket_boundaries_advisory=list(a.TOKEN_USAGE_BUCKETS),
-        )
+        self.genai = genai_dialect(meter, settings.latest_semconv, settings.chunk_timing)
         self.calls = observable_tally(
             meter,
             a.METRIC_CALLS,
             unit="{call}",
             description="Responses API calls by state mode, store flag, operation and truncation setting.",
         )
-        self.time_to_first_chunk = meter.create_histogram(
-            a.METRIC_TIME_TO_FIRST_CHUNK,
-            unit="s",
-            description="Time from the request to the first chunk of a streamed response.",
-            explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
-        )
-        self.tokens = observable_tally(
-            meter,
-            a.METRIC_TOKENS,
-            unit="{token}",
-            description="Tokens the GenAI usage histogram cannot show: cached_input (a part of input) and reasoning "
-            "(a part of output).",
+        # The latest dialect's usage counters cover cached input and reasoning: this counter is the default's only.
+        self.tokens = (
+            None
+            if settings.latest_semconv
+            else observable_tally(
+                meter,
+                a.METRIC_TOKENS,
+                unit="{token}",
+                description="Tokens the GenAI usage histogram cannot show: cached_input (a part of input) and "
+                "reasoning (a part of output).",
+            )
         )
         self.encrypted_items = observable_tally(
             meter,
@@ -97,17 +77,6 @@ class Metrics:
             a.METRIC_SIGNALS,
             unit="{signal}",
             description="Context-loss signals raised, by signal name, severity, state mode and model.",
-        )
-        self.time_per_output_chunk = (
-            meter.create_histogram(
-                a.METRIC_TIME_PER_OUTPUT_CHUNK,
-                unit="s",
-                description="Time per output chunk, recorded for each chunk received after the first one, measured "
-                "as the time elapsed from the end of the previous chunk to the end of the current chunk.",
-                explicit_bucket_boundaries_advisory=list(a.DURATION_BUCKETS),
-            )
-            if settings.chunk_timing
-            else None
         )
         self.cost: Tally | None = None
         self.cost_saved: Tally | None = None
@@ -139,13 +108,13 @@ class Metrics:
         self._count_call(req, model, context_loss, store, depth)
         response_model = metric_model(resp.model) if resp is not None else None
         genai = self._genai(req.operation, model, response_model, call.server, req.provider)
-        duration = genai.duration if error_type is None else {**genai.duration, a.ERROR_TYPE: metric_code(error_type)}
-        self.duration.record(call.duration, duration, context=context)
-        if call.first_chunk is not None:
-            first = genai.duration if response_model is None else self._genai_base(call, model).duration
-            self.time_to_first_chunk.record(call.first_chunk, first, context=context)
+        failed = None if error_type is None else {**genai.duration, a.ERROR_TYPE: metric_code(error_type)}
+        first = genai.duration
+        if call.first_chunk is not None and response_model is not None:
+            first = self._genai_base(call, model).duration  # as the chunk timings: known when the first chunk came
+        self.genai.record(call, outcome, genai, first, failed, context)
         if resp is not None and call.records_usage:
-            self._count_usage(req, resp, model, genai, context)
+            self._count_usage(req, resp, model)
 
     def _genai_base(self, call: Call, model: str | None) -> GenAIAttributes:
         return self._genai(call.req.operation, model, None, call.server, call.req.provider)
@@ -153,14 +122,15 @@ class Metrics:
     def chunk_attributes(self, call: Call) -> Attributes | None:
         """The attributes of a stream's chunk timings (those of the time to first chunk), or None when chunk timing
         is off. Taken once per stream: each later chunk costs one histogram record."""
-        if self.time_per_output_chunk is None:
+        if not self.genai.chunk_timing(call):
             return None
         return self._genai_base(call, metric_model(call.req.model)).duration
 
     def next_chunk(self, seconds: float, attrs: Attributes, context: Context | None) -> None:
         """A chunk after the first arrived, ``seconds`` after the previous one."""
-        if self.time_per_output_chunk is not None:
-            self.time_per_output_chunk.record(seconds, attrs, context=context)
+        histogram = self.genai.time_per_output_chunk
+        if histogram is not None:
+            histogram.record(seconds, attrs, context=context)
 
     # -- attribute sets -----------------------------------------------------------------------------------------
 
@@ -176,8 +146,8 @@ class Metrics:
     def _genai(
         self, operation: str, model: str | None, response_model: str | None, server: Server, provider: str
     ) -> GenAIAttributes:
-        """The GenAI client metrics' attribute sets of one call (duration; token usage, input and output), built
-        together once per operation, models, server and provider: one lookup per call."""
+        """The GenAI client metrics' attribute sets of one call, built together once per operation, models, server and
+        provider: one lookup per call."""
         host = metric_host(server.address)
         key = (operation, model, response_model, host, server.port, provider)
         sets = self._genai_cache.get(key)
@@ -187,7 +157,7 @@ class Metrics:
             _put(base, a.GEN_AI_RESPONSE_MODEL, response_model)
             _put(base, a.SERVER_ADDRESS, host)
             _put(base, a.SERVER_PORT, server.port)
-            sets = GenAIAttributes(base, {**base, _INPUT[0]: _INPUT[1]}, {**base, _OUTPUT[0]: _OUTPUT[1]})
+            sets = genai_attributes(key, base)
             if len(self._genai_cache) >= _CACHE_SIZE:
                 self._genai_cache.clear()
             self._genai_cache[key] = sets
@@ -243,25 +213,20 @@ class Metrics:
             attrs = self._cached(key, build)
         tally.add(key, attrs, amount)
 
-    def _count_usage(
-        self, req: RequestFacts, resp: ResponseFacts, model: str | None, genai: GenAIAttributes, context: Context | None
-    ) -> None:
-        """Token usage (the GenAI histogram: input and output), the parts of it the histogram cannot show (cached
-        input, reasoning output) and encrypted reasoning items sent and returned. Zero counts are not recorded: a
-        counter's missing series reads as zero."""
-        if resp.input_tokens is not None:
-            self.token_usage.record(resp.input_tokens, genai.input, context=context)
-        if resp.output_tokens is not None:
-            self.token_usage.record(resp.output_tokens, genai.output, context=context)
-        operation = req.operation
-        if resp.cached_tokens:
-            self._count_by_model(
-                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens
-            )
-        if resp.reasoning_tokens:
-            self._count_by_model(
-                self.tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens
-            )
+    def _count_usage(self, req: RequestFacts, resp: ResponseFacts, model: str | None) -> None:
+        """The project's counters of a response's usage: the parts of it the default dialect's histogram cannot show
+        (cached input, reasoning output), encrypted reasoning items sent and returned, cost. Zero counts are not
+        recorded: a counter's missing series reads as zero."""
+        operation, tokens = req.operation, self.tokens
+        if tokens is not None:
+            if resp.cached_tokens:
+                self._count_by_model(
+                    tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_CACHED_INPUT, resp.cached_tokens
+                )
+            if resp.reasoning_tokens:
+                self._count_by_model(
+                    tokens, operation, model, a.TOKEN_KIND, a.TOKEN_KIND_REASONING, resp.reasoning_tokens
+                )
         if req.encrypted_input_count:
             self._count_by_model(
                 self.encrypted_items, operation, model, a.DIRECTION, "input", req.encrypted_input_count

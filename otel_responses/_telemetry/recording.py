@@ -31,3 +31,6 @@ class Recording(Protocol):
 
     @property
     def session_id_from_lineage(self) -> bool: ...
+
+    @property
+    def latest_semconv(self) -> bool: ...

@@ -15,6 +15,7 @@ from opentelemetry.util.types import AttributeValue
 from .. import attributes as a
 from .._analysis.facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types
 from .._analysis.lineage import Lineage
+from .._items import pending_calls
 from .bounds import cap, cap_all, cap_attributes, cap_list
 
 if TYPE_CHECKING:
@@ -74,6 +75,14 @@ def request_attributes(call: Call, max_item_types: int, zdr: bool) -> tuple[Attr
     _put_reasoning(attrs, req.reasoning)
     _put(attrs, a.TRUNCATION, req.truncation)
     _put(attrs, a.GEN_AI_REQUEST_MAX_TOKENS, req.max_output_tokens)
+    if req.stream:
+        attrs[a.GEN_AI_REQUEST_STREAM] = True
+    _put(attrs, a.GEN_AI_OUTPUT_TYPE, req.output_type)  # a validated token: `json` or `text`
+    _put(attrs, a.GEN_AI_REQUEST_TEMPERATURE, req.temperature)
+    _put(attrs, a.GEN_AI_REQUEST_TOP_P, req.top_p)
+    _put_text(attrs, a.GEN_AI_PROMPT_NAME, req.prompt_name)
+    _put_text(attrs, a.GEN_AI_PROMPT_VERSION, req.prompt_version)
+    _put_text(attrs, a.GEN_AI_REQUEST_STREAM_CURSOR, req.stream_cursor)
     return attrs, _lineage_attrs(call.lineage, attrs)
 
 
@@ -111,6 +120,9 @@ def finish(span: Span, call: Call, outcome: Outcome, context_loss: bool, store: 
         _put_text(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
     if resp is not None:
         _response_attrs(req, resp, attrs, max_item_types)
+    reason = finish_reason(resp, ended_early(call, outcome))
+    if reason is not None:
+        attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
     if outcome.extra:
         attrs.update(cap_attributes(outcome.extra))
     span.set_attributes(attrs)
@@ -140,14 +152,57 @@ def _response_attrs(req: RequestFacts, resp: ResponseFacts, attrs: Attributes, m
     _put_text(attrs, a.GEN_AI_RESPONSE_MODEL, resp.model)
     _put_text(attrs, a.REQUEST_ID, resp.request_id)
     _put_text(attrs, a.OPENAI_RESPONSE_SERVICE_TIER, resp.service_tier)
-    _put(attrs, a.GEN_AI_USAGE_INPUT_TOKENS, resp.input_tokens)
-    _put(attrs, a.GEN_AI_USAGE_OUTPUT_TOKENS, resp.output_tokens)
-    _put(attrs, a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, resp.cached_tokens)
-    _put(attrs, a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, resp.reasoning_tokens)
-    if resp.finish_reason is not None:
-        attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [cap(resp.finish_reason)]
+    _put_text(attrs, a.RESPONSE_STATUS, resp.status)
+    if req.operation == a.OPERATION_FETCH:  # the fetched usage is the original call's: none is reported here
+        _put_text(attrs, a.GEN_AI_RESPONSE_STATUS, resp.status)
+    else:
+        _put(attrs, a.GEN_AI_USAGE_INPUT_TOKENS, resp.input_tokens)
+        _put(attrs, a.GEN_AI_USAGE_OUTPUT_TOKENS, resp.output_tokens)
+        _put(attrs, a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, resp.cached_tokens)
+        _put(attrs, a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, resp.reasoning_tokens)
+        if resp.cache_write_tokens:  # newer API usage only: a breakdown recorded when the provider reports one
+            attrs[a.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = resp.cache_write_tokens
     if resp.conversation_id is not None and req.conversation_id is None:
         attrs[a.GEN_AI_CONVERSATION_ID] = cap(resp.conversation_id)  # a conversation the call itself created
+
+
+# The Responses API's `incomplete_details.reason` -> the conventions' finish reason; another reason is kept as sent.
+_INCOMPLETE = {"max_output_tokens": a.FINISH_LENGTH, "content_filter": a.FINISH_CONTENT_FILTER}
+_FAILED = frozenset({"failed", "cancelled"})
+_UNFINISHED = frozenset({"queued", "in_progress"})  # a background response still running: no reason yet
+
+
+def ended_early(call: Call, outcome: Outcome) -> bool:
+    """An inference call that ended without a response's final status: the API refused it (an exception), a stream's
+    ``error`` event, or a stream closed or abandoned before its terminal event."""
+    if not call.records_usage or outcome.response is not None:
+        return False
+    extra = outcome.extra
+    return (
+        outcome.exception is not None
+        or outcome.error_type is not None
+        or (extra is not None and a.STREAM_ENDED in extra)
+    )
+
+
+def finish_reason(resp: ResponseFacts | None, early: bool) -> str | None:
+    """``gen_ai.response.finish_reasons``' one entry (a response is one generation), in the conventions' values:
+    ``completed`` is ``stop``, or ``tool_call`` when it returned calls the app must answer; ``incomplete`` says why it
+    was cut (``length``, ``content_filter``); ``failed``, ``cancelled`` and an inference call that ended without a
+    final status are ``error``; a response still queued or in progress has none yet, nor has a call that read none."""
+    if early:
+        return a.FINISH_ERROR
+    if resp is None or resp.status is None or resp.status in _UNFINISHED:
+        return None
+    status = resp.status
+    if status == "completed":
+        return a.FINISH_TOOL_CALL if pending_calls(resp.output_items) else a.FINISH_STOP
+    if status in _FAILED:
+        return a.FINISH_ERROR
+    if status == "incomplete":
+        reason = resp.finish_reason if resp.finish_reason != status else None  # `incomplete_details.reason`
+        return _INCOMPLETE.get(reason, cap(reason)) if reason is not None else None
+    return cap(status)
 
 
 def _lineage_attrs(lineage: Lineage, attrs: Attributes) -> list[Link] | None:

@@ -178,6 +178,13 @@ def _parser() -> _Parser:
     )
     dashboards.add_argument("--force", action="store_true", help="replace files in DIR that differ")
     dashboards.add_argument(
+        "--semconv",
+        choices=("default", "latest"),
+        default="default",
+        help="the GenAI conventions your services emit: latest (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_"
+        "experimental) writes context-health.latest.json instead (default: %(default)s)",
+    )
+    dashboards.add_argument(
         "--docs-url",
         type=_site,
         default=DOCS_URL,
@@ -389,7 +396,7 @@ def _dashboards(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
     where = Path(args.out).expanduser().absolute()
     try:
-        done = write(where, force=args.force, docs_url=args.docs_url)
+        done = write(where, force=args.force, docs_url=args.docs_url, semconv=args.semconv)
     except WouldOverwrite as error:
         err.write("otel-responses dashboards: nothing written; these files differ from the shipped ones:\n")
         err.writelines(f"  {path}\n" for path in error.paths)

@@ -30,6 +30,11 @@ class ShippedFile:
 
 
 DASHBOARD = ShippedFile("context-health.json", "dashboards/context-health.json", "Grafana dashboard")
+LATEST_DASHBOARD = ShippedFile(
+    "context-health.latest.json",
+    "dashboards/context-health.latest.json",
+    "Grafana dashboard, latest GenAI conventions",
+)
 RULES = ShippedFile(
     "otel-responses.rules.yaml", "dashboards/alerts/otel-responses.rules.yaml", "Prometheus alerting rules"
 )
@@ -38,7 +43,12 @@ RULES_TEST = ShippedFile(
     "dashboards/alerts/otel-responses.rules_test.yaml",
     "promtool unit tests of the rules",
 )
-FILES = (DASHBOARD, RULES, RULES_TEST)
+FILES = (DASHBOARD, LATEST_DASHBOARD, RULES, RULES_TEST)  # every file shipped
+# What is written for each dialect of the GenAI conventions the services emit (`--semconv`): its dashboard (the
+# latest one reads the `gen_ai.client.inference.*` counters, `OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental`)
+# and the alert rules, which read only the package's own counters and serve both.
+SEMCONV = ("default", "latest")
+WRITTEN = {"default": (DASHBOARD, RULES, RULES_TEST), "latest": (LATEST_DASHBOARD, RULES, RULES_TEST)}
 
 
 class NotShipped(Exception):
@@ -77,21 +87,24 @@ def for_docs_at(data: dict[ShippedFile, bytes], docs_url: str) -> dict[ShippedFi
     return {file: content.replace(DOCS_URL.encode(), root.encode()) for file, content in data.items()}
 
 
-def write(out: Path, *, force: bool, docs_url: str = DOCS_URL) -> list[tuple[ShippedFile, Path, str]]:
-    """Write every file into `out` (created if need be), its links leading to `docs_url`; each file's path and
-    what happened to it: "written", "unchanged" or "replaced". Nothing is written when a file differs and `force`
-    is false: WouldOverwrite."""
+def write(
+    out: Path, *, force: bool, docs_url: str = DOCS_URL, semconv: str = "default"
+) -> list[tuple[ShippedFile, Path, str]]:
+    """Write the files of the `semconv` dialect into `out` (created if need be), the dashboard first, their links
+    leading to `docs_url`; each file's path and what happened to it: "written", "unchanged" or "replaced". Nothing
+    is written when a file differs and `force` is false: WouldOverwrite."""
+    files = WRITTEN[semconv]
     data = for_docs_at(contents(), docs_url)
     if out.exists() and not out.is_dir():
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(out))
-    targets = {file: out / file.name for file in FILES}
+    targets = {file: out / file.name for file in files}
     before = {file: path.read_bytes() if path.exists() else None for file, path in targets.items()}
-    differing = [targets[f] for f in FILES if before[f] is not None and before[f] != data[f]]
+    differing = [targets[f] for f in files if before[f] is not None and before[f] != data[f]]
     if differing and not force:
         raise WouldOverwrite(differing)
     out.mkdir(parents=True, exist_ok=True)
     done = []
-    for file in FILES:
+    for file in files:
         path = targets[file]
         if before[file] == data[file]:
             done.append((file, path, "unchanged"))
@@ -104,14 +117,15 @@ def write(out: Path, *, force: bool, docs_url: str = DOCS_URL) -> list[tuple[Shi
 def report(done: list[tuple[ShippedFile, Path, str]], out: TextIO) -> None:
     """What was written and how to use it. ASCII only: any console can print it."""
     where = {file: path for file, path, _ in done}
-    width = max(len(file.name) for file in FILES)
-    out.write(f"otel-responses dashboards: in {where[DASHBOARD].parent}\n")
+    dashboard = done[0][1]
+    width = max(len(file.name) for file, _, _ in done)
+    out.write(f"otel-responses dashboards: in {dashboard.parent}\n")
     for file, _path, status in done:
         out.write(f"  {status:<9}  {file.name:<{width}}  {file.what}\n")
     out.write(
         "\n"
         "Grafana (11.6 or later): Dashboards > New > Import, upload\n"
-        f"  {where[DASHBOARD]}\n"
+        f"  {dashboard}\n"
         "  then pick your Prometheus and Tempo data sources (the dashboard's 'Prometheus' and 'Tempo' menus).\n"
         "Prometheus: add the rule file to prometheus.yml, then reload Prometheus (SIGHUP, or POST /-/reload\n"
         "  when it runs with --web.enable-lifecycle):\n"
