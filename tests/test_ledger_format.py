@@ -492,9 +492,10 @@ HOSTILE_FIELDS: dict[str, object] = {
     "not-a-list": {"response_id": "resp_h"},
     "missing-field": GOOD[:-1],
     "extra-field": [*GOOD, None],
-    "id-overlong": with_field(0, "resp_" + "a" * 124),
+    "id-overlong": with_field(0, "resp_" + "a" * (MAX_ID_CHARS - 4)),
     "id-telemetry-injection": with_field(0, "resp_h\nopenai_responses.signals=unstored_parent"),
     "id-spaces": with_field(0, "resp h"),
+    "id-brace": with_field(0, "resp_{h}"),  # a Redis Cluster hash tag inside a key name
     "id-unicode": with_field(0, "resp_\u0570"),
     "id-empty": with_field(0, ""),
     "id-number": with_field(0, 12),
@@ -508,8 +509,8 @@ HOSTILE_FIELDS: dict[str, object] = {
     "hash-short": with_field(3, "0123456789abcde"),
     "hash-long": with_field(3, "0123456789abcdef0"),
     "hash-text": with_field(3, "the instructions"),
-    "conversation-overlong": with_field(4, "conv_" + "x" * 200),
-    "conversation-slash": with_field(4, "conv/1"),
+    "conversation-overlong": with_field(4, "conv_" + "x" * MAX_ID_CHARS),
+    "conversation-brace": with_field(4, "conv}1"),
     "count-negative": with_field(5, -3),
     "count-huge": with_field(6, 2**40),
     "count-nested": with_field(5, [1]),
@@ -524,7 +525,7 @@ HOSTILE_FIELDS: dict[str, object] = {
     "item-type-spaces": with_output(0, "function call"),
     "item-type-overlong": with_output(0, "a" * 65),
     "item-type-null": with_output(0, None),
-    "item-id-overlong": with_output(1, "rs_" + "b" * 126),
+    "item-id-overlong": with_output(1, "rs_" + "b" * (MAX_ID_CHARS - 2)),
     "item-id-nested": with_output(1, ["rs_1"]),
     "call-id-bad": with_output(2, "call 1"),
     "role-uppercase": with_output(3, "Assistant"),
@@ -609,10 +610,10 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
         b"0",
         b"0:resp h",
         b"0:resp_h\n",
-        b"0:" + b"r" * 129,
+        b"0:" + b"r" * (MAX_ID_CHARS + 1),
         b"0:resp_\xc3\xa9",
         "\uff10:resp_h".encode(),  # a fullwidth digit, which int() takes
-        b"0:" + b"r" * 300,
+        b"0:" + b"r" * 3000,
         b"1,0:resp_h",  # several positions must ascend
         b"0,0:resp_h",
         b"0,:resp_h",
@@ -649,15 +650,15 @@ def test_hostile_marker_content_is_rejected(admin: redis.Redis, make: Callable[.
 @pytest.mark.parametrize(
     "changes",
     [
-        {"response_id": "resp_" + "a" * 124},
+        {"response_id": "resp_" + "a" * (MAX_ID_CHARS - 4)},
         {"response_id": "resp with spaces"},
-        {"conversation_id": "conv/1"},
+        {"conversation_id": "conv{1}"},
         {"instructions_hash": "not-a-hash"},
         {"input_app_messages": 2**33},
         {"outputs": (ItemMeta("message", "msg 1", None, "assistant", None, False),)},
         {"outputs": (ItemMeta("message", "msg_1", None, "Assistant", None, False),)},
         {"outputs": (ItemMeta("Odd Type", "x_1", None, None, None, False),)},
-        {"outputs": (ItemMeta("function_call", "fc_1", "call/1", None, None, False, None, True),)},
+        {"outputs": (ItemMeta("function_call", "fc_1", "call 1", None, None, False, None, True),)},
         {"parent_id": "resp\u00e9"},
     ],
     ids=lambda changes: next(iter(changes)),
@@ -691,7 +692,7 @@ def test_what_one_process_writes_another_reads(admin: redis.Redis, make: Callabl
     variants = [
         rich_entry(),
         rich_entry("resp_min", instructions_hash=None, conversation_id=None, parent_id=None, outputs=(), copies=()),
-        rich_entry("resp_" + "a" * 123, sequence=2**63 - 1, input_app_messages=2**32 - 1),
+        rich_entry("resp_" + "a" * (MAX_ID_CHARS - 5), sequence=2**63 - 1, input_app_messages=2**32 - 1),
         rich_entry(
             "a.b:c-D_9", outputs=tuple(ItemMeta("x" * 64, f"i_{n}", None, "z" * 64, None, False) for n in range(3))
         ),
@@ -858,7 +859,7 @@ HOSTILE_LINEAGE: dict[str, object] = {
     "turn-string": ["1", "conv_1", "f" * 32, "f" * 16],
     "turn-huge": [2**40, "conv_1", "f" * 32, "f" * 16],
     "lineage-injection": [1, "conv_1\nopenai_responses.turn=1", "f" * 32, "f" * 16],
-    "lineage-overlong": [1, "conv_" + "x" * 200, "f" * 32, "f" * 16],
+    "lineage-overlong": [1, "conv_" + "x" * MAX_ID_CHARS, "f" * 32, "f" * 16],
     "trace-uppercase": [1, "conv_1", "F" * 32, "f" * 16],
     "trace-short": [1, "conv_1", "f" * 31, "f" * 16],
     "span-long": [1, "conv_1", "f" * 32, "f" * 17],
@@ -1042,7 +1043,7 @@ HOSTILE_STATE: dict[str, tuple[int, object]] = {
     "given-not-a-list": (14, {"call_1": [1, 2]}),
     "given-too-many": (14, [[f"call_{n}", 1, 1] for n in range(MAX_GIVEN_OUTPUTS + 1)]),
     "given-short": (14, [["call_1", 1]]),
-    "given-call-id-bad": (14, [["call/1", 1, 1]]),
+    "given-call-id-bad": (14, [["call{1}", 1, 1]]),
     "given-length-negative": (14, [["call_1", -1, 1]]),
     "given-length-huge": (14, [["call_1", 2**33, 1]]),
     "given-fingerprint-too-big": (14, [["call_1", 1, 2**64]]),
@@ -1096,13 +1097,38 @@ def test_an_entry_with_every_bound_full_and_the_apis_ids_fits_whole() -> None:
     assert decode_entry(content) == dataclasses.replace(entry, shared=True)  # nothing left out
 
 
+def test_an_entry_with_every_bound_full_and_a_gateways_ids_keeps_what_the_rules_keep() -> None:
+    """The same entry behind a gateway: its response, parent, lineage and instructed turn named by litellm's ids (249
+    characters: the longest with the Router's deployment ids and the API's), its items and calls the API's. It leaves
+    out only the given outputs; with the ids LiteLLM Proxy gives its HTTP clients (about 600 characters) the held calls
+    too (saying the state may hold others). Every output item is kept."""
+    api = api_sized_entry()
+    for chars, held in ((249, True), (601, False)):
+        response, parent, lineage = (f"resp_{n}".ljust(chars, "x") for n in ("r", "p", "l"))
+        entry = dataclasses.replace(
+            api, response_id=response, parent_id=parent, lineage_id=lineage, instructed_id=lineage, conversation_id=None
+        )
+        seen: list[str] = []
+        codec = Codec(FLEET, count=seen.append)
+        name, value = codec.commands("otel-responses:abc", entry, None)[0]
+        assert len(value) <= DEFAULT_MAX_ENTRY_BYTES
+        read = codec.entry(name, value)
+        assert read is not None
+        assert seen == ["trimmed"]
+        assert (read.outputs, read.given_outputs) == (entry.outputs, ())
+        assert (read.held_calls, read.held_partial) == ((entry.held_calls, False) if held else ((), True)), chars
+
+
 def test_the_largest_entry_stays_under_the_entry_size_limit() -> None:
-    """Every id at the longest a shared value may hold (128): the sealed value stays within the limit, leaving out the
-    given outputs, then the held calls (saying the state may hold others), then the output items past the limit; what
-    is read back is then never evidence of an orphan."""
+    """Every id at the longest a shared value may hold (``MAX_ID_CHARS``): the sealed value stays within the limit,
+    leaving out the given outputs, then the held calls (saying the state may hold others), then the output items that
+    do not fit; what is read back is then never evidence of an orphan. A limit too small for the entry even without
+    its output items (five ids of that length) writes nothing, counted ``dropped``: missed, never false."""
     entry = api_sized_entry(MAX_ID_CHARS, MAX_ID_CHARS)
+    items = entry_fields(entry)[7]
     seen: list[str] = []
-    for limit in (DEFAULT_MAX_ENTRY_BYTES, 4096, 16384):
+    kept: list[int] = []
+    for limit in (DEFAULT_MAX_ENTRY_BYTES, 16384, 65536):
         codec = Codec(FLEET, max_entry_bytes=limit, count=seen.append)
         commands = codec.commands("otel-responses:abc", entry, None)
         name, value = commands[0]
@@ -1111,12 +1137,16 @@ def test_the_largest_entry_stays_under_the_entry_size_limit() -> None:
         read = codec.entry(name, value)
         assert read is not None
         assert read.given_outputs == ()
-        assert (read.held_calls, read.held_outputs, read.held_partial) == ((), (), True)
-        assert 0 < len(read.outputs) <= MAX_OUTPUT_ITEMS
-        assert (len(read.outputs) < MAX_OUTPUT_ITEMS) is (limit < 16384)  # 16 KiB: room for every item but those
+        assert (read.held_calls, read.held_partial) == ((), True)
+        assert 0 < len(read.outputs) < MAX_OUTPUT_ITEMS
         assert read.outputs == entry.outputs[: len(read.outputs)]
+        assert len(value) + 1 + len(json.dumps(items[len(read.outputs)], separators=(",", ":"))) > limit  # no room
         assert read.input_system_messages == entry.input_system_messages
+        kept.append(len(read.outputs))
+    assert kept == sorted(set(kept))
     assert seen == ["trimmed"] * 3
+    assert Codec(FLEET, max_entry_bytes=4096, count=seen.append).commands("otel-responses:abc", entry, None) == []
+    assert seen[3:] == ["dropped"]
     # Given outputs alone too many: only they are left out.
     roomy = api_sized_entry(55, 29)
     roomy = dataclasses.replace(

@@ -33,10 +33,22 @@ def test_the_page_installs_what_the_gateways_test_runs_with() -> None:
     assert named == set(pinned) - {"litellm", "openai", "starlette"}
 
 
-def test_the_gateway_is_started_with_c_and_one_worker() -> None:
-    lines = PAGE.replace("\\\n", " ").splitlines()
-    commands = [" ".join(line.split()) for line in lines if line.startswith("opentelemetry-instrument")]
-    assert commands == [
-        "opentelemetry-instrument --traces_exporter otlp --metrics_exporter otlp "
-        "litellm -c config.yaml --port 4000 --host 127.0.0.1 --num_workers 1"
-    ]
+def test_the_gateway_is_started_with_c_and_one_worker_or_several_sharing_the_ledger() -> None:
+    """The commands the tests start the gateway with: `-c` and one worker; several workers only beside the shared
+    ledger's two settings (its URL and the hash key), as the fleet's test sets them."""
+    blocks = re.findall(r"^```bash\n(.*?)^```", PAGE, re.M | re.S)
+    commands = {
+        " ".join(line.split()): block
+        for block in blocks
+        for line in block.replace("\\\n", " ").splitlines()
+        if line.startswith("opentelemetry-instrument")
+    }
+    start = "opentelemetry-instrument --traces_exporter otlp --metrics_exporter otlp litellm -c config.yaml"
+    one, several = (
+        f"{start} --port 4000 --host 127.0.0.1 --num_workers 1",
+        f"{start} --port 4000 --host 127.0.0.1 --num_workers 4",
+    )
+    assert list(commands) == [one, several]
+    settings = ("OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_URL=", "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_HASH_KEY=")
+    assert [all(f"export {name}" in block for name in settings) for block in commands.values()] == [False, True]
+    assert "pip install '.[instruments-litellm,redis]'" in commands[several]  # with the shared ledger's client

@@ -66,6 +66,9 @@ DEFAULT_MAX_ENTRY_BYTES = 8192
 # keys they are read from: the old layout's key names (``{prefix}:{key id}:r:{id}``) are no longer asked for. The
 # previous release reads none of format 7 (an unknown version: counted ``undecodable``, treated as absent), so during a
 # rolling deploy each side checks turns the other made against what it knows itself: missed signals, never false ones.
+# The id rule (``_ID``) is not part of a format: a wider one parses every value as before, and a reader whose rule is
+# narrower (the previous release's: 128 characters without `+`, `/`, `=`) names no key by a longer id and counts a value
+# holding one undecodable, as absent.
 FORMAT = 7
 MAC_BYTES = 16
 MAC_PURPOSE = b"ledger-mac"  # Fingerprinter.derive: the MAC key is the fleet key's, for this use only
@@ -73,10 +76,15 @@ _MAC_PERSON = b"otelr-ledger"
 _MAC_CHARS = 22  # base64url of 16 bytes, unpadded
 
 # What a shared value may hold. Ids: what the API makes (`resp_…`, `msg_…`, `call_…`, `conv_…`, at most 55 characters
-# in the recorded traffic) and what client libraries make up (uuids, `__fake_id__`), with room to spare. Item types,
-# roles and phases: short lowercase tokens. The instructions hash: the 16 hex characters ``Fingerprinter.text`` makes.
-MAX_ID_CHARS = 128
-_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+# in the recorded traffic), what client libraries make up (uuids, `__fake_id__`) and what gateways wrap the API's in:
+# litellm's `resp_` + standard base64 (`+`, `/`, `=`) of its provider, deployment and the upstream id (237 to 249
+# characters with the Router's 64-hex deployment ids and the API's ids), its `encitem_` item ids (about 200), and
+# the ids LiteLLM Proxy hands its HTTP clients, litellm's id encrypted with the caller's user and team (`resp_` +
+# base64url: 453 characters without a user, about 550 with a uuid of each), with room to spare. Never a brace (a key's
+# Redis Cluster hash tag is what lies between them), a space, a control or a non-ASCII character. Item types, roles
+# and phases: short lowercase tokens. The instructions hash: the 16 hex characters ``Fingerprinter.text`` makes.
+MAX_ID_CHARS = 1024
+_ID = re.compile(rf"[A-Za-z0-9_.:+/=-]{{1,{MAX_ID_CHARS}}}")
 _TOKEN = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _HASH = re.compile(r"[0-9a-f]{16}")
 _MAX_SEQUENCE = 2**63 - 1  # wall-clock nanoseconds until 2262
@@ -84,7 +92,7 @@ _MAX_COUNT = 2**32 - 1
 _MAX_FINGERPRINT = 2**64 - 1
 _MAX_SHAPE = 2**40
 # Values longer than these are rejected unread (before their MAC is computed).
-_MAX_LOCATION_BYTES = 384  # a header, up to 32 positions and an id
+_MAX_LOCATION_BYTES = 128 + MAX_ID_CHARS  # a header (26 bytes), up to 32 positions (85) and a colon, then an id
 _MAX_MARKER_BYTES = 64
 _MARKER = b"1"
 _ENTRY_FIELDS = 16  # of format 7: format 6's thirteen, the held calls, the given outputs, the system messages

@@ -37,7 +37,9 @@ pytest.importorskip("cryptography")
 
 import openai
 
+from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.emulator import Emulator
+from otel_responses.ledger._codec import entry_key, is_id, marker_key
 from otel_responses.testing import capture
 from otel_responses.tools import scenarios
 
@@ -51,8 +53,11 @@ MASTER_KEY = f"sk-gateway-master-{secrets.token_hex(8)}"
 UPSTREAM_KEY = f"sk-upstream-{secrets.token_hex(8)}"
 TERMINAL = ("response.completed", "response.incomplete", "response.failed", "error")
 # A worker writes its ledger entries to Redis in the background, off the call path; another worker reading a parent
-# sooner than that finds nothing (a missed signal, never a false one). Turns of the fleet wait this long for it.
-LEDGER_WRITE_SECONDS = 0.3
+# sooner than that finds nothing (a missed signal, never a false one). A turn of the fleet waits for its parent's entry
+# (at most this long: generous, for a machine shared with other jobs; on a quiet one it is there within milliseconds).
+LEDGER_WRITE_SECONDS = 10.0
+# The fleet's hash key (every worker has it, as docs/ledger.md asks): the ledger's key names derive from it.
+FLEET_HASH_KEY = secrets.token_hex(16)
 # Generous: the gateway imports the whole proxy (several seconds on a quiet machine) on a machine shared with others.
 STARTUP_SECONDS = 120
 # The demo's flows (each with a marker of its own), each call's signals as the same flows raise them in-process. The
@@ -205,7 +210,7 @@ def fleet(tmp_path_factory: pytest.TempPathFactory, redis_server: Any) -> Iterat
     """Two workers sharing one ledger in Redis, as docs/ledger.md sets a fleet up."""
     shared = {
         "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_URL": redis_server.url(3),
-        "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_HASH_KEY": secrets.token_hex(16),
+        "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_HASH_KEY": FLEET_HASH_KEY,
     }
     with _running(tmp_path_factory.mktemp("fleet"), workers=2, **shared) as running:
         yield running
@@ -369,6 +374,8 @@ def test_three_ids_for_one_response_and_how_they_join(gateway: Gateway) -> None:
     (span,) = gateway.chat_spans(since, 1)
     span_id = span.attributes["gen_ai.response.id"]
     assert client_id != span_id
+    # A shared ledger takes both: the gateway's ledger the span's, the ledger of an app in front of it the client's.
+    assert (is_id(span_id), is_id(client_id)) == (True, True)
     decoded = base64.b64decode(span_id.removeprefix("resp_")).decode()
     assert decoded.startswith("litellm:custom_llm_provider:openai;model_id:")
     upstream_id = decoded.rpartition(";response_id:")[2]
@@ -434,32 +441,44 @@ def test_strict_mode_refuses_a_frame_and_the_session_goes_on(strict_gateway: Gat
     assert _responses_route(gateway) == ["GET", "WEBSOCKET", "WEBSOCKET"]
 
 
-def test_two_workers_each_follow_the_turns_they_hold(fleet: Gateway, redis_server: Any) -> None:
+def _written(shared: Any, key: str) -> None:
+    """Waits for the worker that answered a turn to have written its entry to Redis (off the call path)."""
+    deadline = time.monotonic() + LEDGER_WRITE_SECONDS
+    while not shared.exists(key):
+        if time.monotonic() > deadline:
+            pytest.fail(f"no entry {key} in Redis after {LEDGER_WRITE_SECONDS} s")
+        time.sleep(0.02)
+
+
+def test_two_workers_share_the_ledger_and_check_every_turn(fleet: Gateway, redis_server: Any) -> None:
     """`--num_workers 2` with the ledger in Redis: each worker is instrumented on its own (a `service.instance.id`
-    each) and takes its share of the requests. litellm's response ids (about 190 characters of base64) are outside
-    what the shared ledger accepts (ids of at most 128 characters of `[A-Za-z0-9_.:-]`), so every entry stays in the
-    worker that made it (nothing reaches Redis): a turn whose parent another worker answered is not checked (a
-    missed signal, never a false one), a turn whose parent the same worker answered is. Each turn on a new
-    connection, as separate clients' requests arrive, until the chain has crossed between the workers."""
+    each) and takes its share of the requests; litellm's response ids (`resp_` + base64, over 128 characters) go
+    into the shared ledger, so every turn is checked against its parent whichever worker answered it: each turn after
+    the first is named `instructions_dropped`, across the workers as within one. Each turn on a new connection, as
+    separate clients' requests arrive, until the chain has crossed between the workers both ways; each sent once the
+    previous turn's entry is in Redis, as a person's next turn comes seconds later."""
     since = len(fleet.receiver.spans)
+    namespace = f"otel-responses:{Fingerprinter(key_from_text(FLEET_HASH_KEY)).key_id()}"
     previous = fleet.client().responses.create(
         model=MODEL, input="Remember this: the marker is F-1.", instructions=scenarios.INSTRUCTIONS
     )
-    turns, crossed = 1, False
-    while not crossed and turns < 40:
-        time.sleep(LEDGER_WRITE_SECONDS)
-        previous = fleet.client().responses.create(model=MODEL, input="Noted?", previous_response_id=previous.id)
-        turns += 1
-        instances = [span.instance for span in _chat(fleet.receiver.wait_for(_has(turns), since, settle=0))]
-        crossed = len(set(instances)) == 2
-    spans = fleet.chat_spans(since, turns)
-    assert crossed, f"{turns} turns, all on one worker"
-    assert len({span.instance for span in spans}) == 2
-    assert all(len(span.attributes["gen_ai.response.id"]) > 128 for span in spans)
-    named: list[set[str]] = [set()] + [
-        {"instructions_dropped"} if parent.instance == span.instance else set()
-        for parent, span in itertools.pairwise(spans)
-    ]
-    assert [span.signals() for span in spans] == named
+    turns, crossings = 1, 0
     with redis_server.client(3) as shared:
-        assert shared.dbsize() == 0
+        while crossings < 2 and turns < 40:
+            (latest,) = fleet.chat_spans(since, turns)[-1:]
+            _written(shared, entry_key(namespace, latest.attributes["gen_ai.response.id"]))
+            previous = fleet.client().responses.create(model=MODEL, input="Noted?", previous_response_id=previous.id)
+            turns += 1
+            spans = _chat(fleet.receiver.wait_for(_has(turns), since, settle=0))
+            crossings = sum(a.instance != b.instance for a, b in itertools.pairwise(spans))
+        spans = fleet.chat_spans(since, turns)
+        assert crossings >= 2, f"{turns} turns, the chain crossed between the workers {crossings} times"
+        assert len({span.instance for span in spans}) == 2
+        ids = [span.attributes["gen_ai.response.id"] for span in spans]
+        assert all(len(i) > 128 and is_id(i) for i in ids)
+        assert [span.attributes.get("gen_ai.request.previous_response.id") for span in spans] == [None, *ids[:-1]]
+        assert [span.signals() for span in spans] == [set()] + [{"instructions_dropped"}] * (turns - 1)
+        # Each turn's entry is in Redis under its litellm id, each parent's continued-marker beside it.
+        _written(shared, entry_key(namespace, ids[-1]))
+        assert [bool(shared.exists(entry_key(namespace, i))) for i in ids] == [True] * turns
+        assert [bool(shared.exists(marker_key(namespace, i))) for i in ids] == [True] * (turns - 1) + [False]
