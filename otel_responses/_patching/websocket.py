@@ -20,6 +20,7 @@ from typing import Any
 
 from .._telemetry.recorded import NOTHING_READ
 from .._telemetry.telemetry import Telemetry
+from ..signals import ContextLossError
 from .call import Call
 from .operations import OPERATIONS
 from .streams import TERMINAL_EVENTS, StreamObserver
@@ -118,6 +119,13 @@ def received(connection: Any, event: Any) -> None:
             queue.popleft()
     except Exception:
         _log.debug("otel-responses: observing a WebSocket event failed; the app is unaffected")
+
+
+def refusal_event(error: ContextLossError) -> str:
+    """Strict mode's refusal as WebSocket mode says an error, for a front end that relays the socket itself: the
+    ``error`` event the API sends instead of a status, the signal as its code and the meaning and fix as its message."""
+    inner = {"message": str(error), "type": "invalid_request_error", "param": None, "code": error.signal}
+    return json.dumps({"type": "error", "status": 400, "error": inner})
 
 
 def open_responses(connection: Any) -> int:

@@ -37,7 +37,7 @@ from .._patching.hooks import Seam, Wrapper
 from .._patching.operations import OPERATIONS
 from .._patching.providers import provider_of_litellm, server_of
 from .._patching.streams import OBSERVED_EVENTS, Fields, StreamObserver
-from .._patching.websocket import closed, exempt, raw_create_fields, received, track
+from .._patching.websocket import closed, exempt, raw_create_fields, received, refusal_event, track
 from .._patching.wrappers import Switch
 from .._telemetry.recorded import NOTHING_READ
 from .._telemetry.telemetry import Telemetry
@@ -172,13 +172,6 @@ def request_of(frame: Any) -> dict[str, Any] | None:
         return None
     nested = fields.pop("response", None)
     return {**fields, **nested} if isinstance(nested, Mapping) else fields
-
-
-def refusal_event(error: ContextLossError) -> str:
-    """Strict mode's refusal as WebSocket mode says an error: the signal as the code, its meaning and fix as the
-    message."""
-    inner = {"message": str(error), "type": "invalid_request_error", "param": None, "code": error.signal}
-    return json.dumps({"type": "error", "status": 400, "error": inner})
 
 
 async def _checked(telemetry: Telemetry, relay: Any, frame: Any) -> tuple[Call, dict[str, Any]] | None:

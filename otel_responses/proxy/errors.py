@@ -36,12 +36,6 @@ def refusal_body(error: ContextLossError) -> bytes:
     return body(str(error), "invalid_request_error", error.signal)
 
 
-def refusal_event(error: ContextLossError) -> str:
-    """Strict mode's refusal over a WebSocket: the ``error`` event WebSocket mode sends instead of a status."""
-    inner = {"message": str(error), "type": "invalid_request_error", "param": None, "code": error.signal}
-    return json.dumps({"type": "error", "status": 400, "error": inner})
-
-
 class _Answer(NamedTuple):
     """What the SDK's status errors read of an HTTP response: its request, status and headers."""
 

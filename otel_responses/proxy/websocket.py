@@ -183,7 +183,7 @@ async def _to_upstream(
             try:
                 await seams.send_raw(send, socket, (message.data,), {})
             except ContextLossError as refusal:
-                await client.send_str(errors.refusal_event(refusal))
+                await client.send_str(seam.refusal_event(refusal))
         elif kind == WSMsgType.PING:
             await upstream.ping(message.data)
         elif kind == WSMsgType.PONG:
