@@ -57,8 +57,9 @@ def changelog_problems(changelog: str, version: str, tag: str) -> list[str]:
     if not DATED.fullmatch(rest):
         problems.append(f"CHANGELOG.md: the heading of {version} needs its date: `## [{version}] - YYYY-MM-DD`")
     link = re.search(rf"^\[{re.escape(version)}\]: (\S+)$", changelog, re.M)
-    if link is None or not link.group(1).endswith(f"/{tag}"):
-        problems.append(f"CHANGELOG.md: the link reference `[{version}]: ...` must end in /{tag}")
+    # The release's page (`.../releases/tag/vX.Y.Z`) or its comparison with the one before (`.../compare/vA...vX.Y.Z`).
+    if link is None or not link.group(1).endswith((f"/{tag}", f"...{tag}")):
+        problems.append(f"CHANGELOG.md: the link reference `[{version}]: ...` must end in /{tag} or ...{tag}")
     return problems
 
 

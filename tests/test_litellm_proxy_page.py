@@ -43,7 +43,10 @@ def test_the_gateway_is_started_with_c_and_one_worker_or_several_sharing_the_led
         for line in block.replace("\\\n", " ").splitlines()
         if line.startswith("opentelemetry-instrument")
     }
-    start = "opentelemetry-instrument --traces_exporter otlp --metrics_exporter otlp litellm -c config.yaml"
+    start = (
+        "opentelemetry-instrument --traces_exporter otlp --metrics_exporter otlp"
+        " --exporter_otlp_protocol http/protobuf litellm -c config.yaml"
+    )
     one, several = (
         f"{start} --port 4000 --host 127.0.0.1 --num_workers 1",
         f"{start} --port 4000 --host 127.0.0.1 --num_workers 4",

@@ -16,6 +16,7 @@ from otel_responses.version import __version__
 ROOT = Path(__file__).resolve().parent.parent
 GATE = ROOT / ".ci" / "release_check.py"
 LINK = "https://github.com/otel-responses/otel-responses/releases/tag"
+COMPARE = "https://github.com/otel-responses/otel-responses/compare"
 VERSION_PY = '"""The package version."""\n\n__version__ = "{}"\n'
 
 
@@ -100,13 +101,28 @@ def _gate(tmp_path: Path, tag: str, version_py: str, changelog: str) -> subproce
             "v0.1.0",
             "0.1.0",
             _changelog(ENTRY, links=()),
-            ["CHANGELOG.md: the link reference `[0.1.0]: ...` must end in /v0.1.0"],
+            ["CHANGELOG.md: the link reference `[0.1.0]: ...` must end in /v0.1.0 or ...v0.1.0"],
+        ),
+        # The comparison with the release before, as CONTRIBUTING writes it, and its near miss.
+        (
+            "v0.2.0",
+            "0.2.0",
+            _changelog("## [0.2.0] - 2027-01-05\n\n- More.\n\n", ENTRY, links=("0.1.0",))
+            + f"[0.2.0]: {COMPARE}/v0.1.0...v0.2.0\n",
+            [],
+        ),
+        (
+            "v0.2.0",
+            "0.2.0",
+            _changelog("## [0.2.0] - 2027-01-05\n\n- More.\n\n", ENTRY, links=("0.1.0",))
+            + f"[0.2.0]: {COMPARE}/v0.1.0...v0.2.1\n",
+            ["CHANGELOG.md: the link reference `[0.2.0]: ...` must end in /v0.2.0 or ...v0.2.0"],
         ),
         (
             "v0.1.0",
             "0.1.0",
             _changelog(ENTRY).replace(f"{LINK}/v0.1.0", f"{LINK}/v0.1.1"),
-            ["CHANGELOG.md: the link reference `[0.1.0]: ...` must end in /v0.1.0"],
+            ["CHANGELOG.md: the link reference `[0.1.0]: ...` must end in /v0.1.0 or ...v0.1.0"],
         ),
     ],
 )

@@ -74,8 +74,10 @@ def test_every_command_of_a_workflow_is_one_ci_runs() -> None:
 def test_ci_runs_ci_run_in_debian_as_root() -> None:
     job = FLOWS["ci.yml"]["jobs"]["ci"]
     assert job["container"]["image"] == f"python:{PYTHON}-bookworm"  # apt, Debian's chromium, root
-    assert [step.get("run") for step in job["steps"]] == [None, "bash .ci/run"]
+    assert [step.get("run") for step in job["steps"]] == [None, None, "bash .ci/run"]
     assert job["steps"][0]["uses"].startswith("actions/checkout@")
+    assert job["steps"][1]["uses"].startswith("actions/setup-node@")  # Node 20, which .ci/run requires on PATH
+    assert job["steps"][1]["with"] == {"node-version": "20"}
 
 
 def test_the_release_builds_once_and_checks_the_artefacts_line_for_line_as_ci_does() -> None:
@@ -157,6 +159,7 @@ def test_every_action_is_pinned_by_commit_with_its_version_beside_it() -> None:
         "actions/configure-pages",
         "actions/deploy-pages",
         "actions/download-artifact",
+        "actions/setup-node",
         "actions/setup-python",
         "actions/upload-artifact",
         "actions/upload-pages-artifact",

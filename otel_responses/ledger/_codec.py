@@ -63,11 +63,11 @@ DEFAULT_MAX_ENTRY_BYTES = 8192
 # hash-tagged key layout (``{prefix}:{key id}:{tag}:kind``, for Redis Cluster); version 4 added the lineage, version 3
 # sealed every value; version 2 (entries as compact JSON with the version inside, locations as `index:response_id`,
 # markers as `1`, none authenticated) is older still. Values of formats 6, 5, 4 and 3 still decode, but only under the
-# keys they are read from: the old layout's key names (``{prefix}:{key id}:r:{id}``) are no longer asked for. The
-# previous release reads none of format 7 (an unknown version: counted ``undecodable``, treated as absent), so during a
+# keys they are read from: the key names of format 4 and before (``{prefix}:{key id}:r:{id}``) are not asked for.
+# 0.1.0 reads none of format 7 (an unknown version: counted ``undecodable``, treated as absent), so during a
 # rolling deploy each side checks turns the other made against what it knows itself: missed signals, never false ones.
-# The id rule (``_ID``) is not part of a format: a wider one parses every value as before, and a reader whose rule is
-# narrower (the previous release's: 128 characters without `+`, `/`, `=`) names no key by a longer id and counts a value
+# The id rule (``_ID``) is not part of a format: a wider one parses every value the same way, and a reader whose rule
+# is narrower (0.1.0's: 128 characters without `+`, `/`, `=`) names no key by a longer id and counts a value
 # holding one undecodable, as absent.
 FORMAT = 7
 MAC_BYTES = 16

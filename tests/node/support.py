@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -27,6 +27,7 @@ import openai
 from otel_responses.tools import scenarios
 
 from ..programs import not_installed, program
+from ..servers import QuietHTTPServer
 
 HERE = Path(__file__).resolve().parent
 CLIENTS = HERE / "clients"
@@ -364,7 +365,7 @@ class Pacer:
                     return
                 pacer.forward(self, body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
