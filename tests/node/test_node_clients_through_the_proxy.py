@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from otel_responses.emulator import Emulator
-from otel_responses.signals import CATALOGUE, LOSS_SEVERITIES
 from otel_responses.testing import capture
 from otel_responses.tools.scenarios import SCENARIOS
 
 from ..proxy.support import KEY, proxied
+from ..test_acceptance import SCENARIO_SPANS
 from .support import (
     SETS,
     STREAM,
@@ -175,12 +175,11 @@ def test_the_proxy_records_the_python_sdk_s_signals(
     if client == "ai-sdk":
         expected = AI_SDK_FLOOR.get(flow, AI_SDK[flow]) if client_set == "floor" else AI_SDK[flow]
         assert outcome.signals == expected, _story(outcome)
-    else:  # the demo's own scenario: its mistake named, and nothing of severity warning or error when it makes none
+    else:  # the demo's own scenario: exactly the in-process acceptance table's signals, call by call
         scenario = scenario_of(flow)
-        raised = {name for call in outcome.signals for name in call}
-        assert set(scenario.raises) <= raised, _story(outcome)
-        if scenario.mistake is None:
-            assert not {name for name in raised if CATALOGUE[name].severity in LOSS_SEVERITIES}, _story(outcome)
+        spans = SCENARIO_SPANS[scenario.name]
+        expected = spans[1:] if scenario.mode == "conversation" else spans  # its first span: create_conversation
+        assert outcome.signals == expected, _story(outcome)
 
 
 @pytest.mark.parametrize(("client_set", "client", "flow"), CASES)
@@ -205,6 +204,7 @@ def test_a_stream_s_first_event_is_not_held_back(
     outcome = outcomes(client_set, client, STREAM)
     held_direct, held_proxied = outcome.held
     streams = sum(1 for e in outcome.direct.exchanges if e["path"].endswith("/responses"))
+    assert streams == len(SCENARIO_SPANS["client_replay"])  # every turn of the flow streamed, none left out
     assert held_direct == [True] * streams  # the client acknowledged each stream's first event straight
     assert held_proxied == [True] * streams, _arrivals(outcome)  # and through the proxy, the rest still held
 
