@@ -34,7 +34,12 @@ from otel_responses._items import (
     payload_shape,
     reshaped,
 )
-from otel_responses._patching.operations import remember_conversation_items, remember_created, remember_deleted
+from otel_responses._patching.operations import (
+    OPERATIONS,
+    remember_conversation_items,
+    remember_created,
+    remember_deleted,
+)
 from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
@@ -948,13 +953,22 @@ def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
     """Each request in order against one ledger, as the wrappers run it (checks, then its response remembered in its
     lineage), with the response's output items given: ``resp_1``, ``resp_2``, ... The names raised by each, in order.
     A request may be ``{"create_conversation": "conv_1"}``: the conversation made here (its state known from the
-    start)."""
+    start), or ``{"conversation_items": "conv_1"}``: items written to it; either may carry ``items``, read as the
+    Conversations methods' wrappers read them."""
     ledger = InMemoryLedger()
     raised: list[list[str]] = []
     for number, (kwargs, outputs) in enumerate(steps, 1):
-        if "create_conversation" in kwargs:
-            created = conversation_facts("create_conversation", None, ())
-            made = _conversation_made(kwargs["create_conversation"])
+        if "create_conversation" in kwargs or "conversation_items" in kwargs:
+            written = {"items": kwargs["items"]} if "items" in kwargs else {}
+            if "create_conversation" in kwargs:
+                created = OPERATIONS["create_conversation"].facts((), written, SETTINGS)
+                made = _conversation_made(kwargs["create_conversation"])
+            else:
+                by_app = (kwargs["conversation_items"],)
+                created, made = (
+                    OPERATIONS["create_conversation_items"].facts(by_app, written, SETTINGS),
+                    ResponseFacts.empty(),
+                )
             remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), made)
             raised.append([])
             continue
@@ -1041,6 +1055,51 @@ def test_an_output_is_judged_against_every_call_the_state_holds(
     raised = session(*steps)
     assert raised[-1] == expected
     assert all(not earlier or earlier == ["missing_tool_output"] for earlier in raised[:-1]), raised
+
+
+DEVELOPER = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]}
+DEVELOPER_EMPTY = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": ""}]}
+
+INSTRUCTED: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
+    # (case, the session's steps, what the last request raises): a conversation whose first turn had instructions
+    (
+        "a developer message written with conversations.create is held in the state",
+        [({"create_conversation": "conv_1", "items": [DEVELOPER]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        [],
+    ),
+    (
+        "a system message written with conversations.items.create is held in the state",
+        [({"create_conversation": "conv_1"}, []),
+         ({"conversation_items": "conv_1", "items": [{"type": "message", "role": "system", "content": "Be brief."}]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        [],
+    ),
+    (
+        "near miss: only a user message written, the instructions are gone",
+        [({"create_conversation": "conv_1", "items": [user("hello")]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        ["instructions_dropped"],
+    ),
+    (
+        "near miss: an empty developer message in the input counts as none",
+        [({"create_conversation": "conv_1"}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [DEVELOPER_EMPTY, user("n")]}, [ANSWER])],
+        ["instructions_dropped"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "steps", "expected"), INSTRUCTED, ids=[r[0] for r in INSTRUCTED])
+def test_a_system_message_the_app_wrote_to_a_conversation_holds_the_instructions(
+    case: str, steps: list[tuple[dict[str, Any], list[Any]]], expected: list[str]
+) -> None:
+    raised = session(*steps)
+    assert raised == [[]] * (len(steps) - 1) + [expected]
 
 
 def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:

@@ -332,6 +332,27 @@ def test_instructions_dropped_conversation(client: openai.OpenAI, captured: Capt
     assert_no_payload(captured, INSTRUCTIONS_SECRET)
 
 
+def test_instructions_dropped_near_miss_system_message_written_to_the_conversation(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """A developer message the app wrote with `conversations.create` (or a system one with `items.create`) is in the
+    conversation's state: a turn without instructions still has them. The near miss: a user message written so."""
+    developer: Any = {"type": "message", "role": "developer", "content": INSTRUCTIONS}
+    system: Any = {"type": "message", "role": "system", "content": INSTRUCTIONS}
+    with_developer = client.conversations.create(items=[developer]).id
+    with_system = client.conversations.create().id
+    client.conversations.items.create(with_system, items=[system])
+    with_user = client.conversations.create(items=[user("Hello.")]).id
+    for conversation in (with_developer, with_system, with_user):
+        client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS, conversation=conversation)
+        client.responses.create(model=MODEL, input="Again.", conversation=conversation)
+    # Three creates and one items write, then the six turns: every call's exact signals.
+    assert [signals_of(s) for s in captured.spans()] == [()] * 9 + [("instructions_dropped",)]
+    assert len(captured.chat_spans()) == 6
+    assert_signal(captured, captured.chat_spans()[-1], "instructions_dropped", mode="conversation", model=MODEL)
+    assert_no_payload(captured, INSTRUCTIONS_SECRET)
+
+
 def test_instructions_dropped_near_miss_resent_every_turn(client: openai.OpenAI, captured: Captured) -> None:
     first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
     second = client.responses.create(

@@ -176,7 +176,8 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
     An app message is one the app itself writes (a ``message`` with role user, system or developer), not model
     output; the only place that decides it. App messages are counted as distinct texts (by keyed fingerprint):
     a library that sends a message twice has not given the model two. A system or developer message whose text is
-    empty (``empty``, its fingerprint) counts as none, as ``instructions=""`` does."""
+    empty (``empty``, its fingerprint) counts as none, as ``instructions=""`` does; one whose text was not read
+    (``empty`` None: items written to a conversation) counts as a system message."""
     encrypted_in = compactions = user_messages = 0
     only_app = True
     system = False
@@ -214,8 +215,8 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
             text = meta.fingerprint
             if role == "user":
                 user_messages += 1
-            elif text == empty:
-                continue  # an empty system or developer message: none at all
+            elif text is not None and text == empty:
+                continue  # an empty system or developer message: none at all (an unread text is not empty)
             else:
                 system = True
                 systems.add(-1 - position if text is None else text)
