@@ -947,6 +947,7 @@ def test_the_same_words_are_the_copy_of_the_conversation_the_replay_carries() ->
 CALL_2 = {**CALL, "id": "fc_2", "call_id": "call_2"}
 OUTPUT_2 = {**OUTPUT, "call_id": "call_2"}
 UNKNOWN_OUTPUT = {**OUTPUT, "call_id": "call_9"}  # answers no call anyone made
+UNKNOWN_REFERENCE = {"type": "item_reference", "id": "fc_elsewhere"}  # an item of a response this process never saw
 
 
 def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
@@ -1041,6 +1042,25 @@ HELD: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
         [],
     ),
     (
+        "an item reference the ledger could not resolve may be a call: an output beside it is no orphan",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"previous_response_id": "resp_1", "input": [UNKNOWN_REFERENCE, UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "an unresolved item reference leaves the state's calls partial: its output a turn later is no orphan",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"previous_response_id": "resp_1", "input": [UNKNOWN_REFERENCE]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "near miss: a replayed item reference resolved to a message holds no call",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"input": [user("q"), {"type": "item_reference", "id": "msg_1"}, UNKNOWN_OUTPUT]}, [ANSWER])],
+        ["orphan_tool_output"],
+    ),
+    (
         "a replay holds no server state: its calls must be in its input",
         [({"input": [user("q")]}, [CALL]), ({"input": [user("q"), OUTPUT]}, [ANSWER])],
         ["orphan_tool_output"],
@@ -1072,7 +1092,7 @@ INSTRUCTED: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] 
     (
         "a system message written with conversations.items.create is held in the state",
         [({"create_conversation": "conv_1"}, []),
-         ({"conversation_items": "conv_1", "items": [{"type": "message", "role": "system", "content": "Be brief."}]}, []),
+         ({"conversation_items": "conv_1", "items": [SYSTEM]}, []),
          ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
          ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
         [],
@@ -1138,6 +1158,10 @@ def test_held_calls_are_carried_from_the_parent_and_stop_reading_once_full() -> 
     assert held == Held(("call_0", "call_1", "call_2"), ("call_0", "call_1"), False)
     assert held_after(parent, False, [meta(OUTPUT)], ()) == Held((), ("call_1",), False)  # a replay: its own input
     assert held_after(None, True, [meta(OUTPUT)], ()) == Held((), ("call_1",), True)  # a state never seen begin
+    # An item reference the ledger could not resolve may be any call; one resolved is the item it names.
+    assert held_after(parent, True, [meta(UNKNOWN_REFERENCE)], ()).partial is True
+    assert held_after(parent, True, [meta(CALL_2, sent=False)], ()).partial is False
+    assert held_after(None, False, [meta(UNKNOWN_REFERENCE)], ()).partial is True
     older = dataclasses.replace(parent, held_calls=(), held_outputs=(), held_partial=True)  # of an older format
     assert held_after(older, True, [], ()) == Held(("call_1",), (), True)
     read: list[int] = []

@@ -864,6 +864,25 @@ def test_orphan_tool_output_near_miss_call_by_item_reference(client: openai.Open
     assert_clean(span, tool_check="ok")
 
 
+def test_orphan_tool_output_near_miss_call_by_item_reference_the_ledger_never_saw(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """A chain's turn refers to a call of a response this process never saw and answers it: the reference may be any
+    call, so neither that output nor the same output a turn later is an orphan (the later one is sent again)."""
+    ResponsesInstrumentor().uninstrument()
+    elsewhere = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    ResponsesInstrumentor().instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider)
+    call = function_call(elsewhere)
+    first = client.responses.create(model=MODEL, input="Hello.")
+    reference: Any = {"type": "item_reference", "id": call.id}
+    second = client.responses.create(
+        model=MODEL, previous_response_id=first.id, input=[reference, tool_output(call.call_id)], tools=TOOLS
+    )
+    assert f"returned {TOOL_SECRET}" in second.output_text  # the API resolved the reference
+    client.responses.create(model=MODEL, previous_response_id=second.id, input=[tool_output(call.call_id)], tools=TOOLS)
+    assert [signals_of(s) for s in captured.spans()] == [(), (), ("context_duplicated",)]
+
+
 def test_orphan_tool_output_near_miss_call_deeper_in_the_chain(client: openai.OpenAI, captured: Captured) -> None:
     """A message window beside previous_response_id sends the last tool output again, one turn after it answered a
     call of the response two steps back: the call is in the context, so it is no orphan; the output is there already
