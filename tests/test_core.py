@@ -39,6 +39,7 @@ from otel_responses._patching.operations import (
     remember_conversation_items,
     remember_created,
     remember_deleted,
+    remember_fetched,
 )
 from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
@@ -1147,6 +1148,24 @@ def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:
         "orphan_tool_output",
         "missing_tool_output",
     }
+
+
+@pytest.mark.parametrize("count", [MAX_OUTPUT_ITEMS + 1, MAX_OUTPUT_ITEMS], ids=["past-the-bound", "within-it"])
+def test_a_background_responses_calls_retrieved_are_held(count: int) -> None:
+    """A background response's output arrives on `retrieve`: its calls are held from then on, and past the bound the
+    entry says older ones were dropped, so an output for one of those is no orphan."""
+    calls = [{**CALL, "id": f"fc_b{n}", "call_id": f"call_b{n}"} for n in range(count)]
+    ledger = ledger_with(("resp_1", [], {"input": [user("q")], "background": True}))
+    fetch = target_facts("fetch_response", "resp_1", {})
+    remember_fetched(Ended(ledger, fetch, analyse(fetch, ledger)), response_facts(_Response("resp_1", calls), SETTINGS))
+    entry = ledger.get("resp_1")
+    assert entry is not None
+    assert entry.held_partial is (count > MAX_HELD_CALLS)
+    newest = {**OUTPUT, "call_id": f"call_b{count - 1}"}  # the call past `outputs`' bound when there is one
+    assert signals(ledger, previous_response_id="resp_1", input=[newest]) == {"missing_tool_output"}
+    # Near miss: with every call held, an output for none of them is one.
+    expected = {"missing_tool_output"} if count > MAX_HELD_CALLS else {"orphan_tool_output", "missing_tool_output"}
+    assert signals(ledger, previous_response_id="resp_1", input=[UNKNOWN_OUTPUT]) == expected
 
 
 def test_held_calls_are_carried_from_the_parent_and_stop_reading_once_full() -> None:
