@@ -1123,6 +1123,22 @@ def test_a_system_message_the_app_wrote_to_a_conversation_holds_the_instructions
     assert raised == [[]] * (len(steps) - 1) + [expected]
 
 
+@pytest.mark.parametrize(
+    ("operation", "expected"),
+    [("count_input_tokens", []), ("compact_response", []), ("chat", ["context_duplicated"])],
+)
+def test_only_a_turn_sends_an_output_again(operation: str, expected: list[str]) -> None:
+    """An output the chain's state already holds, sent beside `previous_response_id`: a turn gives it to the model
+    twice; counting the input's tokens or compacting it sends nothing to the model's context."""
+    ledger = ledger_with(
+        ("resp_1", [CALL], {"input": [user("q")]}),
+        ("resp_2", [ANSWER], {"previous_response_id": "resp_1", "input": [OUTPUT]}),
+    )
+    req = request_facts(operation, {"model": "m", "previous_response_id": "resp_2", "input": [OUTPUT]}, SETTINGS)
+    raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    assert [s.name for s in raised] == expected
+
+
 def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:
     def calls(prefix: str, count: int) -> list[dict[str, Any]]:
         return [{**CALL, "id": f"fc_{prefix}{n}", "call_id": f"call_{prefix}{n}"} for n in range(count)]

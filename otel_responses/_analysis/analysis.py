@@ -464,7 +464,7 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
         answerable.update(m.call_id for m in server_parent.outputs if m.call_id is not None)
         answerable.update(server_parent.held_calls)
         whole = whole and not server_parent.held_partial
-        if server_parent.held_outputs:
+        if server_parent.held_outputs and req.operation == OPERATION_CHAT:  # a turn, as for ``_duplicated``
             _resent(outputs, items, server_parent.held_outputs, tools.resent)
     parent_shared = server_parent is not None and server_parent.shared
     for call_id, position in outputs.items():
