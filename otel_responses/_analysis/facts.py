@@ -25,7 +25,7 @@ from .._items import (
     output_text,
     text_fingerprint,
 )
-from ..attributes import PROVIDER_OPENAI
+from ..attributes import OUTPUT_TYPE_JSON, OUTPUT_TYPE_TEXT, PROVIDER_OPENAI
 from ..ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
@@ -469,7 +469,7 @@ class ReasoningSettings(NamedTuple):
 
     effort: str | None
     summary: str | None
-    context: str | None  # `all_turns`: models that keep reasoning use earlier turns' reasoning (newer SDKs type it)
+    context: str | None  # `all_turns`: models that keep reasoning use earlier turns' reasoning (SDKs may type it)
     mode: str | None
 
 
@@ -545,14 +545,14 @@ def output_type(kwargs: Mapping[str, Any]) -> str | None:
     """``json`` or ``text`` when the request sends ``text.format`` (``parse``/``stream`` with ``text_format=`` send
     a ``json_schema`` one), else None: no output type is recorded for a request that asks none."""
     if isinstance(kwargs.get("text_format"), type):
-        return "json"
+        return OUTPUT_TYPE_JSON
     text = _sent(kwargs, "text")
     if text is None:
         return None
     kind = fields_of(fields_of(text)("format"))("type")
     if kind in _JSON_FORMATS:
-        return "json"
-    return "text" if kind == "text" else None
+        return OUTPUT_TYPE_JSON
+    return OUTPUT_TYPE_TEXT if kind == "text" else None
 
 
 def stored_prompt(kwargs: Mapping[str, Any]) -> tuple[str | None, str | None] | None:
