@@ -163,7 +163,7 @@ def fields_of(item: object) -> Any:
     fields, declared or not.
 
     Dicts answer directly. SDK models (pydantic) keep their fields in ``__dict__`` and undeclared ones (a field
-    newer than the installed SDK, say ``phase``) in ``__pydantic_extra__``: reading those dicts avoids
+    the installed SDK does not declare, say ``phase``) in ``__pydantic_extra__``: reading those dicts avoids
     ``getattr`` on a missing field, which raises inside pydantic and costs microseconds per item.
     """
     if isinstance(item, dict):

@@ -34,7 +34,13 @@ from otel_responses._items import (
     payload_shape,
     reshaped,
 )
-from otel_responses._patching.operations import remember_conversation_items, remember_created, remember_deleted
+from otel_responses._patching.operations import (
+    OPERATIONS,
+    remember_conversation_items,
+    remember_created,
+    remember_deleted,
+    remember_fetched,
+)
 from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger
 from otel_responses.signals import CATALOGUE, ERROR, SHARED_FACT, Signal
@@ -942,19 +948,29 @@ def test_the_same_words_are_the_copy_of_the_conversation_the_replay_carries() ->
 CALL_2 = {**CALL, "id": "fc_2", "call_id": "call_2"}
 OUTPUT_2 = {**OUTPUT, "call_id": "call_2"}
 UNKNOWN_OUTPUT = {**OUTPUT, "call_id": "call_9"}  # answers no call anyone made
+UNKNOWN_REFERENCE = {"type": "item_reference", "id": "fc_elsewhere"}  # an item of a response this process never saw
 
 
 def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
     """Each request in order against one ledger, as the wrappers run it (checks, then its response remembered in its
     lineage), with the response's output items given: ``resp_1``, ``resp_2``, ... The names raised by each, in order.
     A request may be ``{"create_conversation": "conv_1"}``: the conversation made here (its state known from the
-    start)."""
+    start), or ``{"conversation_items": "conv_1"}``: items written to it; either may carry ``items``, read as the
+    Conversations methods' wrappers read them."""
     ledger = InMemoryLedger()
     raised: list[list[str]] = []
     for number, (kwargs, outputs) in enumerate(steps, 1):
-        if "create_conversation" in kwargs:
-            created = conversation_facts("create_conversation", None, ())
-            made = _conversation_made(kwargs["create_conversation"])
+        if "create_conversation" in kwargs or "conversation_items" in kwargs:
+            written = {"items": kwargs["items"]} if "items" in kwargs else {}
+            if "create_conversation" in kwargs:
+                created = OPERATIONS["create_conversation"].facts((), written, SETTINGS)
+                made = _conversation_made(kwargs["create_conversation"])
+            else:
+                by_app = (kwargs["conversation_items"],)
+                created, made = (
+                    OPERATIONS["create_conversation_items"].facts(by_app, written, SETTINGS),
+                    ResponseFacts.empty(),
+                )
             remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), made)
             raised.append([])
             continue
@@ -1027,6 +1043,25 @@ HELD: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
         [],
     ),
     (
+        "an item reference the ledger could not resolve may be a call: an output beside it is no orphan",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"previous_response_id": "resp_1", "input": [UNKNOWN_REFERENCE, UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "an unresolved item reference leaves the state's calls partial: its output a turn later is no orphan",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"previous_response_id": "resp_1", "input": [UNKNOWN_REFERENCE]}, [ANSWER]),
+         ({"previous_response_id": "resp_2", "input": [UNKNOWN_OUTPUT]}, [ANSWER])],
+        [],
+    ),
+    (
+        "near miss: a replayed item reference resolved to a message holds no call",
+        [({"input": [user("q")]}, [ANSWER]),
+         ({"input": [user("q"), {"type": "item_reference", "id": "msg_1"}, UNKNOWN_OUTPUT]}, [ANSWER])],
+        ["orphan_tool_output"],
+    ),
+    (
         "a replay holds no server state: its calls must be in its input",
         [({"input": [user("q")]}, [CALL]), ({"input": [user("q"), OUTPUT]}, [ANSWER])],
         ["orphan_tool_output"],
@@ -1041,6 +1076,67 @@ def test_an_output_is_judged_against_every_call_the_state_holds(
     raised = session(*steps)
     assert raised[-1] == expected
     assert all(not earlier or earlier == ["missing_tool_output"] for earlier in raised[:-1]), raised
+
+
+DEVELOPER = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Be brief."}]}
+DEVELOPER_EMPTY = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": ""}]}
+
+INSTRUCTED: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
+    # (case, the session's steps, what the last request raises): a conversation whose first turn had instructions
+    (
+        "a developer message written with conversations.create is held in the state",
+        [({"create_conversation": "conv_1", "items": [DEVELOPER]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        [],
+    ),
+    (
+        "a system message written with conversations.items.create is held in the state",
+        [({"create_conversation": "conv_1"}, []),
+         ({"conversation_items": "conv_1", "items": [SYSTEM]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        [],
+    ),
+    (
+        "near miss: only a user message written, the instructions are gone",
+        [({"create_conversation": "conv_1", "items": [user("hello")]}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [user("n")]}, [ANSWER])],
+        ["instructions_dropped"],
+    ),
+    (
+        "near miss: an empty developer message in the input counts as none",
+        [({"create_conversation": "conv_1"}, []),
+         ({"conversation": "conv_1", "input": [user("q")], "instructions": "X"}, [ANSWER]),
+         ({"conversation": "conv_1", "input": [DEVELOPER_EMPTY, user("n")]}, [ANSWER])],
+        ["instructions_dropped"],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "steps", "expected"), INSTRUCTED, ids=[r[0] for r in INSTRUCTED])
+def test_a_system_message_the_app_wrote_to_a_conversation_holds_the_instructions(
+    case: str, steps: list[tuple[dict[str, Any], list[Any]]], expected: list[str]
+) -> None:
+    raised = session(*steps)
+    assert raised == [[]] * (len(steps) - 1) + [expected]
+
+
+@pytest.mark.parametrize(
+    ("operation", "expected"),
+    [("count_input_tokens", []), ("compact_response", []), ("chat", ["context_duplicated"])],
+)
+def test_only_a_turn_sends_an_output_again(operation: str, expected: list[str]) -> None:
+    """An output the chain's state already holds, sent beside `previous_response_id`: a turn gives it to the model
+    twice; counting the input's tokens or compacting it sends nothing to the model's context."""
+    ledger = ledger_with(
+        ("resp_1", [CALL], {"input": [user("q")]}),
+        ("resp_2", [ANSWER], {"previous_response_id": "resp_1", "input": [OUTPUT]}),
+    )
+    req = request_facts(operation, {"model": "m", "previous_response_id": "resp_2", "input": [OUTPUT]}, SETTINGS)
+    raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    assert [s.name for s in raised] == expected
 
 
 def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:
@@ -1070,6 +1166,24 @@ def test_held_calls_are_bounded_and_say_when_older_ones_were_dropped() -> None:
     }
 
 
+@pytest.mark.parametrize("count", [MAX_OUTPUT_ITEMS + 1, MAX_OUTPUT_ITEMS], ids=["past-the-bound", "within-it"])
+def test_a_background_responses_calls_retrieved_are_held(count: int) -> None:
+    """A background response's output arrives on `retrieve`: its calls are held from then on, and past the bound the
+    entry says older ones were dropped, so an output for one of those is no orphan."""
+    calls = [{**CALL, "id": f"fc_b{n}", "call_id": f"call_b{n}"} for n in range(count)]
+    ledger = ledger_with(("resp_1", [], {"input": [user("q")], "background": True}))
+    fetch = target_facts("fetch_response", "resp_1", {})
+    remember_fetched(Ended(ledger, fetch, analyse(fetch, ledger)), response_facts(_Response("resp_1", calls), SETTINGS))
+    entry = ledger.get("resp_1")
+    assert entry is not None
+    assert entry.held_partial is (count > MAX_HELD_CALLS)
+    newest = {**OUTPUT, "call_id": f"call_b{count - 1}"}  # the call past `outputs`' bound when there is one
+    assert signals(ledger, previous_response_id="resp_1", input=[newest]) == {"missing_tool_output"}
+    # Near miss: with every call held, an output for none of them is one.
+    expected = {"missing_tool_output"} if count > MAX_HELD_CALLS else {"orphan_tool_output", "missing_tool_output"}
+    assert signals(ledger, previous_response_id="resp_1", input=[UNKNOWN_OUTPUT]) == expected
+
+
 def test_held_calls_are_carried_from_the_parent_and_stop_reading_once_full() -> None:
     parent = Entry(
         "resp_1", 1, True, None, None, (meta(CALL, sent=False),), 1, 0,
@@ -1079,6 +1193,10 @@ def test_held_calls_are_carried_from_the_parent_and_stop_reading_once_full() -> 
     assert held == Held(("call_0", "call_1", "call_2"), ("call_0", "call_1"), False)
     assert held_after(parent, False, [meta(OUTPUT)], ()) == Held((), ("call_1",), False)  # a replay: its own input
     assert held_after(None, True, [meta(OUTPUT)], ()) == Held((), ("call_1",), True)  # a state never seen begin
+    # An item reference the ledger could not resolve may be any call; one resolved is the item it names.
+    assert held_after(parent, True, [meta(UNKNOWN_REFERENCE)], ()).partial is True
+    assert held_after(parent, True, [meta(CALL_2, sent=False)], ()).partial is False
+    assert held_after(None, False, [meta(UNKNOWN_REFERENCE)], ()).partial is True
     older = dataclasses.replace(parent, held_calls=(), held_outputs=(), held_partial=True)  # of an older format
     assert held_after(older, True, [], ()) == Held(("call_1",), (), True)
     read: list[int] = []

@@ -1030,6 +1030,41 @@ def test_the_held_calls_given_outputs_and_system_messages_round_trip_and_none_is
     assert read.given_outputs == (GivenOutput("call_old", 4096, 7, None),)
 
 
+def test_an_apps_own_call_id_a_reader_would_reject_is_left_out_of_the_shared_value(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """The held calls and the given outputs carry the app's own call_ids from its inputs, turn after turn: one that
+    fails the id rule is left out of the shared value (the held calls then say the state may hold others), so the
+    entry and the chain after it are still shared. The local tier keeps the entry as recorded."""
+    odd = rich_entry(
+        "resp_odd",
+        held_calls=("call_old", "call 1"),
+        held_outputs=("call{1}", "call_old"),
+        given_outputs=(GivenOutput("call 1", 4096, 7), GivenOutput("call_old", 4096, 2**64 - 1)),
+    )
+    later = rich_entry("resp_later", parent_id="resp_odd", held_calls=("call 1", "call_new"), held_outputs=())
+    whole = rich_entry("resp_whole")  # near miss: every id passes, the value is whole
+    writer = make()
+    for entry in (odd, later, whole):
+        assert shareable(entry), entry.response_id
+        writer.record(entry, entry.parent_id)
+    assert writer.flush(5)
+    assert writer.get("resp_odd") == odd
+    reader = make()
+    read = [reader.get(name) for name in ("resp_odd", "resp_later", "resp_whole")]
+    assert [(e.held_calls, e.held_outputs, e.held_partial) if e else None for e in read] == [
+        (("call_old",), ("call_old",), True),
+        (("call_new",), (), True),
+        (("call_old", "call_abc"), ("call_old",), False),
+    ]
+    assert [e.given_outputs if e else None for e in read] == [
+        (GivenOutput("call_old", 4096, 2**64 - 1),),
+        whole.given_outputs,
+        whole.given_outputs,
+    ]
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 0, "forged": 0}
+
+
 HOSTILE_STATE: dict[str, tuple[int, object]] = {
     "held-not-a-list": (13, {"calls": []}),
     "held-short": (13, [[], []]),

@@ -332,6 +332,27 @@ def test_instructions_dropped_conversation(client: openai.OpenAI, captured: Capt
     assert_no_payload(captured, INSTRUCTIONS_SECRET)
 
 
+def test_instructions_dropped_near_miss_system_message_written_to_the_conversation(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """A developer message the app wrote with `conversations.create` (or a system one with `items.create`) is in the
+    conversation's state: a turn without instructions still has them. The near miss: a user message written so."""
+    developer: Any = {"type": "message", "role": "developer", "content": INSTRUCTIONS}
+    system: Any = {"type": "message", "role": "system", "content": INSTRUCTIONS}
+    with_developer = client.conversations.create(items=[developer]).id
+    with_system = client.conversations.create().id
+    client.conversations.items.create(with_system, items=[system])
+    with_user = client.conversations.create(items=[user("Hello.")]).id
+    for conversation in (with_developer, with_system, with_user):
+        client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS, conversation=conversation)
+        client.responses.create(model=MODEL, input="Again.", conversation=conversation)
+    # Three creates and one items write, then the six turns: every call's exact signals.
+    assert [signals_of(s) for s in captured.spans()] == [()] * 9 + [("instructions_dropped",)]
+    assert len(captured.chat_spans()) == 6
+    assert_signal(captured, captured.chat_spans()[-1], "instructions_dropped", mode="conversation", model=MODEL)
+    assert_no_payload(captured, INSTRUCTIONS_SECRET)
+
+
 def test_instructions_dropped_near_miss_resent_every_turn(client: openai.OpenAI, captured: Captured) -> None:
     first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
     second = client.responses.create(
@@ -841,6 +862,25 @@ def test_orphan_tool_output_near_miss_call_by_item_reference(client: openai.Open
     first_span, span = captured.spans()
     assert_clean(first_span)
     assert_clean(span, tool_check="ok")
+
+
+def test_orphan_tool_output_near_miss_call_by_item_reference_the_ledger_never_saw(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """A chain's turn refers to a call of a response this process never saw and answers it: the reference may be any
+    call, so neither that output nor the same output a turn later is an orphan (the later one is sent again)."""
+    ResponsesInstrumentor().uninstrument()
+    elsewhere = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
+    ResponsesInstrumentor().instrument(tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider)
+    call = function_call(elsewhere)
+    first = client.responses.create(model=MODEL, input="Hello.")
+    reference: Any = {"type": "item_reference", "id": call.id}
+    second = client.responses.create(
+        model=MODEL, previous_response_id=first.id, input=[reference, tool_output(call.call_id)], tools=TOOLS
+    )
+    assert f"returned {TOOL_SECRET}" in second.output_text  # the API resolved the reference
+    client.responses.create(model=MODEL, previous_response_id=second.id, input=[tool_output(call.call_id)], tools=TOOLS)
+    assert [signals_of(s) for s in captured.spans()] == [(), (), ("context_duplicated",)]
 
 
 def test_orphan_tool_output_near_miss_call_deeper_in_the_chain(client: openai.OpenAI, captured: Captured) -> None:

@@ -417,7 +417,8 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
     parent's outputs, and the calls its state holds: ``Entry.held_calls``), whatever that item's type (the API takes a
     `function_call_output` for a client `tool_search_call`); an item type the code does not know is never counted as
     a call that needs an answer. An output whose call is in neither is an orphan only where that state is known whole
-    (``Entry.held_partial`` clear): else nothing is said of it. ``parent_known``: False when the request continues a
+    (``Entry.held_partial`` clear) and the input has no item reference the ledger could not resolve: else nothing is
+    said of it. ``parent_known``: False when the request continues a
     response or conversation the ledger does not know (evicted, made by another process, a shared ledger out of reach):
     an output may answer one of its calls, so none is called an orphan. An output the state already holds is noted as
     sent again. What the input itself shows rests on no ledger entry; only an item reference resolved by a shared
@@ -433,12 +434,14 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
     tools = analysis.tools
     resolved, resolved_shared = analysis.resolved, analysis.resolved_shared
     items = req.input_items
+    whole = True  # the calls the input and the state hold are all known: no unresolved item reference, no call dropped
     for position in req.tool_positions:
         meta = resolved.get(position, items[position]) if resolved else items[position]
         call_id = meta.call_id
-        if call_id is None:
-            continue
         kind = meta.type
+        if call_id is None:
+            whole = whole and kind != "item_reference"  # one the ledger could not resolve may be any call
+            continue
         if kind in OUTPUT_TYPES:
             outputs.setdefault(call_id, position)
             tools.present = True
@@ -457,12 +460,11 @@ def _tools(req: RequestFacts, parent: Entry | None, analysis: Analysis, replay: 
             awaiting.append(call_id)
     pending = server_parent.pending_calls if server_parent is not None else ()
     tools.present = tools.present or bool(pending)
-    whole = True  # the calls the state holds are all known
     if outputs and server_parent is not None:
         answerable.update(m.call_id for m in server_parent.outputs if m.call_id is not None)
         answerable.update(server_parent.held_calls)
-        whole = not server_parent.held_partial
-        if server_parent.held_outputs:
+        whole = whole and not server_parent.held_partial
+        if server_parent.held_outputs and req.operation == OPERATION_CHAT:  # a turn, as for ``_duplicated``
             _resent(outputs, items, server_parent.held_outputs, tools.resent)
     parent_shared = server_parent is not None and server_parent.shared
     for call_id, position in outputs.items():

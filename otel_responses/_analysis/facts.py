@@ -25,7 +25,7 @@ from .._items import (
     output_text,
     text_fingerprint,
 )
-from ..attributes import PROVIDER_OPENAI
+from ..attributes import OUTPUT_TYPE_JSON, OUTPUT_TYPE_TEXT, PROVIDER_OPENAI
 from ..ledger import MAX_INPUT_MESSAGES, Key
 
 SERVER_CHAIN = "server_chain"
@@ -176,7 +176,8 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
     An app message is one the app itself writes (a ``message`` with role user, system or developer), not model
     output; the only place that decides it. App messages are counted as distinct texts (by keyed fingerprint):
     a library that sends a message twice has not given the model two. A system or developer message whose text is
-    empty (``empty``, its fingerprint) counts as none, as ``instructions=""`` does."""
+    empty (``empty``, its fingerprint) counts as none, as ``instructions=""`` does; one whose text was not read
+    (``empty`` None: items written to a conversation) counts as a system message."""
     encrypted_in = compactions = user_messages = 0
     only_app = True
     system = False
@@ -214,8 +215,8 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
             text = meta.fingerprint
             if role == "user":
                 user_messages += 1
-            elif text == empty:
-                continue  # an empty system or developer message: none at all
+            elif text is not None and text == empty:
+                continue  # an empty system or developer message: none at all (an unread text is not empty)
             else:
                 system = True
                 systems.add(-1 - position if text is None else text)
@@ -468,7 +469,7 @@ class ReasoningSettings(NamedTuple):
 
     effort: str | None
     summary: str | None
-    context: str | None  # `all_turns`: models that keep reasoning use earlier turns' reasoning (newer SDKs type it)
+    context: str | None  # `all_turns`: models that keep reasoning use earlier turns' reasoning (SDKs may type it)
     mode: str | None
 
 
@@ -544,14 +545,14 @@ def output_type(kwargs: Mapping[str, Any]) -> str | None:
     """``json`` or ``text`` when the request sends ``text.format`` (``parse``/``stream`` with ``text_format=`` send
     a ``json_schema`` one), else None: no output type is recorded for a request that asks none."""
     if isinstance(kwargs.get("text_format"), type):
-        return "json"
+        return OUTPUT_TYPE_JSON
     text = _sent(kwargs, "text")
     if text is None:
         return None
     kind = fields_of(fields_of(text)("format"))("type")
     if kind in _JSON_FORMATS:
-        return "json"
-    return "text" if kind == "text" else None
+        return OUTPUT_TYPE_JSON
+    return OUTPUT_TYPE_TEXT if kind == "text" else None
 
 
 def stored_prompt(kwargs: Mapping[str, Any]) -> tuple[str | None, str | None] | None:

@@ -34,8 +34,8 @@ def held_after(
 ) -> Held:
     """The calls held once a request that sent ``sent_newest_first`` (its items with a call_id, the last first) got
     ``returned``: with the parent's state when the request ``continues`` it (a chain, a conversation; a replay's state
-    is its own input), unknown beyond what is seen when that parent is not known. Reads the input only until both
-    tuples are full."""
+    is its own input), unknown beyond what is seen when that parent is not known. An item reference the ledger could not
+    resolve may stand for a call: the calls held are then partial. Reads the input only until both tuples are full."""
     sent = iter(sent_newest_first)
     newest = next(sent, None)
     if newest is None and not continues and all(meta.call_id is None for meta in returned):
@@ -43,12 +43,15 @@ def held_after(
     calls: dict[str, None] = {}  # insertion-ordered sets, newest first
     answered: dict[str, None] = {}
     dropped = [False, False]  # a call, an answered call, that did not fit
+    unresolved = False  # an item reference sent that may be a call this entry cannot list
 
     def take(items: Iterable[tuple[str | None, bool]]) -> bool:
         """Add each call_id (an output's among the answered); False once both tuples are full and one more came: the
         rest is older, and dropped."""
+        nonlocal unresolved
         for call_id, output in items:
             if call_id is None:
+                unresolved = True  # only an unresolved item reference comes without a call_id (``_kinds``)
                 continue
             into = answered if output else calls
             if call_id in into:
@@ -74,9 +77,13 @@ def held_after(
                 if not take(older):
                     break
             dropped[0] = dropped[0] or parent.held_partial
-    return Held(tuple(reversed(calls)), tuple(reversed(answered)), dropped[0] or dropped[1])
+    return Held(tuple(reversed(calls)), tuple(reversed(answered)), dropped[0] or dropped[1] or unresolved)
 
 
 def _kinds(metas: Iterable[ItemMeta]) -> Iterator[tuple[str | None, bool]]:
+    """Each item's call_id and whether it is an output; an item without a call_id is left out, but for an item
+    reference (one resolved is given as the item it names): it may be any call."""
     for meta in metas:
-        yield meta.call_id, meta.type in OUTPUT_TYPES
+        call_id = meta.call_id
+        if call_id is not None or meta.type == "item_reference":
+            yield call_id, meta.type in OUTPUT_TYPES

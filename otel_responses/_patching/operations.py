@@ -229,11 +229,21 @@ def remember_compacted(call: CallState, resp: ResponseFacts) -> None:
 
 
 def remember_fetched(call: CallState, resp: ResponseFacts) -> None:
-    """A retrieved or cancelled response we know: a background response's output arrives this way."""
+    """A retrieved or cancelled response we know: a background response's output arrives this way. Its calls join
+    the ones its state held (``held_after`` with the entry as its own parent), so a call past the outputs' bound is
+    still held, or the entry says the held calls are partial."""
     ledger, an = call.ledger, call.analysis
     entry = an.parent
     if entry is not None and resp.output_items and resp.output_items != entry.outputs:
-        ledger.record(replace(entry, outputs=outputs_to_keep(resp.output_items)), None)
+        held = held_after(entry, True, (), resp.output_items)
+        fetched = replace(
+            entry,
+            outputs=outputs_to_keep(resp.output_items),
+            held_calls=held.calls,
+            held_outputs=held.outputs,
+            held_partial=held.partial,
+        )
+        ledger.record(fetched, None)
 
 
 def remember_deleted(call: CallState, resp: ResponseFacts) -> None:

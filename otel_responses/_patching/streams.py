@@ -380,7 +380,8 @@ class AsyncStreamProxy(Proxy):
 
     @property
     def aclose(self) -> Callable[[], Awaitable[None]]:
-        """``AsyncStream.aclose()`` (newer SDKs; absent, absent here too): it closes the stream, so it ends it."""
+        """``AsyncStream.aclose()`` (where the SDK has it; absent there, absent here): it closes the stream, so it ends
+        it."""
         inner = self.__wrapped__.aclose
         observer = self._self_observer
 

@@ -160,7 +160,7 @@ def _response_attrs(req: RequestFacts, resp: ResponseFacts, attrs: Attributes, m
         _put(attrs, a.GEN_AI_USAGE_OUTPUT_TOKENS, resp.output_tokens)
         _put(attrs, a.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS, resp.cached_tokens)
         _put(attrs, a.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, resp.reasoning_tokens)
-        if resp.cache_write_tokens:  # newer API usage only: a breakdown recorded when the provider reports one
+        if resp.cache_write_tokens:  # a breakdown recorded only when the usage reports one
             attrs[a.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = resp.cache_write_tokens
     if resp.conversation_id is not None and req.conversation_id is None:
         attrs[a.GEN_AI_CONVERSATION_ID] = cap(resp.conversation_id)  # a conversation the call itself created

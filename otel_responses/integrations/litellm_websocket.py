@@ -103,9 +103,10 @@ def guard(switch: Switch, telemetry: Telemetry) -> Wrapper:
         checked = await _checked(telemetry, instance, getattr(guarded, "frame", None))
         if checked is None:
             return guarded
-        refusal = _refusal(checked[0])
+        opened, refusal = _refusal(checked[0])
         if refusal is None:
-            setattr(instance, _CHECKED, checked)
+            if not opened and not _put(instance, _CHECKED, checked):
+                checked[0].discard()  # a relay that takes no attribute: the frame goes on unrecorded
             return guarded
         with contextlib.suppress(Exception):
             await instance.websocket.send_text(refusal_event(refusal))
@@ -128,7 +129,7 @@ def record(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kw
             observer = track(call, instance, fields)
             if observer is None:
                 call.end(NOTHING_READ)
-            setattr(instance, _SENT, observer)
+            _put(instance, _SENT, observer)
     return wrapped(*args, **kwargs)
 
 
@@ -203,20 +204,31 @@ def _endpoint(relay: Any) -> Endpoint:
     return server, provider_of_litellm(provider if isinstance(provider, str) else None, server.address)
 
 
-def _refusal(call: Call) -> ContextLossError | None:
-    """Strict mode's refusal of a checked frame: its span opened and ended with it."""
+def _refusal(call: Call) -> tuple[bool, ContextLossError | None]:
+    """Strict mode's refusal of a checked frame, its span opened and ended with it; and whether the call was opened
+    here: then, refused or not, it is done with (ended, or discarded when its span failed to open) and the frame goes
+    on unrecorded. A call not opened here opens as its frame leaves."""
     if not call.settings.strict or not any(s.refusable for s in call.signals):
-        return None
+        return False, None
     try:
         call.open(attach=False)
     except Exception:
         call.telemetry.internal_error("start_call")
         call.discard()
-        return None
+        return True, None
     error = call.refusal()
     if error is None:  # the refusal could not be built (counted): the frame goes on, its span ends now
         call.end(NOTHING_READ)
-    return error
+    return True, error
+
+
+def _put(relay: Any, name: str, value: Any) -> bool:
+    """Hold ``value`` on the relay under ``name`` (``_take`` takes it off); False for a relay that takes no
+    attribute."""
+    if not hasattr(relay, "__dict__"):
+        return False
+    relay.__dict__[name] = value
+    return True
 
 
 def _take(relay: Any, name: str) -> Any:

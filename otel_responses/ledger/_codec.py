@@ -298,13 +298,16 @@ def _held(raw: object) -> dict[str, Any] | None:
 
 
 def _held_field(entry: Entry) -> list[Any] | None:
+    """The held calls as shared. They carry the app's own call_ids (from its inputs): one that fails the id rule is
+    left out, and the value then says the state may hold calls it does not list, rather than the entry (and every
+    later entry of its chain, which carries it) staying unshared."""
     if not (entry.held_calls or entry.held_outputs or entry.held_partial):
         return None
-    return [
-        list(entry.held_calls[-MAX_HELD_CALLS:]),
-        list(entry.held_outputs[-MAX_HELD_CALLS:]),
-        int(entry.held_partial),
-    ]
+    held_calls, held_outputs = entry.held_calls[-MAX_HELD_CALLS:], entry.held_outputs[-MAX_HELD_CALLS:]
+    calls = [call_id for call_id in held_calls if is_id(call_id)]
+    answered = [call_id for call_id in held_outputs if is_id(call_id)]
+    left_out = len(calls) < len(held_calls) or len(answered) < len(held_outputs)
+    return [calls, answered, int(entry.held_partial or left_out)]
 
 
 def _given(raw: object) -> tuple[GivenOutput, ...] | None:
@@ -325,9 +328,10 @@ def _given(raw: object) -> tuple[GivenOutput, ...] | None:
 
 
 def _given_field(entry: Entry) -> list[Any] | None:
-    if not entry.given_outputs:
-        return None
-    return [[g.call_id, g.length, g.fingerprint] for g in entry.given_outputs[-MAX_GIVEN_OUTPUTS:]]
+    """The given outputs as shared: one under a call_id that fails the id rule (the app's own) is left out; no copy
+    first sent is then known to compare a replay's with."""
+    given = [[g.call_id, g.length, g.fingerprint] for g in entry.given_outputs[-MAX_GIVEN_OUTPUTS:] if is_id(g.call_id)]
+    return given or None
 
 
 # What an entry of a format before 7 says of the server-side state's calls: nothing beyond its own outputs.
