@@ -24,7 +24,7 @@ from .._telemetry.telemetry import Telemetry
 from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
 from .forward import Forwarder, answer
 from .settings import ProxySettings
-from .websocket import Seam, is_upgrade, relay
+from .websocket import Seam, is_upgrade, no_redirects, relay
 
 _log = logging.getLogger(__name__)
 # Headers aiohttp's client would add when the client sent none: the request goes upstream with the client's only.
@@ -67,6 +67,7 @@ class Proxy:
             skip_auto_headers=_NO_AUTO_HEADERS,
             timeout=ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout),
             trust_env=False,
+            trace_configs=[no_redirects()],
         )
         provider = PROVIDER_AZURE_OPENAI if is_azure_host(upstream.host) else PROVIDER_OPENAI
         server = Server(upstream.host, upstream.port)

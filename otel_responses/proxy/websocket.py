@@ -8,7 +8,8 @@ each event the upstream sends (``recv``: it routes the event to its response's s
 (``close``). Any other upgraded path is relayed unrecorded.
 
 A refused upgrade is relayed with the upstream's status and headers; its body is the proxy's own (the WebSocket
-client library does not hand the upstream's on).
+client library does not hand the upstream's on). A redirect is a refusal too: it is relayed, never followed (the
+client's credentials would go to whatever host it names).
 """
 
 from __future__ import annotations
@@ -19,7 +20,17 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import ClientError, ClientWebSocketResponse, ClientWSTimeout, WSMsgType, WSServerHandshakeError, web
+from aiohttp import (
+    ClientError,
+    ClientSession,
+    ClientWebSocketResponse,
+    ClientWSTimeout,
+    TraceConfig,
+    TraceRequestRedirectParams,
+    WSMsgType,
+    WSServerHandshakeError,
+    web,
+)
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from yarl import URL
@@ -37,6 +48,28 @@ from .headers import PROTOCOL_HEADER, protocols, refused_handshake, upstream_han
 AnySocket = web.WebSocketResponse | ClientWebSocketResponse[Any]
 _GOING_AWAY = 1001
 _CLOSE_TIMEOUT = 2.0  # how long a close waits for the peer's own close frame (one that never sends it holds nothing)
+
+
+async def _refuse_redirect(session: ClientSession, context: Any, params: TraceRequestRedirectParams) -> None:
+    """aiohttp's ``ws_connect`` follows redirects and has no option not to: a redirect it is about to follow ends
+    the handshake as a refusal of the upgrade, with the redirect's status and headers."""
+    redirect = params.response
+    redirect.close()
+    raise WSServerHandshakeError(
+        redirect.request_info,
+        (),
+        message="Redirect not followed",
+        status=redirect.status,
+        headers=redirect.headers,
+    )
+
+
+def no_redirects() -> TraceConfig:
+    """What the upstream session is made with so that no handshake follows a redirect (the proxy's HTTP requests
+    say ``allow_redirects=False`` themselves)."""
+    config = TraceConfig()
+    config.on_request_redirect.append(_refuse_redirect)
+    return config
 
 
 def is_upgrade(request: web.BaseRequest) -> bool:
