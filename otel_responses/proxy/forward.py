@@ -14,7 +14,8 @@ import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
-from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
+from aiohttp import ClientError, ClientPayloadError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
+from aiohttp.http import HttpProcessingError
 from opentelemetry import propagate
 from yarl import URL
 
@@ -107,6 +108,10 @@ class Forwarder:
             )
         except asyncio.TimeoutError:
             refused = answer(408, "The request body did not arrive in time.", "invalid_request_error")
+        except (ConnectionError, HttpProcessingError, ClientPayloadError):
+            # The client left mid-body (or cut it short): nobody to answer, nothing forwarded, nothing of ours failed.
+            _cut(request)
+            return web.Response(status=400)
         else:
             exchange = await self._exchange(request, rel, body)
             if exchange is not None:
@@ -225,7 +230,8 @@ async def _relay_body(
 
 
 def _cut(request: web.BaseRequest) -> None:
-    """The upstream cut its body: cut the client's after what it was sent (no final chunk, no full length)."""
+    """Close the client's connection where it stands: the upstream cut its body (the client's is cut after what it
+    was sent: no final chunk, no full length), or the client left mid-request."""
     request.protocol.force_close()
     transport = request.transport
     if transport is not None:

@@ -2,8 +2,9 @@
 changes what the client receives beyond what the upstream did: each case runs beside a healthy call that must
 complete at once, and the proxy serves on afterwards.
 
-Clients: headers sent byte by byte, oversized headers and bodies, a chunked body cut short, a body that stalls,
-bodies that are not JSON, a client that leaves mid-stream. Upstreams: a stream cut mid-event, a body shorter than
+Clients: headers sent byte by byte, oversized headers and bodies, a chunked body cut short, a client that leaves
+mid-body (not a failure of the proxy: nothing counted), a body that stalls, bodies that are not JSON, a client that
+leaves mid-stream. Upstreams: a stream cut mid-event, a body shorter than
 its length, an answer that is not HTTP, one that never comes, a refused connection, a decompression bomb, a 200
 that is not JSON, an error page.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -137,6 +139,41 @@ def test_a_chunked_body_cut_short_never_reaches_the_upstream(emulator: Emulator)
         time.sleep(0.1)
         assert len(emulator.requests) == before + 2  # the two healthy calls only
         assert len(through.spans()) == 2
+
+
+_CHUNKED = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "reset", "answered"),
+    [
+        (b'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"', False, b""),
+        (b'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"', True, b""),
+        (_CHUNKED + chunk(b'{"model": "gpt-5.4", "inp'), False, b""),
+        (_CHUNKED + chunk(b'{"model": "gpt-5.4", "inp'), True, b""),
+        (_CHUNKED + chunk(b'{"m') + b"zz\r\nxx\r\n", False, b"HTTP/1.0 400 "),  # the near miss: it stays to read
+    ],
+    ids=["length-closed", "length-reset", "chunked-closed", "chunked-reset", "bad-chunk-stays"],
+)
+def test_a_client_that_leaves_mid_body_is_closed_quietly(
+    emulator: Emulator, data: bytes, reset: bool, answered: bytes
+) -> None:
+    with proxied(emulator.base_url) as through:
+        before = len(emulator.requests)
+        sock = socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10)
+        sock.sendall(data)
+        if answered:
+            assert _closed_by_peer(sock, within=10).startswith(answered)
+        if reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        time.sleep(0.2)  # the proxy reads the end of the connection
+        healthy(through)
+        spans = through.wait_for_spans(1)
+        counted = through.captured.metric_points("openai_responses.instrumentation.errors")
+        assert len(emulator.requests) == before + 1  # the healthy call only
+    assert len(spans) == 1
+    assert counted == []
 
 
 def test_a_body_that_stalls_is_answered_408_and_never_reaches_the_upstream(emulator: Emulator) -> None:
