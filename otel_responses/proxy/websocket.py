@@ -8,7 +8,8 @@ each event the upstream sends (``recv``: it routes the event to its response's s
 (``close``). Any other upgraded path is relayed unrecorded.
 
 A refused upgrade is relayed with the upstream's status and headers; its body is the proxy's own (the WebSocket
-client library does not hand the upstream's on). A redirect is a refusal too: it is relayed, never followed (the
+client library does not hand the upstream's on); a broken one (a ``101`` with a wrong key) is a gateway's error,
+502. A redirect is a refusal too: it is relayed, never followed (the
 client's credentials would go to whatever host it names).
 """
 
@@ -129,6 +130,10 @@ async def relay(
             timeout=ClientWSTimeout(ws_receive=None, ws_close=_CLOSE_TIMEOUT),
         )
     except WSServerHandshakeError as refused:
+        if refused.status < 200:  # a 101 with a wrong key or without its Upgrade: not a status to relay
+            return answer(
+                502, "The upstream's WebSocket handshake was invalid.", "server_error", "upstream_unreachable"
+            )
         message = f"The upstream refused the WebSocket upgrade (status {refused.status})."
         response = web.Response(status=refused.status, body=errors.body(message, "invalid_request_error"))
         response.headers.extend(refused_handshake((refused.headers or {}).items()))

@@ -25,7 +25,7 @@ from openai.resources.responses.responses import Responses
 from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 
-from .support import KEY, proxied, raw_exchange
+from .support import KEY, Connection, RawUpstream, Request, proxied, raw_exchange
 from .test_hostile_peers import healthy
 from .test_scenarios_through_the_proxy import _record
 
@@ -252,6 +252,60 @@ def test_an_upgrade_the_upstream_refuses_is_answered_with_its_status_and_headers
     head = answer.partition(b"\r\n\r\n")[0].decode().lower()
     assert head.startswith("http/1.1 404 ")
     assert "x-request-id: req_" in head  # the upstream's own headers
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Accept: not-the-key\r\n\r\n",
+            502,
+        ),
+        ("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n", 502),  # no Upgrade header
+        ("HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\nX-Why: old\r\n\r\n", 426),  # the near miss
+    ],
+    ids=["wrong-key", "no-upgrade", "refused"],
+)
+def test_a_broken_upstream_handshake_is_a_gateway_error_and_a_refusal_keeps_its_status(head: str, status: int) -> None:
+    def script(request: Request, connection: Connection) -> bool:
+        connection.send(head.encode())
+        return False
+
+    with (
+        RawUpstream(script) as upstream,
+        proxied(upstream.base_url) as through,
+        socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10) as sock,
+    ):
+        sock.sendall(_upgrade_request("/v1/responses"))
+        answer = _closed_by_peer_or_head(sock)
+    first = answer.split(b"\r\n", 1)[0]
+    assert first.split(b" ", 2)[1] == str(status).encode()
+    body = json.loads(answer.partition(b"\r\n\r\n")[2])
+    assert body["error"]["type"] == ("server_error" if status == 502 else "invalid_request_error")
+
+
+def _upgrade_request(path: str) -> bytes:
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
+
+
+def _closed_by_peer_or_head(sock: socket.socket) -> bytes:
+    """The proxy's answer: its head and the body its Content-Length gives."""
+    answer = b""
+    while b"\r\n\r\n" not in answer and (part := sock.recv(65536)):
+        answer += part
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")),
+        0,
+    )
+    while len(body) < length and (part := sock.recv(65536)):
+        body += part
+    return head + b"\r\n\r\n" + body
 
 
 def test_a_stop_closes_an_idle_socket_going_away_and_lets_an_open_response_finish_first() -> None:
