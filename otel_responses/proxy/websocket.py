@@ -150,6 +150,7 @@ async def relay(
         autoping=False,
         max_msg_size=settings.max_body_bytes,
         timeout=_CLOSE_TIMEOUT,
+        compress=False,  # no permessage-deflate on either hop: each message is relayed as it came
     )
     try:
         await client.prepare(request)

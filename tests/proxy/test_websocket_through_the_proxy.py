@@ -204,6 +204,20 @@ def test_another_upgraded_path_is_relayed_message_by_message_unrecorded() -> Non
     assert got == ["realtime", text, b"\x00\x01binary", (aiohttp.WSMsgType.PONG, b"are you there")]
 
 
+def test_no_compression_is_negotiated_with_a_client_that_offers_it() -> None:
+    async def offered(url: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as session, session.ws_connect(url, compress=15) as ws:
+            await ws.send_str("x" * 1000)
+            echoed = await ws.receive()
+            return ws.compress, echoed.data
+
+    with echo_upstream() as upstream, proxied(upstream) as through:
+        direct = asyncio.run(offered(upstream.removesuffix("/v1") + "/v1/realtime"))
+        relayed = asyncio.run(offered(through.origin + "/v1/realtime"))
+    assert direct == (15, "x" * 1000)  # the near miss: a server that accepts the offer negotiates it
+    assert relayed == (0, "x" * 1000)
+
+
 def _handshake(port: int, path: str) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
