@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from aiohttp import ClientError, ClientPayloadError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
@@ -190,17 +191,33 @@ class Forwarder:
             exchange.answered(upstream.status, headers)
         try:
             await response.prepare(request)
-            await _relay_body(request, upstream.content, response, exchange)
-        except ConnectionError as exc:  # the client left: the rest of the body is not read
+            await _relay_body(request, upstream.content, response, exchange, self.settings.idle_timeout)
+        except ConnectionError as exc:  # the client left (or stopped reading): the rest of the body is not read
             if exchange is not None:
                 exchange.abandoned(exc)
         return response
 
 
+async def _write(request: web.BaseRequest, write: Awaitable[None], idle: float) -> None:
+    """A write to the client; one it takes nothing of for ``idle`` seconds is a client gone, as one that left is
+    (its connection is closed, and the upstream's with it)."""
+    try:
+        await asyncio.wait_for(write, idle)
+    except asyncio.TimeoutError:
+        _cut(request)
+        raise ConnectionResetError("the client stopped reading") from None
+
+
 async def _relay_body(
-    request: web.BaseRequest, content: StreamReader, response: web.StreamResponse, exchange: Exchange | None
+    request: web.BaseRequest,
+    content: StreamReader,
+    response: web.StreamResponse,
+    exchange: Exchange | None,
+    idle: float,
 ) -> None:
-    """The upstream's body, chunk by chunk as it arrives; a write to a client that left raises ``ConnectionError``.
+    """The upstream's body, chunk by chunk as it arrives; a write to a client that left, or that takes nothing of it
+    for ``idle`` seconds, raises ``ConnectionError`` (a client that stops reading would hold the upstream's
+    connection for as long as it liked).
 
     Each chunk is observed right after it is relayed, and the call ends right after its last bytes are, before
     anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
@@ -217,7 +234,7 @@ async def _relay_body(
             return
         if not data:
             break
-        await response.write(data)
+        await _write(request, response.write(data), idle)
         if exchange is not None:
             exchange.chunk(data)
             if content.at_eof():
@@ -226,7 +243,7 @@ async def _relay_body(
     if exchange is not None and not ended:
         exchange.finished()
     with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
-        await response.write_eof()
+        await _write(request, response.write_eof(), idle)
 
 
 def _cut(request: web.BaseRequest) -> None:

@@ -233,6 +233,75 @@ def test_a_client_that_leaves_mid_stream_ends_its_span_closed() -> None:
     assert "error.type" not in attributes
 
 
+def _long_stream(total: int, freed: threading.Event) -> Any:
+    """An upstream stream of about ``total`` bytes of deltas (then its end); ``freed`` is set when the proxy closes
+    the connection under it."""
+    first, delta, last = _stream_events()
+    event = json.loads(delta.partition(b"data: ")[2])
+    big = f"event: {event['type']}\ndata: {json.dumps({**event, 'delta': 'x' * 65_000})}\n\n".encode()
+
+    def script(request: Request, connection: Connection) -> bool:
+        connection.sock.settimeout(30)
+        try:
+            connection.sock.sendall(chunked_head(200, {"content-type": "text/event-stream"}) + chunk(first))
+            for _ in range(total // len(big)):
+                connection.sock.sendall(chunk(big))
+            connection.sock.sendall(chunk(last) + LAST_CHUNK)
+        except (BrokenPipeError, ConnectionResetError):
+            freed.set()
+        return False
+
+    return script
+
+
+def _stream_request_on_a_small_buffer(port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window stays small
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    body = json.dumps({"model": "gpt-5.4", "input": "hi", "stream": True}).encode()
+    sock.sendall(raw_post(body))
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+    return sock
+
+
+FREED_WITHIN = 6.0  # seconds: the idle timeout (1 s) for the blocked write, and slack for a loaded machine
+
+
+@pytest.mark.parametrize("pause", [None, 0.2], ids=["stops-reading", "pauses"])
+def test_a_client_that_stops_reading_a_stream_frees_the_upstream_within_the_idle_timeout(pause: float | None) -> None:
+    freed = threading.Event()
+    with (
+        RawUpstream(_healthy_or(_long_stream(64 << 20, freed))) as upstream,
+        proxied(upstream.base_url, idle_timeout=1.0) as through,
+    ):
+        sock = _stream_request_on_a_small_buffer(through.proxy.port)
+        try:
+            if pause is None:  # it reads nothing more
+                stopped = time.monotonic()
+                assert freed.wait(FREED_WITHIN)
+                took = time.monotonic() - stopped
+                healthy(through)
+                spans = through.wait_for_spans(2)
+            else:  # the near miss: a pause shorter than the idle timeout, then it reads on to the end
+                time.sleep(pause)
+                read = 0
+                while part := sock.recv(1 << 20):
+                    read += len(part)
+                assert read > 60 << 20  # every delta reached it
+                spans = through.wait_for_spans(1)
+                assert not freed.is_set()
+        finally:
+            sock.close()
+    (streamed,) = [dict(s.attributes or {}) for s in spans if (s.attributes or {}).get("gen_ai.request.stream")]
+    if pause is None:
+        assert 1.0 <= took < FREED_WITHIN
+        assert streamed["openai_responses.stream.ended"] == "closed"
+    else:
+        assert "openai_responses.stream.ended" not in streamed  # it ended with its last event
+        assert streamed["openai_responses.response.status"] == "completed"
+
+
 # -- hostile upstreams ------------------------------------------------------------------------------------------
 
 
