@@ -534,3 +534,32 @@ def test_a_failure_inside_the_proxy_is_a_502_counted_and_ends_its_call(
     assert [dict(p.attributes or {}).get("openai_responses.instrumentation.step") for p in counted] == [
         "forward_request"
     ]
+
+
+def test_a_failure_starting_a_streams_observer_still_ends_its_call(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_responses._patching.streams import StreamObserver as observer
+    from otel_responses.proxy import exchange
+
+    failures = iter([RuntimeError("a bug")])
+
+    def failing_once(*args: Any) -> Any:
+        for failure in failures:
+            raise failure
+        return observer(*args)
+
+    monkeypatch.setattr(exchange, "StreamObserver", failing_once)
+    with proxied(emulator.base_url) as through:
+        with through.client() as client:
+            events = [e.type for e in client.responses.create(model="gpt-5.4", input="hi", stream=True)]
+            again = [e.type for e in client.responses.create(model="gpt-5.4", input="hi", stream=True)]
+        spans = through.wait_for_spans(2)
+        counted = through.captured.metric_points("openai_responses.instrumentation.errors")
+    assert events == again  # the client's stream is relayed whole either way
+    assert events[-1] == "response.completed"
+    assert len(spans) == 2  # the unobserved one ended too
+    unobserved = dict(spans[0].attributes or {})
+    assert "error.type" not in unobserved
+    assert unobserved["openai_responses.signals"] == ()  # what it could not read raises nothing
+    assert [dict(p.attributes or {}).get("openai_responses.instrumentation.step") for p in counted] == ["read_response"]
