@@ -28,6 +28,7 @@ from aiohttp import (
     ClientWSTimeout,
     TraceConfig,
     TraceRequestRedirectParams,
+    WSMessage,
     WSMsgType,
     WSServerHandshakeError,
     web,
@@ -47,6 +48,7 @@ from .forward import Forwarder, answer
 from .headers import PROTOCOL_HEADER, protocols, refused_handshake, upstream_handshake
 
 AnySocket = web.WebSocketResponse | ClientWebSocketResponse[Any]
+_NORMAL = 1000
 _GOING_AWAY = 1001
 _CLOSE_TIMEOUT = 2.0  # how long a close waits for the peer's own close frame (one that never sends it holds nothing)
 
@@ -205,6 +207,16 @@ async def _close(target: AnySocket, code: int | None, reason: str | None) -> Non
         await target.close(code=code or _GOING_AWAY, message=(reason or "").encode())
 
 
+async def _close_as(target: AnySocket, message: WSMessage) -> None:
+    """Close ``target`` as the peer closed its side: a close frame's code and reason; a close frame without a code
+    (aiohttp reads it as 0, and always writes a code) as a normal closure, since the code for "none given", 1005,
+    may not be sent; going away when the peer's side ended without a close frame (an error, a dropped connection)."""
+    if message.type == WSMsgType.CLOSE:
+        await _close(target, message.data or _NORMAL, message.extra)
+    else:
+        await _close(target, None, None)
+
+
 async def _to_upstream(
     client: web.WebSocketResponse, upstream: ClientWebSocketResponse[Any], socket: Socket, seams: Seam | None
 ) -> None:
@@ -228,7 +240,7 @@ async def _to_upstream(
         elif kind == WSMsgType.PONG:
             await upstream.pong(message.data)
         else:  # CLOSE, CLOSING, CLOSED, ERROR
-            await _close(upstream, message.data if kind == WSMsgType.CLOSE else None, message.extra)
+            await _close_as(upstream, message)
             return
 
 
@@ -250,7 +262,7 @@ async def _to_client(
         elif kind == WSMsgType.PONG:
             await client.pong(message.data)
         else:
-            await _close(client, message.data if kind == WSMsgType.CLOSE else None, message.extra)
+            await _close_as(client, message)
             return
 
 

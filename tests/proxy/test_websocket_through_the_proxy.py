@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -393,3 +395,80 @@ def test_an_upstream_that_drops_its_socket_mid_response_ends_the_call_and_the_cl
         (span,) = through.wait_for_spans(1)
     assert seen == ["response.created"]
     assert dict(span.attributes or {})["openai_responses.stream.ended"] == "closed"
+
+
+def _accepting(then: bytes, heard: list[bytes]) -> Any:
+    """An upstream that accepts the upgrade by hand, sends ``then`` (raw frames), and keeps what it hears next."""
+
+    def script(request: Request, connection: Connection) -> bool:
+        key = request.header("sec-websocket-key") or ""
+        accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
+        connection.send(
+            (
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
+            ).encode()
+            + then
+        )
+        connection.sock.settimeout(5)
+        with contextlib.suppress(OSError):
+            heard.append(connection.sock.recv(1024))
+        return False
+
+    return script
+
+
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "reason"),
+    [
+        (b"\x88\x00", 1000, ""),  # a close frame without a code: a normal closure, not "going away"
+        (b"\x88\x09" + (4000).to_bytes(2, "big") + b"bye-now", 4000, "bye-now"),  # the near miss: code and reason
+        (b"\x83\x00", 1001, ""),  # a frame of an unknown opcode: the upstream's side broke, going away
+    ],
+    ids=["no-code", "code-and-reason", "broken-frame"],
+)
+def test_an_upstream_close_reaches_the_client_with_its_code(frame: bytes, code: int, reason: str) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    heard: list[bytes] = []
+    with RawUpstream(_accepting(frame, heard)) as upstream, proxied(upstream.base_url) as through:
+        with (
+            connect(through.base_url.replace("http://", "ws://") + "/responses", open_timeout=10) as ws,
+            pytest.raises(ConnectionClosed) as closed,
+        ):
+            ws.recv(timeout=10)
+        received = closed.value.rcvd
+    assert received is not None
+    assert (received.code, received.reason) == (code, reason)
+
+
+@pytest.mark.parametrize(
+    ("close", "code", "reason"),
+    [
+        ((None, ""), 1000, b""),  # no code (websockets sends an empty close frame): a normal closure upstream
+        ((4001, "done"), 4001, b"done"),  # the near miss: the client's code and reason, as sent
+    ],
+    ids=["no-code", "code-and-reason"],
+)
+def test_a_client_close_reaches_the_upstream_with_its_code(
+    close: tuple[int | None, str], code: int, reason: bytes
+) -> None:
+    from websockets.sync.client import connect
+
+    heard: list[bytes] = []
+    with RawUpstream(_accepting(b"", heard)) as upstream, proxied(upstream.base_url) as through:
+        with connect(through.base_url.replace("http://", "ws://") + "/responses", open_timeout=10) as ws:
+            ws.close(*close)  # type: ignore[arg-type]  # websockets sends no payload for a code of None
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.01)
+    frame = heard[0]
+    assert frame[0] == 0x88  # a close frame, masked by the proxy's client side
+    length = frame[1] & 0x7F
+    mask, payload = frame[2:6], frame[6 : 6 + length]
+    unmasked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    assert (int.from_bytes(unmasked[:2], "big"), unmasked[2:]) == (code, reason)
