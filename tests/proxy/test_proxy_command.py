@@ -181,6 +181,28 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "code", "said"),
+    [
+        ("http://127.0.0.1:99999", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:99999'"),
+        ("http://127.0.0.1:port", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:port'"),
+        ("http://127.0.0.1:{free}", 3, "cannot reach the OTLP endpoint"),  # the near miss: a port, nobody there
+    ],
+    ids=["out-of-range", "not-a-number", "valid-port"],
+)
+def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: int, said: str) -> None:
+    done = subprocess.run(
+        [COMMAND, "proxy", "--upstream", "http://127.0.0.1:9/v1", "--otlp-endpoint", endpoint.format(free=free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == code
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
 def test_a_port_in_use_is_one_line_and_exit_code_2(emulator: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
     port = emulator.port
     assert main(["proxy", "--upstream", emulator.base_url, "--listen", f"127.0.0.1:{port}"]) == 2
