@@ -74,7 +74,11 @@ ROUTES: list[
     (("POST", "/openai/v1/responses", {}, ""), ("chat", (), {}, True, True)),
     (("POST", "/openai/deployments/gpt-4o/responses", {}, "/v1"), ("chat", (), {}, True, True)),
     (("GET", "/openai/responses/resp_1", {}, ""), ("fetch_response", ("resp_1",), {}, False, True)),
-    (("POST", "/openai/v1/responses", {}, "/openai/v1"), ("chat", (), {}, True, False)),  # Azure's root, given: no mark
+    (("POST", "/openai/v1/responses", {}, "/openai/v1"), ("chat", (), {}, True, True)),  # Azure's root, given
+    (("POST", "/openai-gw/v1/responses", {}, "/openai-gw/v1"), ("chat", (), {}, True, False)),  # the near miss
+    (("POST", "/gw/openai/v1/responses", {}, "/gw/openai/v1"), ("chat", (), {}, True, True)),  # under a prefix
+    (("POST", "/gw/v1/openai/responses", {}, "/gw/v1"), ("chat", (), {}, True, True)),  # Azure's under a root
+    (("POST", "/gw/v1/openai/responses", {}, "/gw"), None),  # the near miss: a version before Azure's prefix
     (("POST", "/v1", {}, "/v1"), None),
     (("POST", "responses", {}, ""), None),
 ]
