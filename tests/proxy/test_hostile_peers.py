@@ -87,7 +87,8 @@ def test_headers_sent_byte_by_byte_stall_only_their_own_connection(emulator: Emu
             for _ in range(3):
                 slow.sendall(b"s")
                 healthy(through)
-            _closed_by_peer(slow, within=10)  # the head never completes: the idle deadline closes it
+            closed = _closed_by_peer(slow, within=10)  # the head never completes: the idle deadline closes it
+            assert closed == b""  # closed without an answer: a head that never came has nothing to answer
         healthy(through)
 
 
