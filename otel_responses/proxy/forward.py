@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from aiohttp import ClientError, ClientPayloadError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
+from aiohttp import ClientError, ClientPayloadError, ClientResponse, ClientSession, StreamReader, web
 from aiohttp.http import HttpProcessingError
 from opentelemetry import propagate
 from yarl import URL
@@ -63,8 +63,9 @@ async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
 
 
 class Forwarder:
-    """What every request is forwarded with: the settings, the pooled upstream session, the telemetry (None: the
-    proxy only forwards) and the server and provider its calls reach."""
+    """What every request is forwarded with: the settings, the pooled upstream session (its timeouts are every
+    request's, a WebSocket handshake's too), the telemetry (None: the proxy only forwards) and the server and
+    provider its calls reach."""
 
     def __init__(
         self,
@@ -77,7 +78,6 @@ class Forwarder:
         self.session = session
         self.telemetry = telemetry if settings.record else None
         self._endpoints = endpoints  # (the upstream's provider, Azure OpenAI for a request in Azure's path shape)
-        self._timeout = ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout)
 
     def url(self, rel: URL) -> URL:
         """The upstream URL of a request: the upstream's origin, the request's path and query as sent."""
@@ -164,8 +164,7 @@ class Forwarder:
                 self.url(rel),
                 headers=upstream_request(request.headers.items()),
                 data=body if body or request.method not in ("GET", "HEAD", "DELETE", "OPTIONS") else None,
-                allow_redirects=False,
-                timeout=self._timeout,
+                allow_redirects=False,  # the connect and read timeouts are the session's
             )
         except asyncio.TimeoutError:
             if exchange is not None:
