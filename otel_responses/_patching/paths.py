@@ -78,15 +78,16 @@ for _method, _path, _name, _build, _body in _TABLE:
 
 def operation_path(path: str, root: str = "") -> tuple[str, bool] | None:
     """``path`` under the API root (``/responses/resp_1``) and whether it came in Azure's shape, or None when it is
-    outside it. ``root``: the upstream URL's own path (``/v1``), stripped first when the path starts with it."""
+    outside it. ``root``: the upstream URL's own path (``/v1``), stripped first when the path starts with it. The
+    shape is read from the whole path before the operation, root included: an upstream whose root is Azure's own
+    (``/openai/v1``, a gateway in front of Azure) is still reached in Azure's shape."""
     root = root.rstrip("/")
-    if root and (path == root or path.startswith(root + "/")):
-        path = path[len(root) :]
-    prefix = _PREFIX.match(path)
-    rest = path[prefix.end() :] if prefix is not None else path
+    under = path[len(root) :] if root and (path == root or path.startswith(root + "/")) else path
+    prefix = _PREFIX.match(under)
+    rest = under[prefix.end() :] if prefix is not None else under
     if not rest.startswith("/"):
         return None
-    azure = prefix is not None and prefix.group().startswith("/openai")
+    azure = "openai" in path[: len(path) - len(rest)].split("/")
     return (rest.rstrip("/") or "/"), azure
 
 

@@ -1,10 +1,13 @@
 """A decompressed copy of a compressed body, for the analysis only: the client receives the bytes as they came.
 
-Every decompressor here is bounded: it never produces more than the room left under the limit, since a few bytes may
-stand for gigabytes (a decompression bomb). ``gzip`` and ``deflate`` with the standard library; ``zstd`` with
-Python 3.14's ``compression.zstd`` or ``zstandard`` (the ``zstd`` extra); ``br`` with a Brotli module whose
-decompressor takes an output limit. A body in another coding, a corrupt one, or one whose copy would pass the limit
-is not analysed: the call is recorded without what its body says, and the body is relayed all the same.
+Every decompressor here is bounded: it never produces more than one byte past the room left under the limit, since a
+few bytes may stand for gigabytes (a decompression bomb). A stage is never asked for "at most 0 bytes": to zlib a bound
+of 0 means no bound at all, so a body that filled the room exactly would let the next chunk's bomb
+through; asked for one byte, a stage that gives it shows the copy is over the limit. ``gzip`` and ``deflate`` with
+the standard library; ``zstd`` with Python 3.14's ``compression.zstd`` or ``zstandard`` (the ``zstd`` extra); ``br``
+with a Brotli module whose decompressor takes an output limit. A body in another coding, a corrupt one, or one whose
+copy would pass the limit is not analysed: the call is recorded without what its body says, and the body is relayed
+all the same.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 Decode = Callable[[bytes], bytes]
-Stage = Callable[[bytes, int], bytes]  # (a chunk, the most bytes it may give) -> the decompressed bytes
+Stage = Callable[[bytes, int], bytes]  # (a chunk, the most bytes it may give, never 0) -> the decompressed bytes
 _ZSTD_SLICE = 256  # zstandard has no output bound: fed this much at a time, a slice gives at most ~8 MiB
 
 
@@ -132,9 +135,10 @@ def decoder(content_encoding: str | None, limit: int) -> Decode | None:
 
     def decode(chunk: bytes) -> bytes:
         nonlocal total
+        most = limit - total + 1  # the room, and the one byte that shows it is passed (never 0: "no limit")
         try:
             for stage in stages:
-                chunk = stage(chunk, limit - total)
+                chunk = stage(chunk, most)
         except NotAnalysed:
             raise
         except Exception as exc:  # zlib.error, brotli.error, ZstdError: the copy is unusable, not the relay

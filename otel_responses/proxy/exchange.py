@@ -153,8 +153,8 @@ class Exchange:
             self._request_id = request_id
             self._decode = decoder(headers.get("content-encoding"), self._limit)
             if 200 <= status < 300 and _is_event_stream(headers):
-                self._call = None
                 self._observer = StreamObserver(call, request_id)
+                self._call = None  # the observer ends it now (until it exists, a failure below ends it here)
                 self._feed = sse_feed(self._observer) if self._decode is not None else None
             else:
                 self._collect = self._decode is not None and (self._reads or not 200 <= status < 300)

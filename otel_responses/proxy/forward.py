@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from aiohttp import ClientError, ClientResponse, ClientSession, ClientTimeout, StreamReader, web
+from aiohttp import ClientError, ClientPayloadError, ClientResponse, ClientSession, StreamReader, web
+from aiohttp.http import HttpProcessingError
 from opentelemetry import propagate
 from yarl import URL
 
@@ -61,8 +63,9 @@ async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
 
 
 class Forwarder:
-    """What every request is forwarded with: the settings, the pooled upstream session, the telemetry (None: the
-    proxy only forwards) and the server and provider its calls reach."""
+    """What every request is forwarded with: the settings, the pooled upstream session (its timeouts are every
+    request's, a WebSocket handshake's too), the telemetry (None: the proxy only forwards) and the server and
+    provider its calls reach."""
 
     def __init__(
         self,
@@ -75,7 +78,6 @@ class Forwarder:
         self.session = session
         self.telemetry = telemetry if settings.record else None
         self._endpoints = endpoints  # (the upstream's provider, Azure OpenAI for a request in Azure's path shape)
-        self._timeout = ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout)
 
     def url(self, rel: URL) -> URL:
         """The upstream URL of a request: the upstream's origin, the request's path and query as sent."""
@@ -107,6 +109,10 @@ class Forwarder:
             )
         except asyncio.TimeoutError:
             refused = answer(408, "The request body did not arrive in time.", "invalid_request_error")
+        except (ConnectionError, HttpProcessingError, ClientPayloadError):
+            # The client left mid-body (or cut it short): nobody to answer, nothing forwarded, nothing of ours failed.
+            _cut(request)
+            return web.Response(status=400)
         else:
             exchange = await self._exchange(request, rel, body)
             if exchange is not None:
@@ -158,8 +164,7 @@ class Forwarder:
                 self.url(rel),
                 headers=upstream_request(request.headers.items()),
                 data=body if body or request.method not in ("GET", "HEAD", "DELETE", "OPTIONS") else None,
-                allow_redirects=False,
-                timeout=self._timeout,
+                allow_redirects=False,  # the connect and read timeouts are the session's
             )
         except asyncio.TimeoutError:
             if exchange is not None:
@@ -185,17 +190,33 @@ class Forwarder:
             exchange.answered(upstream.status, headers)
         try:
             await response.prepare(request)
-            await _relay_body(request, upstream.content, response, exchange)
-        except ConnectionError as exc:  # the client left: the rest of the body is not read
+            await _relay_body(request, upstream.content, response, exchange, self.settings.idle_timeout)
+        except ConnectionError as exc:  # the client left (or stopped reading): the rest of the body is not read
             if exchange is not None:
                 exchange.abandoned(exc)
         return response
 
 
+async def _write(request: web.BaseRequest, write: Awaitable[None], idle: float) -> None:
+    """A write to the client; one it takes nothing of for ``idle`` seconds is a client gone, as one that left is
+    (its connection is closed, and the upstream's with it)."""
+    try:
+        await asyncio.wait_for(write, idle)
+    except asyncio.TimeoutError:
+        _cut(request)
+        raise ConnectionResetError("the client stopped reading") from None
+
+
 async def _relay_body(
-    request: web.BaseRequest, content: StreamReader, response: web.StreamResponse, exchange: Exchange | None
+    request: web.BaseRequest,
+    content: StreamReader,
+    response: web.StreamResponse,
+    exchange: Exchange | None,
+    idle: float,
 ) -> None:
-    """The upstream's body, chunk by chunk as it arrives; a write to a client that left raises ``ConnectionError``.
+    """The upstream's body, chunk by chunk as it arrives; a write to a client that left, or that takes nothing of it
+    for ``idle`` seconds, raises ``ConnectionError`` (a client that stops reading would hold the upstream's
+    connection for as long as it liked).
 
     Each chunk is observed right after it is relayed, and the call ends right after its last bytes are, before
     anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
@@ -212,7 +233,7 @@ async def _relay_body(
             return
         if not data:
             break
-        await response.write(data)
+        await _write(request, response.write(data), idle)
         if exchange is not None:
             exchange.chunk(data)
             if content.at_eof():
@@ -221,11 +242,12 @@ async def _relay_body(
     if exchange is not None and not ended:
         exchange.finished()
     with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
-        await response.write_eof()
+        await _write(request, response.write_eof(), idle)
 
 
 def _cut(request: web.BaseRequest) -> None:
-    """The upstream cut its body: cut the client's after what it was sent (no final chunk, no full length)."""
+    """Close the client's connection where it stands: the upstream cut its body (the client's is cut after what it
+    was sent: no final chunk, no full length), or the client left mid-request."""
     request.protocol.force_close()
     transport = request.transport
     if transport is not None:

@@ -5,7 +5,9 @@ WebSocket responses get the grace period to finish, and what is still running th
 Limits that keep one client from hurting the others: the request head's line and field sizes and header count
 (aiohttp's, answered 400), a body limit (413), a deadline for a connection that is idle or whose request never
 arrives, a deadline between the chunks of a request body (408), connect and read timeouts upstream (504). Nothing is
-logged per request (no access log): a path, a query or a header is the client's.
+logged per request (no access log): a path, a query or a header is the client's. aiohttp's server logs a request it
+cannot parse with the offending line (a malformed ``Authorization`` header: the key itself), so the server is given
+a logger of its own that says nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from .._telemetry.telemetry import Telemetry
 from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
 from .forward import Forwarder, answer
 from .settings import ProxySettings
-from .websocket import Seam, is_upgrade, relay
+from .websocket import Seam, is_upgrade, no_redirects, relay
 
 _log = logging.getLogger(__name__)
 # Headers aiohttp's client would add when the client sent none: the request goes upstream with the client's only.
@@ -32,6 +34,17 @@ _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 # After refusing a body (413, 408), how long what is left of it is read and dropped before the connection closes: a
 # client that sends on past the refusal still reads the answer rather than a reset.
 _LINGERING = 1.0
+
+
+def _silent_logger() -> logging.Logger:
+    """The low-level server's logger: outside the logging hierarchy (no handler configured elsewhere, the root's, a
+    test's or OpenTelemetry's, reaches it), disabled, and with a handler of its own so that Python's last-resort
+    handler does not print to standard error either."""
+    logger = logging.Logger("otel_responses.proxy.aiohttp_server")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+    logger.disabled = True
+    return logger
 
 
 class Proxy:
@@ -67,6 +80,7 @@ class Proxy:
             skip_auto_headers=_NO_AUTO_HEADERS,
             timeout=ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout),
             trust_env=False,
+            trace_configs=[no_redirects()],
         )
         provider = PROVIDER_AZURE_OPENAI if is_azure_host(upstream.host) else PROVIDER_OPENAI
         server = Server(upstream.host, upstream.port)
@@ -77,6 +91,7 @@ class Proxy:
         low_level = web.Server(
             self._handle,
             access_log=None,
+            logger=_silent_logger(),
             keepalive_timeout=settings.idle_timeout,
             lingering_time=_LINGERING,
             auto_decompress=False,

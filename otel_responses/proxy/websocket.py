@@ -8,7 +8,9 @@ each event the upstream sends (``recv``: it routes the event to its response's s
 (``close``). Any other upgraded path is relayed unrecorded.
 
 A refused upgrade is relayed with the upstream's status and headers; its body is the proxy's own (the WebSocket
-client library does not hand the upstream's on).
+client library does not hand the upstream's on); a broken one (a ``101`` with a wrong key) is a gateway's error,
+502. A redirect is a refusal too: it is relayed, never followed (the
+client's credentials would go to whatever host it names).
 """
 
 from __future__ import annotations
@@ -19,7 +21,18 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiohttp import ClientError, ClientWebSocketResponse, ClientWSTimeout, WSMsgType, WSServerHandshakeError, web
+from aiohttp import (
+    ClientError,
+    ClientSession,
+    ClientWebSocketResponse,
+    ClientWSTimeout,
+    TraceConfig,
+    TraceRequestRedirectParams,
+    WSMessage,
+    WSMsgType,
+    WSServerHandshakeError,
+    web,
+)
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
 from yarl import URL
@@ -35,8 +48,31 @@ from .forward import Forwarder, answer
 from .headers import PROTOCOL_HEADER, protocols, refused_handshake, upstream_handshake
 
 AnySocket = web.WebSocketResponse | ClientWebSocketResponse[Any]
+_NORMAL = 1000
 _GOING_AWAY = 1001
 _CLOSE_TIMEOUT = 2.0  # how long a close waits for the peer's own close frame (one that never sends it holds nothing)
+
+
+async def _refuse_redirect(session: ClientSession, context: Any, params: TraceRequestRedirectParams) -> None:
+    """aiohttp's ``ws_connect`` follows redirects and has no option not to: a redirect it is about to follow ends
+    the handshake as a refusal of the upgrade, with the redirect's status and headers."""
+    redirect = params.response
+    redirect.close()
+    raise WSServerHandshakeError(
+        redirect.request_info,
+        (),
+        message="Redirect not followed",
+        status=redirect.status,
+        headers=redirect.headers,
+    )
+
+
+def no_redirects() -> TraceConfig:
+    """What the upstream session is made with so that no handshake follows a redirect (the proxy's HTTP requests
+    say ``allow_redirects=False`` themselves)."""
+    config = TraceConfig()
+    config.on_request_redirect.append(_refuse_redirect)
+    return config
 
 
 def is_upgrade(request: web.BaseRequest) -> bool:
@@ -96,6 +132,10 @@ async def relay(
             timeout=ClientWSTimeout(ws_receive=None, ws_close=_CLOSE_TIMEOUT),
         )
     except WSServerHandshakeError as refused:
+        if refused.status < 200:  # a 101 with a wrong key or without its Upgrade: not a status to relay
+            return answer(
+                502, "The upstream's WebSocket handshake was invalid.", "server_error", "upstream_unreachable"
+            )
         message = f"The upstream refused the WebSocket upgrade (status {refused.status})."
         response = web.Response(status=refused.status, body=errors.body(message, "invalid_request_error"))
         response.headers.extend(refused_handshake((refused.headers or {}).items()))
@@ -112,6 +152,7 @@ async def relay(
         autoping=False,
         max_msg_size=settings.max_body_bytes,
         timeout=_CLOSE_TIMEOUT,
+        compress=False,  # no permessage-deflate on either hop: each message is relayed as it came
     )
     try:
         await client.prepare(request)
@@ -166,6 +207,16 @@ async def _close(target: AnySocket, code: int | None, reason: str | None) -> Non
         await target.close(code=code or _GOING_AWAY, message=(reason or "").encode())
 
 
+async def _close_as(target: AnySocket, message: WSMessage) -> None:
+    """Close ``target`` as the peer closed its side: a close frame's code and reason; a close frame without a code
+    (aiohttp reads it as 0, and always writes a code) as a normal closure, since the code for "none given", 1005,
+    may not be sent; going away when the peer's side ended without a close frame (an error, a dropped connection)."""
+    if message.type == WSMsgType.CLOSE:
+        await _close(target, message.data or _NORMAL, message.extra)
+    else:
+        await _close(target, None, None)
+
+
 async def _to_upstream(
     client: web.WebSocketResponse, upstream: ClientWebSocketResponse[Any], socket: Socket, seams: Seam | None
 ) -> None:
@@ -189,7 +240,7 @@ async def _to_upstream(
         elif kind == WSMsgType.PONG:
             await upstream.pong(message.data)
         else:  # CLOSE, CLOSING, CLOSED, ERROR
-            await _close(upstream, message.data if kind == WSMsgType.CLOSE else None, message.extra)
+            await _close_as(upstream, message)
             return
 
 
@@ -211,7 +262,7 @@ async def _to_client(
         elif kind == WSMsgType.PONG:
             await client.pong(message.data)
         else:
-            await _close(client, message.data if kind == WSMsgType.CLOSE else None, message.extra)
+            await _close_as(client, message)
             return
 
 

@@ -26,6 +26,10 @@ def url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+    try:
+        parts.port  # noqa: B018  # read here, so that a port out of range is this usage error, not a traceback later
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a valid port in URL: {text!r}") from None
     return text
 
 

@@ -2,8 +2,9 @@
 changes what the client receives beyond what the upstream did: each case runs beside a healthy call that must
 complete at once, and the proxy serves on afterwards.
 
-Clients: headers sent byte by byte, oversized headers and bodies, a chunked body cut short, a body that stalls,
-bodies that are not JSON, a client that leaves mid-stream. Upstreams: a stream cut mid-event, a body shorter than
+Clients: headers sent byte by byte, oversized headers and bodies, a chunked body cut short, a client that leaves
+mid-body (not a failure of the proxy: nothing counted), a body that stalls, bodies that are not JSON, a client that
+leaves mid-stream. Upstreams: a stream cut mid-event, a body shorter than
 its length, an answer that is not HTTP, one that never comes, a refused connection, a decompression bomb, a 200
 that is not JSON, an error page.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -85,7 +87,8 @@ def test_headers_sent_byte_by_byte_stall_only_their_own_connection(emulator: Emu
             for _ in range(3):
                 slow.sendall(b"s")
                 healthy(through)
-            _closed_by_peer(slow, within=10)  # the head never completes: the idle deadline closes it
+            closed = _closed_by_peer(slow, within=10)  # the head never completes: the idle deadline closes it
+            assert closed == b""  # closed without an answer: a head that never came has nothing to answer
         healthy(through)
 
 
@@ -137,6 +140,41 @@ def test_a_chunked_body_cut_short_never_reaches_the_upstream(emulator: Emulator)
         time.sleep(0.1)
         assert len(emulator.requests) == before + 2  # the two healthy calls only
         assert len(through.spans()) == 2
+
+
+_CHUNKED = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "reset", "answered"),
+    [
+        (b'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"', False, b""),
+        (b'POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"model"', True, b""),
+        (_CHUNKED + chunk(b'{"model": "gpt-5.4", "inp'), False, b""),
+        (_CHUNKED + chunk(b'{"model": "gpt-5.4", "inp'), True, b""),
+        (_CHUNKED + chunk(b'{"m') + b"zz\r\nxx\r\n", False, b"HTTP/1.0 400 "),  # the near miss: it stays to read
+    ],
+    ids=["length-closed", "length-reset", "chunked-closed", "chunked-reset", "bad-chunk-stays"],
+)
+def test_a_client_that_leaves_mid_body_is_closed_quietly(
+    emulator: Emulator, data: bytes, reset: bool, answered: bytes
+) -> None:
+    with proxied(emulator.base_url) as through:
+        before = len(emulator.requests)
+        sock = socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10)
+        sock.sendall(data)
+        if answered:
+            assert _closed_by_peer(sock, within=10).startswith(answered)
+        if reset:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+        time.sleep(0.2)  # the proxy reads the end of the connection
+        healthy(through)
+        spans = through.wait_for_spans(1)
+        counted = through.captured.metric_points("openai_responses.instrumentation.errors")
+        assert len(emulator.requests) == before + 1  # the healthy call only
+    assert len(spans) == 1
+    assert counted == []
 
 
 def test_a_body_that_stalls_is_answered_408_and_never_reaches_the_upstream(emulator: Emulator) -> None:
@@ -194,6 +232,75 @@ def test_a_client_that_leaves_mid_stream_ends_its_span_closed() -> None:
     attributes = dict(span.attributes or {})
     assert attributes["openai_responses.stream.ended"] == "closed"
     assert "error.type" not in attributes
+
+
+def _long_stream(total: int, freed: threading.Event) -> Any:
+    """An upstream stream of about ``total`` bytes of deltas (then its end); ``freed`` is set when the proxy closes
+    the connection under it."""
+    first, delta, last = _stream_events()
+    event = json.loads(delta.partition(b"data: ")[2])
+    big = f"event: {event['type']}\ndata: {json.dumps({**event, 'delta': 'x' * 65_000})}\n\n".encode()
+
+    def script(request: Request, connection: Connection) -> bool:
+        connection.sock.settimeout(30)
+        try:
+            connection.sock.sendall(chunked_head(200, {"content-type": "text/event-stream"}) + chunk(first))
+            for _ in range(total // len(big)):
+                connection.sock.sendall(chunk(big))
+            connection.sock.sendall(chunk(last) + LAST_CHUNK)
+        except (BrokenPipeError, ConnectionResetError):
+            freed.set()
+        return False
+
+    return script
+
+
+def _stream_request_on_a_small_buffer(port: int) -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: the window stays small
+    sock.settimeout(10)
+    sock.connect(("127.0.0.1", port))
+    body = json.dumps({"model": "gpt-5.4", "input": "hi", "stream": True}).encode()
+    sock.sendall(raw_post(body))
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200 ")
+    return sock
+
+
+FREED_WITHIN = 6.0  # seconds: the idle timeout (1 s) for the blocked write, and slack for a loaded machine
+
+
+@pytest.mark.parametrize("pause", [None, 0.2], ids=["stops-reading", "pauses"])
+def test_a_client_that_stops_reading_a_stream_frees_the_upstream_within_the_idle_timeout(pause: float | None) -> None:
+    freed = threading.Event()
+    with (
+        RawUpstream(_healthy_or(_long_stream(64 << 20, freed))) as upstream,
+        proxied(upstream.base_url, idle_timeout=1.0) as through,
+    ):
+        sock = _stream_request_on_a_small_buffer(through.proxy.port)
+        try:
+            if pause is None:  # it reads nothing more
+                stopped = time.monotonic()
+                assert freed.wait(FREED_WITHIN)
+                took = time.monotonic() - stopped
+                healthy(through)
+                spans = through.wait_for_spans(2)
+            else:  # the near miss: a pause shorter than the idle timeout, then it reads on to the end
+                time.sleep(pause)
+                read = 0
+                while part := sock.recv(1 << 20):
+                    read += len(part)
+                assert read > 60 << 20  # every delta reached it
+                spans = through.wait_for_spans(1)
+                assert not freed.is_set()
+        finally:
+            sock.close()
+    (streamed,) = [dict(s.attributes or {}) for s in spans if (s.attributes or {}).get("gen_ai.request.stream")]
+    if pause is None:
+        assert 1.0 <= took < FREED_WITHIN
+        assert streamed["openai_responses.stream.ended"] == "closed"
+    else:
+        assert "openai_responses.stream.ended" not in streamed  # it ended with its last event
+        assert streamed["openai_responses.response.status"] == "completed"
 
 
 # -- hostile upstreams ------------------------------------------------------------------------------------------
@@ -428,3 +535,32 @@ def test_a_failure_inside_the_proxy_is_a_502_counted_and_ends_its_call(
     assert [dict(p.attributes or {}).get("openai_responses.instrumentation.step") for p in counted] == [
         "forward_request"
     ]
+
+
+def test_a_failure_starting_a_streams_observer_still_ends_its_call(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otel_responses._patching.streams import StreamObserver as observer
+    from otel_responses.proxy import exchange
+
+    failures = iter([RuntimeError("a bug")])
+
+    def failing_once(*args: Any) -> Any:
+        for failure in failures:
+            raise failure
+        return observer(*args)
+
+    monkeypatch.setattr(exchange, "StreamObserver", failing_once)
+    with proxied(emulator.base_url) as through:
+        with through.client() as client:
+            events = [e.type for e in client.responses.create(model="gpt-5.4", input="hi", stream=True)]
+            again = [e.type for e in client.responses.create(model="gpt-5.4", input="hi", stream=True)]
+        spans = through.wait_for_spans(2)
+        counted = through.captured.metric_points("openai_responses.instrumentation.errors")
+    assert events == again  # the client's stream is relayed whole either way
+    assert events[-1] == "response.completed"
+    assert len(spans) == 2  # the unobserved one ended too
+    unobserved = dict(spans[0].attributes or {})
+    assert "error.type" not in unobserved
+    assert unobserved["openai_responses.signals"] == ()  # what it could not read raises nothing
+    assert [dict(p.attributes or {}).get("openai_responses.instrumentation.step") for p in counted] == ["read_response"]

@@ -2,7 +2,8 @@
 request parameters that carry secrets, in the API key, organisation, project and every other header, and (from a
 canned upstream) in response bodies, streams, error bodies and response headers, go through the proxy unchanged and
 appear in no span, event, status, metric point or log record — the package's and aiohttp's, at any level — nor in
-an answer the proxy writes itself (a strict-mode refusal, a 413)."""
+an answer the proxy writes itself (a strict-mode refusal, a 413); a malformed header line reaches no log record
+and not the command's standard error."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from ..corpus import (
 )
 from ..hostile import LoopbackAPI, Received, Reply
 from ..support import fuzz_settings
-from .support import Proxied, proxied
+from .support import Proxied, proxied, raw_exchange, raw_post
 
 
 class _Request:
@@ -214,3 +215,53 @@ def test_the_proxys_own_answers_echo_no_secret(
     assert len(bodies) == 2
     needles = s.needles()
     assert [n for body in bodies for n in needles if n in body] == []
+
+
+SENTINEL = "sk-SENTINEL-malformed-0123456789"
+MALFORMED = [
+    f"Authorization: Bearer {SENTINEL}\x01x\r\n",  # a control character in a value
+    f"Authorization : Bearer {SENTINEL}\r\n",  # a space before the colon
+    f"X-Key {SENTINEL}\r\n",  # no colon at all
+    f"api-key: {SENTINEL}\r\n\tfolded\r\n",  # an obsolete line folding
+]
+MALFORMED_IDS = ["control-char", "space-before-colon", "no-colon", "folded"]
+
+
+@pytest.mark.parametrize("line", MALFORMED, ids=MALFORMED_IDS)
+def test_a_malformed_header_line_is_refused_and_logged_nowhere(
+    emulator: Emulator, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str], line: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    with proxied(emulator.base_url) as through:
+        answer = raw_exchange(through.proxy.port, raw_post(b"{}", extra=line))
+        with through.client(api_key=SENTINEL) as client:  # the near miss: the same key, well formed, goes through
+            assert client.responses.create(model="gpt-5.4", input="hi").output_text
+        _quiet(through)
+        exported = json.dumps([dict(span.attributes or {}) for span in through.spans()])
+    assert answer.split(b" ", 2)[1] == b"400"  # aiohttp's own answer, to the sender alone, names the line it refused
+    assert [r.name for r in caplog.records if SENTINEL in r.getMessage() + str(r.exc_info or "")] == []
+    out, err = capfd.readouterr()
+    assert SENTINEL not in out + err + exported
+
+
+@pytest.mark.parametrize("line", MALFORMED, ids=MALFORMED_IDS)
+def test_a_malformed_header_line_reaches_neither_the_commands_stderr_nor_its_log_events(
+    emulator: Emulator, line: str
+) -> None:
+    from ..hostile import LoopbackAPI, Reply
+    from .test_proxy_command import _stopped, started
+
+    with LoopbackAPI(lambda received, index: Reply(200, b"")) as collector:
+        base = collector.base_url.removesuffix("/v1")
+        with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--otlp-endpoint", base) as (
+            process,
+            base_url,
+        ):
+            port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            answer = raw_exchange(port, raw_post(b"{}", extra=line))
+            code, err = _stopped(process)
+        exported = b"".join(received.body for received in collector.received)
+    assert code == 0
+    assert answer.split(b" ", 2)[1] == b"400"
+    assert SENTINEL not in err
+    assert SENTINEL.encode() not in exported

@@ -1,10 +1,14 @@
 """The proxy forwards to its one upstream only: no part of a request chooses another destination — not its ``Host``,
 an absolute URI on its request line, ``Forwarded`` or ``X-Forwarded-Host``, a path that looks like an authority,
-nor ``CONNECT``. A second server stands where each request tries to go, and must never hear from the proxy. The
-upstream it is given is checked before it starts: plain ``http`` only to loopback unless allowed, no credentials in
-the URL."""
+nor ``CONNECT``, nor a redirect (of an HTTP answer or of a WebSocket handshake). A second server stands where each
+request tries to go, and must never hear from the proxy. The upstream it is given is checked before it starts: plain
+``http`` only to loopback unless allowed, no credentials in the URL."""
 
 from __future__ import annotations
+
+import base64
+import os
+import socket
 
 import pytest
 
@@ -93,3 +97,42 @@ def test_it_listens_on_loopback_unless_told_otherwise() -> None:
     for bad in ("8787", ":8787", "127.0.0.1:http", "127.0.0.1:70000"):
         with pytest.raises(ProxySettingsError, match="--listen"):
             listen_of(bad)
+
+
+def _upgrade(path: str) -> bytes:
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\napi-key: sk-SENTINEL\r\nOpenAI-Project: proj_x\r\n\r\n"
+    ).encode()
+
+
+@pytest.mark.parametrize(
+    ("status", "location"),
+    [
+        (307, "http://127.0.0.1:{evil}/v1/responses"),
+        (308, "http://127.0.0.1:{evil}/v1/responses"),
+        (301, "http://127.0.0.1:{evil}/v1/responses"),
+        (302, "//127.0.0.1:{evil}/v1/responses"),
+        (307, "/v1/elsewhere"),  # the near miss: the same upstream, still not followed
+    ],
+)
+def test_a_websocket_handshake_never_follows_a_redirect(status: int, location: str) -> None:
+    where = location.format(evil="{evil}")
+
+    def redirect(request: Request, connection: Connection) -> bool:
+        connection.send(response(status, b"", {"location": where.format(evil=evil.port)}, "Redirect"))
+        return False
+
+    with RawUpstream(_ok) as evil, RawUpstream(redirect) as upstream, proxied(upstream.base_url) as through:
+        with socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10) as sock:
+            sock.sendall(_upgrade("/v1/responses"))
+            answer = b""
+            while b"\r\n\r\n" not in answer and (part := sock.recv(65536)):
+                answer += part
+        head = answer.partition(b"\r\n\r\n")[0].decode().lower()
+        assert head.startswith(f"http/1.1 {status} ")
+        assert f"location: {where.format(evil=evil.port)}" in head.split("\r\n")
+        assert [r.target for r in upstream.received] == ["/v1/responses"]
+        assert upstream.received[0].header("api-key") == "sk-SENTINEL"  # the one upstream: forwarded as sent
+        assert (evil.connections, evil.received) == (0, [])

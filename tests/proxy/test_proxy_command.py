@@ -6,6 +6,7 @@ line and exit code 2; a wider address than loopback is said aloud; a missing ext
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import selectors
@@ -17,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -181,6 +183,28 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
     assert out == ""
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "code", "said"),
+    [
+        ("http://127.0.0.1:99999", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:99999'"),
+        ("http://127.0.0.1:port", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:port'"),
+        ("http://127.0.0.1:{free}", 3, "cannot reach the OTLP endpoint"),  # the near miss: a port, nobody there
+    ],
+    ids=["out-of-range", "not-a-number", "valid-port"],
+)
+def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: int, said: str) -> None:
+    done = subprocess.run(
+        [COMMAND, "proxy", "--upstream", "http://127.0.0.1:9/v1", "--otlp-endpoint", endpoint.format(free=free_port())],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == code
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
 def test_a_port_in_use_is_one_line_and_exit_code_2(emulator: Emulator, capsys: pytest.CaptureFixture[str]) -> None:
     port = emulator.port
     assert main(["proxy", "--upstream", emulator.base_url, "--listen", f"127.0.0.1:{port}"]) == 2
@@ -212,19 +236,54 @@ def test_the_help_lists_the_command_and_its_options() -> None:
         assert option in own
 
 
-def test_an_otlp_endpoint_gets_the_spans_the_metrics_and_the_signals_log_events(emulator: Emulator) -> None:
+@pytest.mark.parametrize(
+    ("env", "service"),
+    [("", "otel-responses-proxy"), ("proxy-under-test", "proxy-under-test")],
+    ids=["default-name", "named-by-the-environment"],
+)
+def test_an_otlp_endpoint_gets_the_spans_the_metrics_and_the_signals_log_events(
+    emulator: Emulator, env: str, service: str
+) -> None:
     from ..hostile import LoopbackAPI, Reply
 
     with LoopbackAPI(lambda received, index: Reply(200, b"")) as collector:
         base = collector.base_url.removesuffix("/v1")
-        with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--otlp-endpoint", base) as (
-            process,
-            base_url,
-        ):
+        with started(
+            "--upstream",
+            emulator.base_url,
+            "--listen",
+            "127.0.0.1:0",
+            "--otlp-endpoint",
+            base,
+            env={"OTEL_SERVICE_NAME": env},
+        ) as (process, base_url):
             with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
                 first = client.responses.create(model="gpt-5.4", instructions="Be brief.", input="The marker is O-1.")
                 client.responses.create(model="gpt-5.4", input="The marker?", previous_response_id=first.id)
             code, _ = _stopped(process)  # the batch processors flush as it stops
-        paths = {received.path for received in collector.received}
+        received = list(collector.received)
     assert code == 0
-    assert paths == {"/v1/traces", "/v1/metrics", "/v1/logs"}
+    assert {r.path for r in received} == {"/v1/traces", "/v1/metrics", "/v1/logs"}
+    services = {(r.path, name) for r in received for name in _service_names(r.path, r.body)}
+    assert services == {(path, service) for path in ("/v1/traces", "/v1/metrics", "/v1/logs")}
+
+
+def _service_names(path: str, body: bytes) -> list[str]:
+    """The ``service.name`` of each resource in an OTLP/HTTP protobuf export."""
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    kinds: dict[str, tuple[Any, str]] = {
+        "/v1/traces": (ExportTraceServiceRequest, "resource_spans"),
+        "/v1/metrics": (ExportMetricsServiceRequest, "resource_metrics"),
+        "/v1/logs": (ExportLogsServiceRequest, "resource_logs"),
+    }
+    kind, field = kinds[path]
+    request = kind.FromString(gzip.decompress(body) if body[:2] == b"\x1f\x8b" else body)
+    return [
+        attribute.value.string_value
+        for each in getattr(request, field)
+        for attribute in each.resource.attributes
+        if attribute.key == "service.name"
+    ]

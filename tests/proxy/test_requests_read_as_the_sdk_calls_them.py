@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import tracemalloc
 import zlib
 from typing import Any
 
@@ -73,7 +74,11 @@ ROUTES: list[
     (("POST", "/openai/v1/responses", {}, ""), ("chat", (), {}, True, True)),
     (("POST", "/openai/deployments/gpt-4o/responses", {}, "/v1"), ("chat", (), {}, True, True)),
     (("GET", "/openai/responses/resp_1", {}, ""), ("fetch_response", ("resp_1",), {}, False, True)),
-    (("POST", "/openai/v1/responses", {}, "/openai/v1"), ("chat", (), {}, True, False)),  # Azure's root, given: no mark
+    (("POST", "/openai/v1/responses", {}, "/openai/v1"), ("chat", (), {}, True, True)),  # Azure's root, given
+    (("POST", "/openai-gw/v1/responses", {}, "/openai-gw/v1"), ("chat", (), {}, True, False)),  # the near miss
+    (("POST", "/gw/openai/v1/responses", {}, "/gw/openai/v1"), ("chat", (), {}, True, True)),  # under a prefix
+    (("POST", "/gw/v1/openai/responses", {}, "/gw/v1"), ("chat", (), {}, True, True)),  # Azure's under a root
+    (("POST", "/gw/v1/openai/responses", {}, "/gw"), None),  # the near miss: a version before Azure's prefix
     (("POST", "/v1", {}, "/v1"), None),
     (("POST", "responses", {}, ""), None),
 ]
@@ -188,6 +193,66 @@ def test_a_decoded_copy_stops_at_its_limit_and_at_a_corrupt_stream() -> None:
     with pytest.raises(NotAnalysed):
         corrupt(b"\x1f\x8b\x08\x00garbage-after-a-gzip-magic")
     assert decoder("compress", 10) is None
+
+
+def _zlib_parts(wbits: int) -> Any:
+    """A stream made of two parts: the first flushed whole (it decodes alone), the second the rest."""
+
+    def parts(first: bytes, second: bytes) -> tuple[bytes, bytes]:
+        packer = zlib.compressobj(wbits=wbits)
+        head = packer.compress(first) + packer.flush(zlib.Z_SYNC_FLUSH)
+        return head, packer.compress(second) + packer.flush()
+
+    return parts
+
+
+def _zstd_parts(first: bytes, second: bytes) -> tuple[bytes, bytes]:
+    zstandard = pytest.importorskip("zstandard")
+    packer = zstandard.ZstdCompressor().compressobj()
+    head = packer.compress(first) + packer.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    return head, packer.compress(second) + packer.flush()
+
+
+LIMIT = 1000
+CODECS = [("gzip", _zlib_parts(31)), ("deflate", _zlib_parts(15)), ("zstd", _zstd_parts)]
+
+
+@pytest.mark.parametrize(("encoding", "parts"), CODECS, ids=[c[0] for c in CODECS])
+@pytest.mark.parametrize(
+    ("size", "analysed"),
+    [(LIMIT - 1, True), (LIMIT, True), (LIMIT + 1, False)],
+    ids=["limit-1", "limit", "limit+1"],
+)
+def test_a_decoded_copy_holds_up_to_its_limit_exactly(encoding: str, parts: Any, size: int, analysed: bool) -> None:
+    head, tail = parts(b"a" * size, b"")
+    decode = decoder(encoding, LIMIT)
+    assert decode is not None
+    if analysed:
+        assert decode(head) + decode(tail) == b"a" * size
+    else:
+        with pytest.raises(NotAnalysed):  # the head holds all of it
+            decode(head)
+
+
+# zlib stops at one byte past the room; zstandard has no output bound and stops after a 256-byte slice (~8 MiB)
+BOMB_PEAK = {"gzip": 1 << 20, "deflate": 1 << 20, "zstd": 16 << 20}
+
+
+@pytest.mark.parametrize(("encoding", "parts"), CODECS, ids=[c[0] for c in CODECS])
+@pytest.mark.parametrize("filled", [LIMIT, LIMIT - 1], ids=["room-filled", "one-byte-of-room"])
+def test_a_bomb_after_chunks_that_fill_the_room_is_stopped_bounded(encoding: str, parts: Any, filled: int) -> None:
+    head, bomb = parts(b"a" * filled, b"0" * 50_000_000)
+    decode = decoder(encoding, LIMIT)
+    assert decode is not None
+    assert decode(head) == b"a" * filled
+    tracemalloc.start()
+    try:
+        with pytest.raises(NotAnalysed):
+            decode(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < BOMB_PEAK[encoding]
 
 
 def test_a_json_answer_reads_as_the_sdks_model_does() -> None:

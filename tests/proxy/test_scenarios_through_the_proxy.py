@@ -14,6 +14,7 @@ from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 from otel_responses.tools.scenarios import SCENARIOS, run
 
+from ..test_acceptance import SCENARIO_SPANS
 from .support import KEY, proxied
 
 TRANSPORT_ONLY = frozenset({"gen_ai.response.time_to_first_chunk"})
@@ -72,8 +73,8 @@ def test_every_scenario_is_recorded_through_the_proxy_as_in_process() -> None:
         assert len(ours) == len(theirs), scenario.name
         for number, (want, got) in enumerate(zip(theirs, ours, strict=True)):
             assert got == want, f"{scenario.name}, span {number + 1}"
-        raised = [name for record in ours for name in record["attributes"].get("openai_responses.signals", ())]
-        assert set(scenario.raises) <= set(raised), scenario.name
+        per_call = [tuple(record["attributes"].get("openai_responses.signals", ())) for record in ours]
+        assert per_call == SCENARIO_SPANS[scenario.name], scenario.name  # exact: a false signal joining fails
 
 
 @pytest.mark.parametrize("name", ["chain_instructions_dropped", "replay_output_text_only"])

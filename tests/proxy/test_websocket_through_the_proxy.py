@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import hashlib
 import json
 import os
 import socket
@@ -25,7 +27,7 @@ from openai.resources.responses.responses import Responses
 from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 
-from .support import KEY, proxied, raw_exchange
+from .support import KEY, Connection, RawUpstream, Request, proxied, raw_exchange
 from .test_hostile_peers import healthy
 from .test_scenarios_through_the_proxy import _record
 
@@ -204,6 +206,20 @@ def test_another_upgraded_path_is_relayed_message_by_message_unrecorded() -> Non
     assert got == ["realtime", text, b"\x00\x01binary", (aiohttp.WSMsgType.PONG, b"are you there")]
 
 
+def test_no_compression_is_negotiated_with_a_client_that_offers_it() -> None:
+    async def offered(url: str) -> tuple[int, str]:
+        async with aiohttp.ClientSession() as session, session.ws_connect(url, compress=15) as ws:
+            await ws.send_str("x" * 1000)
+            echoed = await ws.receive()
+            return ws.compress, echoed.data
+
+    with echo_upstream() as upstream, proxied(upstream) as through:
+        direct = asyncio.run(offered(upstream.removesuffix("/v1") + "/v1/realtime"))
+        relayed = asyncio.run(offered(through.origin + "/v1/realtime"))
+    assert direct == (15, "x" * 1000)  # the near miss: a server that accepts the offer negotiates it
+    assert relayed == (0, "x" * 1000)
+
+
 def _handshake(port: int, path: str) -> socket.socket:
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
     key = base64.b64encode(os.urandom(16)).decode()
@@ -252,6 +268,60 @@ def test_an_upgrade_the_upstream_refuses_is_answered_with_its_status_and_headers
     head = answer.partition(b"\r\n\r\n")[0].decode().lower()
     assert head.startswith("http/1.1 404 ")
     assert "x-request-id: req_" in head  # the upstream's own headers
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        (
+            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Accept: not-the-key\r\n\r\n",
+            502,
+        ),
+        ("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n", 502),  # no Upgrade header
+        ("HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\nX-Why: old\r\n\r\n", 426),  # the near miss
+    ],
+    ids=["wrong-key", "no-upgrade", "refused"],
+)
+def test_a_broken_upstream_handshake_is_a_gateway_error_and_a_refusal_keeps_its_status(head: str, status: int) -> None:
+    def script(request: Request, connection: Connection) -> bool:
+        connection.send(head.encode())
+        return False
+
+    with (
+        RawUpstream(script) as upstream,
+        proxied(upstream.base_url) as through,
+        socket.create_connection(("127.0.0.1", through.proxy.port), timeout=10) as sock,
+    ):
+        sock.sendall(_upgrade_request("/v1/responses"))
+        answer = _closed_by_peer_or_head(sock)
+    first = answer.split(b"\r\n", 1)[0]
+    assert first.split(b" ", 2)[1] == str(status).encode()
+    body = json.loads(answer.partition(b"\r\n\r\n")[2])
+    assert body["error"]["type"] == ("server_error" if status == 502 else "invalid_request_error")
+
+
+def _upgrade_request(path: str) -> bytes:
+    key = base64.b64encode(os.urandom(16)).decode()
+    return (
+        f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    ).encode()
+
+
+def _closed_by_peer_or_head(sock: socket.socket) -> bytes:
+    """The proxy's answer: its head and the body its Content-Length gives."""
+    answer = b""
+    while b"\r\n\r\n" not in answer and (part := sock.recv(65536)):
+        answer += part
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = next(
+        (int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")),
+        0,
+    )
+    while len(body) < length and (part := sock.recv(65536)):
+        body += part
+    return head + b"\r\n\r\n" + body
 
 
 def test_a_stop_closes_an_idle_socket_going_away_and_lets_an_open_response_finish_first() -> None:
@@ -325,3 +395,80 @@ def test_an_upstream_that_drops_its_socket_mid_response_ends_the_call_and_the_cl
         (span,) = through.wait_for_spans(1)
     assert seen == ["response.created"]
     assert dict(span.attributes or {})["openai_responses.stream.ended"] == "closed"
+
+
+def _accepting(then: bytes, heard: list[bytes]) -> Any:
+    """An upstream that accepts the upgrade by hand, sends ``then`` (raw frames), and keeps what it hears next."""
+
+    def script(request: Request, connection: Connection) -> bool:
+        key = request.header("sec-websocket-key") or ""
+        accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
+        connection.send(
+            (
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
+            ).encode()
+            + then
+        )
+        connection.sock.settimeout(5)
+        with contextlib.suppress(OSError):
+            heard.append(connection.sock.recv(1024))
+        return False
+
+    return script
+
+
+_WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+@pytest.mark.parametrize(
+    ("frame", "code", "reason"),
+    [
+        (b"\x88\x00", 1000, ""),  # a close frame without a code: a normal closure, not "going away"
+        (b"\x88\x09" + (4000).to_bytes(2, "big") + b"bye-now", 4000, "bye-now"),  # the near miss: code and reason
+        (b"\x83\x00", 1001, ""),  # a frame of an unknown opcode: the upstream's side broke, going away
+    ],
+    ids=["no-code", "code-and-reason", "broken-frame"],
+)
+def test_an_upstream_close_reaches_the_client_with_its_code(frame: bytes, code: int, reason: str) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    heard: list[bytes] = []
+    with RawUpstream(_accepting(frame, heard)) as upstream, proxied(upstream.base_url) as through:
+        with (
+            connect(through.base_url.replace("http://", "ws://") + "/responses", open_timeout=10) as ws,
+            pytest.raises(ConnectionClosed) as closed,
+        ):
+            ws.recv(timeout=10)
+        received = closed.value.rcvd
+    assert received is not None
+    assert (received.code, received.reason) == (code, reason)
+
+
+@pytest.mark.parametrize(
+    ("close", "code", "reason"),
+    [
+        ((None, ""), 1000, b""),  # no code (websockets sends an empty close frame): a normal closure upstream
+        ((4001, "done"), 4001, b"done"),  # the near miss: the client's code and reason, as sent
+    ],
+    ids=["no-code", "code-and-reason"],
+)
+def test_a_client_close_reaches_the_upstream_with_its_code(
+    close: tuple[int | None, str], code: int, reason: bytes
+) -> None:
+    from websockets.sync.client import connect
+
+    heard: list[bytes] = []
+    with RawUpstream(_accepting(b"", heard)) as upstream, proxied(upstream.base_url) as through:
+        with connect(through.base_url.replace("http://", "ws://") + "/responses", open_timeout=10) as ws:
+            ws.close(*close)  # type: ignore[arg-type]  # websockets sends no payload for a code of None
+        deadline = time.monotonic() + 10
+        while not heard and time.monotonic() < deadline:
+            time.sleep(0.01)
+    frame = heard[0]
+    assert frame[0] == 0x88  # a close frame, masked by the proxy's client side
+    length = frame[1] & 0x7F
+    mask, payload = frame[2:6], frame[6 : 6 + length]
+    unmasked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    assert (int.from_bytes(unmasked[:2], "big"), unmasked[2:]) == (code, reason)
