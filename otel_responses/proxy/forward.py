@@ -197,14 +197,49 @@ class Forwarder:
         return response
 
 
-async def _write(request: web.BaseRequest, write: Awaitable[None], idle: float) -> None:
-    """A write to the client; one it takes nothing of for ``idle`` seconds is a client gone, as one that left is
-    (its connection is closed, and the upstream's with it)."""
-    try:
-        await asyncio.wait_for(write, idle)
-    except asyncio.TimeoutError:
-        _cut(request)
-        raise ConnectionResetError("the client stopped reading") from None
+class _Stall:
+    """Cuts the client's connection once a write to it has waited ``idle`` seconds: a client that stops reading
+    would hold the upstream's connection for as long as it liked. One timer per relayed body, re-armed when it fires,
+    rather than a timeout per write: a write that does not wait (nearly every one) costs a clock read, where
+    ``asyncio.wait_for`` costs a task of its own (about 20 µs, three times what the proxy adds per streamed event)."""
+
+    def __init__(self, request: web.BaseRequest, idle: float) -> None:
+        self._request = request
+        self._idle = idle
+        self._loop = asyncio.get_running_loop()
+        self._since: float | None = None  # when the write in flight began
+        self._writer: asyncio.Task[object] | None = None
+        self._tripped = False
+        self._timer = self._loop.call_later(idle, self._check)
+
+    async def write(self, write: Awaitable[None]) -> None:
+        """One write to the client; ``ConnectionError`` when it left, or when it took nothing for ``idle`` seconds
+        (the write is then cancelled, as ``wait_for`` would, and the connection cut)."""
+        self._since, self._writer = self._loop.time(), asyncio.current_task()
+        try:
+            await write
+        except asyncio.CancelledError:
+            if not self._tripped:
+                raise
+            uncancel = getattr(self._writer, "uncancel", None)  # Python 3.11 and later count cancellations
+            if uncancel is not None:
+                uncancel()
+            raise ConnectionResetError("the client stopped reading") from None
+        finally:
+            self._since = None
+
+    def stop(self) -> None:
+        self._timer.cancel()
+
+    def _check(self) -> None:
+        since, now = self._since, self._loop.time()
+        if since is not None and now - since >= self._idle and self._writer is not None:
+            self._tripped = True
+            _cut(self._request)
+            self._writer.cancel()
+            return
+        wait = self._idle if since is None else self._idle - (now - since)
+        self._timer = self._loop.call_later(wait, self._check)
 
 
 async def _relay_body(
@@ -222,6 +257,20 @@ async def _relay_body(
     anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
     only after that, and finds this turn in the ledger. (A write suspends only while a slow client's buffer drains;
     the client's next turn is then still a network round trip away.) The analysis is never on the relay's path."""
+    stall = _Stall(request, idle)
+    try:
+        await _relay_chunks(request, content, response, exchange, stall)
+    finally:
+        stall.stop()
+
+
+async def _relay_chunks(
+    request: web.BaseRequest,
+    content: StreamReader,
+    response: web.StreamResponse,
+    exchange: Exchange | None,
+    stall: _Stall,
+) -> None:
     ended = False
     while True:
         try:
@@ -233,7 +282,7 @@ async def _relay_body(
             return
         if not data:
             break
-        await _write(request, response.write(data), idle)
+        await stall.write(response.write(data))
         if exchange is not None:
             exchange.chunk(data)
             if content.at_eof():
@@ -242,7 +291,7 @@ async def _relay_body(
     if exchange is not None and not ended:
         exchange.finished()
     with contextlib.suppress(ConnectionError):  # the body was whole: the call ended with it
-        await _write(request, response.write_eof(), idle)
+        await stall.write(response.write_eof())
 
 
 def _cut(request: web.BaseRequest) -> None:
