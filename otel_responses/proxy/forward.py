@@ -64,8 +64,8 @@ async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
 
 class Forwarder:
     """What every request is forwarded with: the settings, the pooled upstream session (its timeouts are every
-    request's, a WebSocket handshake's too), the telemetry (None: the proxy only forwards) and the server and
-    provider its calls reach."""
+    request's), the session WebSocket handshakes go through (``websockets``: one that follows no redirect), the
+    telemetry (None: the proxy only forwards) and the server and provider its calls reach."""
 
     def __init__(
         self,
@@ -73,9 +73,11 @@ class Forwarder:
         session: ClientSession,
         telemetry: Telemetry | None,
         endpoints: tuple[Endpoint, Endpoint],
+        websockets: ClientSession | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
+        self.websockets = session if websockets is None else websockets
         self.telemetry = telemetry if settings.record else None
         self._endpoints = endpoints  # (the upstream's provider, Azure OpenAI for a request in Azure's path shape)
 

@@ -55,7 +55,7 @@ class Proxy:
         self.settings = settings
         self.telemetry = telemetry
         self._runner: web.ServerRunner | None = None
-        self._session: ClientSession | None = None
+        self._sessions: tuple[ClientSession, ...] = ()  # the pooled one, the handshakes' one
         self._forwarder: Forwarder | None = None
         self._seams: Seam | None = None
         self._draining = asyncio.Event()
@@ -73,21 +73,24 @@ class Proxy:
         """Listen (``OSError`` when the address cannot be had) and open the pooled upstream session."""
         settings = self.settings
         upstream = settings.upstream
-        session = ClientSession(
-            connector=TCPConnector(limit=0, keepalive_timeout=30),
-            cookie_jar=DummyCookieJar(),  # a cookie of one client's response is never sent with another's request
-            auto_decompress=False,
-            skip_auto_headers=_NO_AUTO_HEADERS,
-            timeout=ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout),
-            trust_env=False,
-            trace_configs=[no_redirects()],
+        session, websockets = (
+            ClientSession(
+                connector=TCPConnector(limit=0, keepalive_timeout=30),
+                cookie_jar=DummyCookieJar(),  # a cookie of one client's response is never sent with another's request
+                auto_decompress=False,
+                skip_auto_headers=_NO_AUTO_HEADERS,
+                timeout=ClientTimeout(total=None, connect=settings.connect_timeout, sock_read=settings.read_timeout),
+                trust_env=False,
+                trace_configs=trace_configs,
+            )
+            for trace_configs in (None, [no_redirects()])
         )
         provider = PROVIDER_AZURE_OPENAI if is_azure_host(upstream.host) else PROVIDER_OPENAI
         server = Server(upstream.host, upstream.port)
         endpoints = ((server, provider), (server, PROVIDER_AZURE_OPENAI))
-        self._forwarder = Forwarder(settings, session, self.telemetry, endpoints)
+        self._forwarder = Forwarder(settings, session, self.telemetry, endpoints, websockets)
         self._seams = Seam(self.telemetry) if self.telemetry is not None and settings.record else None
-        self._session = session
+        self._sessions = (session, websockets)
         low_level = web.Server(
             self._handle,
             access_log=None,
@@ -104,6 +107,7 @@ class Proxy:
         except BaseException:
             await runner.cleanup()
             await session.close()
+            await websockets.close()
             raise
         self._runner = runner
         self.port = int(runner.addresses[0][1])
@@ -130,8 +134,8 @@ class Proxy:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
-        session, self._session = self._session, None
-        if session is not None:
+        sessions, self._sessions = self._sessions, ()
+        for session in sessions:
             await session.close()
 
 

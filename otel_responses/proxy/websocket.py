@@ -68,8 +68,9 @@ async def _refuse_redirect(session: ClientSession, context: Any, params: TraceRe
 
 
 def no_redirects() -> TraceConfig:
-    """What the upstream session is made with so that no handshake follows a redirect (the proxy's HTTP requests
-    say ``allow_redirects=False`` themselves)."""
+    """What the handshakes' session is made with so that no handshake follows a redirect (``ws_connect`` has no
+    ``allow_redirects``; the HTTP requests say ``allow_redirects=False`` themselves and go through a session without
+    it, since a trace config costs every request its hooks)."""
     config = TraceConfig()
     config.on_request_redirect.append(_refuse_redirect)
     return config
@@ -122,7 +123,7 @@ async def relay(
     if not web.WebSocketResponse(protocols=asked).can_prepare(request).ok:  # before anything goes upstream
         return answer(400, "The request is not a valid WebSocket handshake.", "invalid_request_error")
     try:
-        upstream = await forwarder.session.ws_connect(
+        upstream = await forwarder.websockets.ws_connect(
             forwarder.url(rel),
             headers=upstream_handshake(request.headers.items()),
             protocols=asked,

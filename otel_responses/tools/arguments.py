@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 from urllib.parse import urlsplit
+
+_N = TypeVar("_N", int, float)
 
 REACH_TIMEOUT = 2.0  # seconds: a collector on the network answers a TCP connect well within this
 
@@ -34,10 +37,19 @@ def url(text: str) -> str:
 
 
 def positive(text: str) -> float:
+    return _positive(text, float, "not a number")
+
+
+def positive_count(text: str) -> int:
+    """A positive whole number (of bytes, say)."""
+    return _positive(text, int, "not a whole number")
+
+
+def _positive(text: str, kind: Callable[[str], _N], what: str) -> _N:
     try:
-        value = float(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{what}: {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive: {value}")
     return value

@@ -17,7 +17,7 @@ import os
 import signal
 from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 
-from .arguments import missing_module, otlp_base, port, positive, unreachable, url
+from .arguments import missing_module, otlp_base, port, positive, positive_count, unreachable, url
 from .exit_codes import EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -42,16 +42,6 @@ exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage (an --upstream or --list
 use, a port in use); 3 the --otlp-endpoint could not be reached; 5 a package of the 'proxy' extra
 is missing (the install command is named).
 """
-
-
-def _bytes(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of bytes: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {value}")
-    return value
 
 
 def add_parser(commands: Any) -> None:
@@ -90,7 +80,10 @@ def add_parser(commands: Any) -> None:
         "--prometheus-port", type=port, metavar="PORT", help="serve metrics for scraping on 127.0.0.1:PORT"
     )
     parser.add_argument(
-        "--max-body-bytes", type=_bytes, metavar="N", help="refuse larger request bodies with a 413 (default 64 MiB)"
+        "--max-body-bytes",
+        type=positive_count,
+        metavar="N",
+        help="refuse larger request bodies with a 413 (default 64 MiB)",
     )
     parser.add_argument("--connect-timeout", type=positive, metavar="S", help="upstream connect timeout (10)")
     parser.add_argument(
