@@ -203,7 +203,7 @@ class _Stall:
     """Cuts the client's connection once a write to it has waited ``idle`` seconds: a client that stops reading
     would hold the upstream's connection for as long as it liked. One timer per relayed body, re-armed when it fires,
     rather than a timeout per write: a write that does not wait (nearly every one) costs a clock read, where
-    ``asyncio.wait_for`` costs a task of its own (about 20 µs, three times what the proxy adds per streamed event)."""
+    ``asyncio.wait_for`` costs a task of its own (8.8 µs here, twice what the proxy adds per streamed event)."""
 
     def __init__(self, request: web.BaseRequest, idle: float) -> None:
         self._request = request
