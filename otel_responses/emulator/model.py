@@ -226,13 +226,11 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
     return _finish(context, request, reply, call, notes if request.reasoning else None, new_id, preamble)
 
 
-def warm_up(context: Context, request: Request) -> Turn:
+def warm_up(context: Context, request: Request, *, new_id: Callable[[str], str]) -> Turn:
     """A `generate: false` request (WebSocket mode's warm-up): the request state is prepared, nothing is
     generated; a completed response with no output that later turns can continue."""
     check_tool_pairs(context.entries)
-    input_tokens = count_input_tokens(context, request.instructions)
-    cached = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.history)
-    return Turn(output=[], status="completed", usage=tokens.usage(input_tokens, cached, 0, 0))
+    return _finish(context, request, None, None, None, new_id)
 
 
 def _finish(

@@ -225,7 +225,7 @@ class Service:
                     context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new
                 )
             else:
-                turn = model.warm_up(context, request)
+                turn = model.warm_up(context, request, new_id=self.ids.new)
             if self.config.repeat_reasoning_ids:
                 turn.output = _with_reasoning_ids_repeated(turn.output)
             threshold = _compact_threshold(body.get("context_management"))
