@@ -161,7 +161,7 @@ def _outcome(emulator: Emulator, session: Session, websockets: bool) -> Outcome:
 def _signals(proxy: Proxied, calls: int) -> list[tuple[str, ...]]:
     """The signals of each chat span the proxy recorded, in the order of the calls (once its analysis has caught up,
     on a proxy that says so)."""
-    settle: Any = getattr(proxy, "settle", None)
+    settle: Any = getattr(proxy.proxy, "settle", None)
     if settle is not None:
         settle()
     spans = [
@@ -174,7 +174,7 @@ def _signals(proxy: Proxied, calls: int) -> list[tuple[str, ...]]:
 def _unrecorded(proxy: Proxied) -> dict[str, int] | None:
     """The proxy's count of calls it forwarded unrecorded (``openai_responses.proxy.unrecorded``), by reason; None
     on a proxy that does not count them."""
-    count: Any = getattr(proxy, "unrecorded", None)
+    count: Any = getattr(proxy.proxy, "unrecorded", None)
     return None if count is None else dict(count())
 
 
