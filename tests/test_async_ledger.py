@@ -1,8 +1,8 @@
 """Async reads of the shared ledger, against a real `redis-server` on 127.0.0.1.
 
-An async call awaits its shared-ledger reads with `redis.asyncio` before its analysis, which then answers from the
-local tier only: the event loop keeps running while Redis is slow, the signals are those of the synchronous path,
-and Redis slow, hung or down never reaches the app. One client per event loop, a fresh one after a fork.
+An async call awaits with `redis.asyncio` the shared-ledger reads its own analysis asks for, then analyses what they
+found: the event loop keeps running while Redis is slow, the signals are those of the synchronous path, and Redis
+slow, hung or down never reaches the app. One client per event loop, a fresh one after a fork.
 """
 
 from __future__ import annotations
@@ -385,10 +385,10 @@ def test_a_prefetch_that_raises_is_counted_and_the_call_goes_on(
     ledger = new_ledger(ledgers, redis_url)
     (parent,) = parents(client, ledger)  # known here too: the analysis goes on with local knowledge
 
-    async def broken(self: Any, ledger: Any, view: Any, reads: Any) -> None:
+    async def broken(self: Any, ledger: Any, view: Any, keys: Any) -> None:
         raise RuntimeError("a bug in the prefetch")
 
-    monkeypatch.setattr(ledger_async.AsyncReader, "prefetch", broken)
+    monkeypatch.setattr(ledger_async.AsyncReader, "read", broken)
 
     async def main(cap: CapturedTelemetry) -> tuple[tuple[str, ...], bool]:
         async with aclient(emulator) as async_client:
