@@ -168,10 +168,15 @@ def measure(variant: str, workload: str, calls: int) -> dict[str, Any]:
             begin = clock()
             call()
             out.append(clock() - begin)
+    return paired(variant, workload, on, off)
+
+
+def paired(variant: str, workload: str, on: list[int], off: list[int]) -> dict[str, Any]:
+    """The paired figure of one process: the median call with the instrumentation less the median without."""
     return {
         "variant": variant,
         "workload": workload,
-        "calls": calls,
+        "calls": len(on),
         "added_us": (statistics.median(on) - statistics.median(off)) / 1e3,
         "without_median_us": statistics.median(off) / 1e3,
     }
@@ -272,14 +277,7 @@ def measure_async(variant: str, workload: str, calls: int) -> dict[str, Any]:
         return on, off
 
     on, off = asyncio.run(run())
-    return {
-        "variant": variant,
-        "workload": workload,
-        "calls": calls,
-        "added_us": (statistics.median(on) - statistics.median(off)) / 1e3,
-        "without_median_us": statistics.median(off) / 1e3,
-        "ledger": ledger.stats() if ledger is not None else {},
-    }
+    return {**paired(variant, workload, on, off), "ledger": ledger.stats() if ledger is not None else {}}
 
 
 def main(argv: list[str] | None = None) -> int:
