@@ -259,25 +259,27 @@ def measure_async(variant: str, workload: str, calls: int) -> dict[str, Any]:
             async for _ in result:
                 pass
 
-    async def run() -> tuple[list[int], list[int]]:
+    async def run() -> dict[tuple[bool, bool], list[int]]:
         for _ in range(warm):
             await call(False)
             await call(True)
-        on: list[int] = []
-        off: list[int] = []
-        clock = time.perf_counter_ns
+        times: dict[tuple[bool, bool], list[int]] = {(cpu, off): [] for cpu in (False, True) for off in (False, True)}
+        clock, cpu_clock = time.perf_counter_ns, time.process_time_ns
         gc.collect()
         for index in range(calls):
             if index % 200 == 0:
                 exporter.clear()
-            for original, out in ((False, on), (True, off)) if index % 2 else ((True, off), (False, on)):
-                begin = clock()
+            for original in (False, True) if index % 2 else (True, False):
+                begin, cpu_begin = clock(), cpu_clock()
                 await call(original)
-                out.append(clock() - begin)
-        return on, off
+                times[False, original].append(clock() - begin)
+                times[True, original].append(cpu_clock() - cpu_begin)
+        return times
 
-    on, off = asyncio.run(run())
-    return {**paired(variant, workload, on, off), "ledger": ledger.stats() if ledger is not None else {}}
+    times = asyncio.run(run())
+    cpu = paired(variant, workload, times[True, False], times[True, True])["added_us"]
+    stats = ledger.stats() if ledger is not None else {}
+    return {**paired(variant, workload, times[False, False], times[False, True]), "cpu_added_us": cpu, "ledger": stats}
 
 
 def main(argv: list[str] | None = None) -> int:
