@@ -297,7 +297,7 @@ def test_an_async_call_reads_what_the_sync_path_reads_ancestors_included(
     assert writer.flush(5)
 
     def counted(req: Any, awaited: bool) -> tuple[dict[str, int], int]:
-        ledger = new_ledger(ledgers, store.url, **store.options)
+        ledger = new_ledger(ledgers, store.url, **{**store.options, "timeout_seconds": 2.0})  # a loaded machine's
         ledger.bind(settings.fingerprinter)
         view = ledger.for_call()
         if awaited:
