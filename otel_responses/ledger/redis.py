@@ -513,12 +513,12 @@ class RedisLedger:
     # -- reads ---------------------------------------------------------------------------------------------
 
     def _fetch(self, keys: list[str], view: View) -> list[Any] | None:
-        """The values of ``keys``, or None when Redis cannot be asked (then ``view``, the call's, is marked unavailable).
-        Every read of Redis goes through here: an async call's view answers from what its awaited reads found instead
-        (``View.found``), which is how ``prefetch`` learns what the call reads. One round trip on a single node; on a
-        cluster, keys of one slot share an ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node),
-        each socket operation bounded by the read timeout. A cluster client is built here on first use: a failure
-        then is a failed read."""
+        """The values of ``keys``, or None when Redis cannot be asked (then ``view``, the call's, is marked
+        unavailable). Every read of Redis goes through here: an async call's view answers from what its awaited reads
+        found instead (``View.found``), which is how ``prefetch`` learns what the call reads. One round trip on a
+        single node; on a cluster, keys of one slot share an ``MGET`` and the ``MGET``s go out in one pipeline (one
+        round trip per node), each socket operation bounded by the read timeout. A cluster client is built here on
+        first use: a failure then is a failed read."""
         if view.awaited is not None:
             return view.found(keys)
         if not self.read_allowed(view):
