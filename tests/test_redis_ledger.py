@@ -376,7 +376,7 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
     data, kept = encode_entry(entry, 1024) or (b"", 0)
     assert 0 < kept < MAX_OUTPUT_ITEMS
     assert len(data) <= 1024
-    assert len(data) <= 1024 - len("v3.") - 22 - len(".")  # the whole value, sealed, within the cap
+    assert len(data) <= 1024 - len("v1.") - 22 - len(".")  # the whole value, sealed, within the cap
     trimmed = decode_entry(data, 1024)
     assert trimmed is not None
     assert trimmed.outputs == entry.outputs[:kept]
@@ -402,7 +402,7 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
 def test_malformed_or_foreign_values_are_absent(
     redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
 ) -> None:
-    """Junk of every kind: unsigned (the previous release's format, or no format at all), sealed with the fleet's key
+    """Junk of every kind: not sealed (no format at all, or another version's header), sealed with the fleet's key
     but malformed (a writer's bug), or sealed for another key name. Each is absent and counted; none is an error."""
     ledger = new_ledger(ledgers, redis_url)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
@@ -421,9 +421,10 @@ def test_malformed_or_foreign_values_are_absent(
     def item(item_id: str) -> str:
         return location_key(ns, item_id) or ""
 
-    unsigned: dict[str, bytes] = {
+    unsealed: dict[str, bytes] = {
         r("resp_junk"): b"not json at all",
-        r("resp_v2short"): b'[2,"resp_v2short",1,1,null,null,0,0,[]]',
+        r("resp_bare"): b'{"id":"resp_bare","s":1}',
+        r("resp_v2"): b"v2." + b"A" * 22 + b'.{"id":"resp_v2"}',
         r("resp_deep"): b"[" * 5000 + b"]" * 5000,
         item("item_junk"): b"\xff\xfe",
         item("item_index"): b"99:resp_big",
@@ -431,10 +432,10 @@ def test_malformed_or_foreign_values_are_absent(
     }
     malformed: dict[str, bytes] = {
         r("resp_short"): sealed(r("resp_short"), b"[1]"),
-        r("resp_types"): sealed(r("resp_types"), b'["resp_types","seq",1,null,null,0,0,[],null,[],[]]'),
-        r("resp_badcopy"): sealed(r("resp_badcopy"), b'["resp_badcopy",1,1,null,null,0,0,[],null,[],[[99,8]]]'),
+        r("resp_types"): sealed(r("resp_types"), b'{"id":"resp_types","s":"seq"}'),
+        r("resp_badcopy"): sealed(r("resp_badcopy"), b'{"id":"resp_badcopy","cp":[[99,8]]}'),
         r("resp_other"): sealed(r("resp_other"), good[0]),  # a valid entry of another response
-        r("resp_huge"): b"v3." + b"A" * 22 + b"." + b"[" + b"1," * 200_000 + b"1]",  # too long to be read
+        r("resp_huge"): b"v1." + b"A" * 22 + b"." + b"[" + b"1," * 200_000 + b"1]",  # too long to be read
         # an entry of conversation conv_big
         conversation_key(ns, "conv_other"): sealed(conversation_key(ns, "conv_other"), good[0]),
     }
@@ -442,8 +443,8 @@ def test_malformed_or_foreign_values_are_absent(
     # A genuine location of an entry that is junk: the entry is read (and counted) again, the item is not found.
     points_to_junk = {item("item_points_to_junk"): sealed(item("item_points_to_junk"), b"0:resp_junk")}
     with redis.Redis.from_url(redis_url) as admin:
-        admin.mset({**unsigned, **malformed, **moved, **points_to_junk})
-    for response_id in ("resp_junk", "resp_v2short", "resp_deep", "resp_short", "resp_types", "resp_badcopy"):
+        admin.mset({**unsealed, **malformed, **moved, **points_to_junk})
+    for response_id in ("resp_junk", "resp_bare", "resp_v2", "resp_deep", "resp_short", "resp_types", "resp_badcopy"):
         assert ledger.get(response_id) is None, response_id
     for response_id in ("resp_other", "resp_huge", "resp_moved"):
         assert ledger.get(response_id) is None, response_id
@@ -451,7 +452,7 @@ def test_malformed_or_foreign_values_are_absent(
     assert ledger.latest_in_conversation("conv_junk") is None
     assert ledger.latest_in_conversation("conv_other") is None
     stats = ledger.stats()
-    assert (stats["unsigned"], stats["undecodable"], stats["forged"]) == (len(unsigned) + 1, len(malformed), len(moved))
+    assert (stats["undecodable"], stats["forged"]) == (len(unsealed) + 1 + len(malformed), len(moved))
     view = ledger.for_call()
     assert view.get("resp_junk") is None
     assert view.unavailable is False  # malformed is not unreachable
