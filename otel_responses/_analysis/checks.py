@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from opentelemetry.util.types import AttributeValue
 
-from .._items import pending_calls
+from .._items import CALL_TYPES, pending_calls
 from ..attributes import (
     CALL_IDS,
     CONFIRMED,
@@ -20,6 +20,8 @@ from ..attributes import (
     DUPLICATED_ITEM_TYPES,
     HISTORY_APP_MESSAGES,
     HISTORY_EXPECTED_APP_MESSAGES,
+    HISTORY_HELD_TOKENS,
+    HISTORY_SERVER_TRUNCATED,
     INCOMPLETE_REASON,
     INSTRUCTIONS_LAST_RESPONSE_ID,
     INSTRUCTIONS_LAST_TURN,
@@ -32,8 +34,11 @@ from ..attributes import (
     PARENT_ID,
     REASONING_COUNT,
     REASONING_UNREPLAYABLE,
+    REASONING_WITHHELD,
+    REASONING_WITHHELD_REASONS,
     ZDR,
 )
+from ..ledger import MAX_OUTPUT_ITEMS, Entry
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
 from .analysis import Analysis
 from .facts import (
@@ -42,10 +47,12 @@ from .facts import (
     CONVERSATION,
     SERVER_CHAIN,
     SINGLE_TURN,
+    TURN_BOUNDARY,
     RequestFacts,
     ResponseFacts,
     effective_store,
 )
+from .reasoning_context import ALL_TURNS, effective_context, latest_user_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +64,7 @@ class Situation:
 
 
 RequestCheck = Callable[[RequestFacts, Analysis, Situation], "Signal | None"]
-ResponseCheck = Callable[[RequestFacts, ResponseFacts, Situation], "Signal | None"]
+ResponseCheck = Callable[[RequestFacts, Analysis, ResponseFacts, Situation], "Signal | None"]
 
 
 def state_mode_conflict(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -259,20 +266,87 @@ def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
     )
 
 
-def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def response_incomplete(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if resp.status != "incomplete":
         return None
     return Signal("response_incomplete", {INCOMPLETE_REASON: resp.finish_reason or "unknown"})
 
 
-def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def reasoning_not_replayable(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if effective_store(req, resp) and not sit.zdr:
         return None
     bare = sum(1 for m in resp.output_items if m.type == "reasoning" and not m.encrypted)
     return Signal("reasoning_not_replayable", {REASONING_COUNT: bare}) if bare else None
 
 
-def compaction(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def reasoning_withheld(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    """Replayed reasoning the API says it withheld from the model for a mismatch (its own report, so confirmed);
+    ``turn_boundary`` is the reasoning context at work: recorded on the span, never a signal."""
+    crossed = [(reason, count) for reason, count in resp.withheld if reason != TURN_BOUNDARY]
+    if not crossed:
+        return None
+    detail: dict[str, AttributeValue] = {
+        REASONING_WITHHELD: sum(count for _, count in crossed),
+        REASONING_WITHHELD_REASONS: [reason for reason, _ in crossed],
+        CONFIRMED: True,
+    }
+    return Signal("reasoning_withheld", detail)
+
+
+def history_truncated_by_server(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    """Under ``truncation: "auto"`` the server drops the oldest items itself, silently: a response that read fewer
+    input tokens than the chain or conversation it continues already held (``held_tokens``) had items dropped."""
+    if (
+        req.truncation != "auto"
+        or req.operation != OPERATION_CHAT
+        or req.state_mode not in (SERVER_CHAIN, CONVERSATION)
+    ):
+        return None
+    parent = an.parent
+    if parent is None or resp.input_tokens is None or resp.compaction:
+        return None
+    held = held_tokens(req, parent)
+    if held is None or resp.input_tokens >= held:
+        return None
+    detail: dict[str, AttributeValue] = {
+        PARENT_ID: parent.response_id,
+        HISTORY_HELD_TOKENS: held,
+        HISTORY_SERVER_TRUNCATED: True,
+    }
+    return Signal("history_truncated", _on_entry(detail, parent.shared))
+
+
+# Output items that render back as at least the tokens they were generated with (text, reasoning, client tool calls):
+# a hosted tool's item (a web search, a generated image) may render back as fewer.
+_RENDERED_WHOLE = CALL_TYPES | {"message", "reasoning"}
+
+
+def held_tokens(req: RequestFacts, parent: Entry) -> int | None:
+    """The input tokens the state ``parent`` ends already holds for this request, at least: the parent's input and
+    output tokens, less the reasoning the request's effective reasoning context does not render back (all of it
+    when that context is not known). None where the numbers cannot be compared: a compaction in between (sent, or
+    returned by the parent), another model, other instructions (never inherited), other tool definitions, a state
+    the app wrote to itself, or one whose numbers are not known."""
+    if parent.input_tokens is None or parent.written_by_app or req.compactions:
+        return None
+    if parent.model is None or parent.model != req.model or parent.instructions_hash != req.instructions_hash:
+        return None
+    if req.tools_fingerprint is None or parent.tools_fingerprint != req.tools_fingerprint:
+        return None
+    outputs = parent.outputs
+    if any(m.type == "compaction" for m in outputs):
+        return None
+    whole = len(outputs) < MAX_OUTPUT_ITEMS and all(m.type in _RENDERED_WHOLE for m in outputs)
+    held = parent.input_tokens + ((parent.output_tokens or 0) if whole else 0)
+    if effective_context(req, parent) == ALL_TURNS:
+        return held
+    if parent.reasoning_held is None:
+        return None
+    earlier_turns = parent.reasoning_held - parent.reasoning_turn
+    return held - (parent.reasoning_held if latest_user_message(req) is not None else earlier_turns)
+
+
+def compaction(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     return Signal("compaction") if resp.compaction or req.operation == OPERATION_COMPACT else None
 
 
@@ -295,7 +369,13 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     context_duplicated,
     tool_output_modified,
 )
-RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
+RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (
+    response_incomplete,
+    reasoning_not_replayable,
+    reasoning_withheld,
+    history_truncated_by_server,
+    compaction,
+)
 
 
 # A single-turn request (app messages only, at most one user message, no state parameter) continues nothing and
@@ -309,8 +389,8 @@ def run_request_checks(req: RequestFacts, an: Analysis, sit: Situation) -> list[
     return [s for check in checks if (s := check(req, an, sit)) is not None]
 
 
-def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> list[Signal]:
-    return [s for check in RESPONSE_CHECKS if (s := check(req, resp, sit)) is not None]
+def run_response_checks(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> list[Signal]:
+    return [s for check in RESPONSE_CHECKS if (s := check(req, an, resp, sit)) is not None]
 
 
 def tool_calls_check(an: Analysis, signals: list[Signal], resp: ResponseFacts | None = None) -> str:

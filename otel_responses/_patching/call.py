@@ -388,7 +388,7 @@ class Call:
                 if outcome.error_type is None and resp.response_id is not None:
                     self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
-                    found = run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                    found = run_response_checks(self.req, self.analysis, resp, Situation(self.settings.zdr, False))
                     self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
                 if self.op.remember is not None:
                     self.op.remember(self, resp)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._analysis.facts import (
     CONVERSATION,
     SERVER_CHAIN,
+    SINGLE_TURN,
     RequestFacts,
     ResponseFacts,
     conversation_facts,
@@ -20,6 +21,7 @@ from .._analysis.facts import (
     target_facts,
 )
 from .._analysis.held import held_after
+from .._analysis.reasoning_context import latest_user_message
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
 from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_FETCH
 from ..config import Settings
@@ -167,8 +169,37 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         held_partial=held.partial,
         given_outputs=an.outputs.given,
         input_system_messages=req.system_app_messages,
+        model=req.model,
+        resolved_model=resp.model,
+        reasoning_context=resp.reasoning_context,
+        input_tokens=resp.input_tokens,
+        output_tokens=resp.output_tokens,
+        reasoning_held=_reasoning_held(req, parent, resp),
+        reasoning_turn=_reasoning_turn(req, parent, resp),
+        tools_fingerprint=req.tools_fingerprint,
     )
     ledger.record(entry, parent_id)
+
+
+def _reasoning_held(req: RequestFacts, parent: Entry | None, resp: ResponseFacts) -> int | None:
+    """The reasoning tokens of every response of the state this response ends: a first turn's own; a chained or
+    conversation turn's added to its parent's; None where that state is not known from its start (a replay's input,
+    a parent not known)."""
+    own = resp.reasoning_tokens or 0
+    if req.state_mode == SINGLE_TURN:
+        return own
+    if not _continues_state(req) or parent is None or parent.reasoning_held is None:
+        return None
+    return parent.reasoning_held + own
+
+
+def _reasoning_turn(req: RequestFacts, parent: Entry | None, resp: ResponseFacts) -> int:
+    """The reasoning tokens of this response's turn so far: its own, and its parent's turn's when the request sent no
+    user message (a tool loop's next step continues the turn)."""
+    own = resp.reasoning_tokens or 0
+    if not _continues_state(req) or parent is None or latest_user_message(req) is not None:
+        return own
+    return parent.reasoning_turn + own
 
 
 def _sent_newest_first(req: RequestFacts, an: Analysis) -> Iterator[ItemMeta]:
@@ -301,6 +332,11 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
         held_calls=held.calls,
         held_outputs=held.outputs,
         held_partial=held.partial,
+        # Items written hold no reasoning tokens that are known: the state's count is carried over only without any.
+        reasoning_held=None
+        if any(m.type == "reasoning" for m in req.input_items)
+        else (0 if created else (latest.reasoning_held if latest is not None else None)),
+        reasoning_turn=latest.reasoning_turn if latest is not None and latest_user_message(req) is None else 0,
     )
     ledger.record(entry, None)
 

@@ -112,6 +112,20 @@ class Entry:
     # Distinct system and developer messages with text in the input after its latest compaction item (counted in
     # ``input_app_messages`` too): a replay must keep as many, whatever their text (an empty one counts as none).
     input_system_messages: int = 0
+    # The model the request named and the one the response says answered (what its payloads were minted for), and
+    # the effective `reasoning.context` the response returned.
+    model: str | None = None
+    resolved_model: str | None = None
+    reasoning_context: str | None = None
+    # The response's usage, for `history_truncated` read from numbers: its input and output tokens; the reasoning
+    # tokens of every response of the state it ends (None when that state is not known from its start) and of those
+    # of its own turn (since the latest user message); a keyed fingerprint of its tool definitions (kept only under
+    # `truncation: "auto"`, where it is compared).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_held: int | None = None
+    reasoning_turn: int = 0
+    tools_fingerprint: int | None = None
 
     @property
     def pending_calls(self) -> tuple[str, ...]:

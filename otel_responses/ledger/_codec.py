@@ -278,6 +278,12 @@ def _write_given(given: tuple[GivenOutput, ...]) -> list[list[Any]]:
     return [[g.call_id, g.length, g.fingerprint] for g in given[-MAX_GIVEN_OUTPUTS:] if is_id(g.call_id)]
 
 
+def _id_or_none(value: str) -> str | None:
+    """A name the app chose (a model, a deployment) as shared: left out (none known) when it fails the id rule,
+    rather than the entry staying unshared for it."""
+    return value if is_id(value) else None
+
+
 # -- the table: one row per shared field of ``Entry`` -------------------------------------------------------------
 
 
@@ -319,6 +325,14 @@ FIELDS: tuple[Field, ...] = (
     Field("held_partial", "hp", _flag, int),
     Field("given_outputs", "g", _list(_given, MAX_GIVEN_OUTPUTS), _write_given),
     Field("input_system_messages", "sy", _count),
+    Field("model", "md", _optional_id, _id_or_none),
+    Field("resolved_model", "rm", _optional_id, _id_or_none),
+    Field("reasoning_context", "rc", _optional(_token)),
+    Field("input_tokens", "ti", _optional(_count)),
+    Field("output_tokens", "to", _optional(_count)),
+    Field("reasoning_held", "rh", _optional(_count)),
+    Field("reasoning_turn", "rt", _count),
+    Field("tools_fingerprint", "tf", _optional(_fingerprint)),
 )
 # Entry fields no shared value holds: ``shared`` is the reader's own mark.
 NOT_SHARED = frozenset({"shared"})

@@ -1,0 +1,174 @@
+"""Which earlier reasoning a model is shown: a request's effective `reasoning.context` (as sent when explicit, else
+its model's default), where its turn begins, the emulator's defaults per model family and the value it returns, and
+the table held to the recorded traffic: every recorded response that returns a `reasoning.context`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from otel_responses._analysis.facts import request_facts
+from otel_responses._analysis.reasoning_context import (
+    ALL_TURNS,
+    CURRENT_TURN,
+    effective_context,
+    latest_user_message,
+    model_default,
+)
+from otel_responses.config import settings_from
+from otel_responses.emulator import Emulator
+from otel_responses.ledger import Entry
+
+from .real_traffic.replay import all_cassettes, load
+
+SETTINGS = settings_from({"hash_key": "reasoning-context-tests"})
+
+# (model as sent, its default) — each row beside its near miss.
+DEFAULTS: list[tuple[str | None, str | None]] = [
+    ("gpt-5", CURRENT_TURN),
+    ("gpt-5-mini", CURRENT_TURN),
+    ("gpt-5-2025-08-07", CURRENT_TURN),
+    ("gpt-5.2", CURRENT_TURN),
+    ("gpt-5.4-mini", CURRENT_TURN),
+    ("gpt-5.5", CURRENT_TURN),
+    ("gpt-5.3-codex", CURRENT_TURN),
+    ("gpt-5.6", ALL_TURNS),
+    ("gpt-5.6-mini", ALL_TURNS),
+    ("gpt-5.6-2026-04-01", ALL_TURNS),
+    ("gpt-5.7", None),  # later than the table: no default known
+    ("gpt-55", None),
+    ("o3", CURRENT_TURN),
+    ("o4-mini", CURRENT_TURN),
+    ("o3-pro-2025-06-10", CURRENT_TURN),
+    ("o30", None),
+    ("codex-mini-latest", CURRENT_TURN),
+    ("openai/gpt-5-mini", CURRENT_TURN),  # a gateway's provider prefix
+    ("azure/my-deployment", None),  # a deployment's own name says nothing
+    ("gpt-4.1", None),  # does not reason
+    ("", None),
+    (None, None),
+]
+
+
+@pytest.mark.parametrize(("model", "default"), DEFAULTS)
+def test_each_model_family_has_its_default(model: str | None, default: str | None) -> None:
+    assert model_default(model) == default
+
+
+def _req(**kwargs: Any) -> Any:
+    return request_facts("chat", {"input": "q", **kwargs}, SETTINGS)
+
+
+def test_the_effective_context_is_the_requests_else_its_models_default() -> None:
+    assert effective_context(_req(model="gpt-5-mini")) == CURRENT_TURN
+    assert effective_context(_req(model="gpt-5-mini", reasoning={"context": "all_turns"})) == ALL_TURNS
+    assert effective_context(_req(model="gpt-5.6", reasoning={"context": "current_turn"})) == CURRENT_TURN
+    assert effective_context(_req(model="gpt-5.6", reasoning={"context": "auto"})) == ALL_TURNS  # the model decides
+    assert effective_context(_req(model="gpt-5-mini", extra_body={"reasoning": {"context": "all_turns"}})) == ALL_TURNS
+    assert effective_context(_req(model="my-deployment")) is None
+
+
+def test_a_model_the_table_does_not_know_takes_what_the_api_returned_to_it_before() -> None:
+    earlier = Entry("resp_1", model="my-deployment", reasoning_context=ALL_TURNS)
+    assert effective_context(_req(model="my-deployment"), earlier) == ALL_TURNS
+    assert effective_context(_req(model="other-deployment"), earlier) is None  # another model: nothing known
+    assert effective_context(_req(model="my-deployment"), Entry("resp_1", model="my-deployment")) is None
+    odd = Entry("resp_1", model="my-deployment", reasoning_context="auto")
+    assert effective_context(_req(model="my-deployment"), odd) is None
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+# (input, where the current turn begins)
+TURNS: list[tuple[Any, int | None]] = [
+    ("q", 0),
+    ([user("a"), {"type": "reasoning", "id": "rs_1"}, user("b")], 2),
+    ([user("a"), {"type": "function_call", "call_id": "c"}, {"type": "function_call_output", "call_id": "c"}], 0),
+    ([{"type": "function_call_output", "call_id": "c", "output": "x"}], None),  # a tool loop's next step
+    ([{"role": "developer", "content": "be brief"}], None),  # instructions are no turn
+    ([user("a"), {"role": "assistant", "content": "b"}], 0),
+]
+
+
+@pytest.mark.parametrize(("sent", "start"), TURNS)
+def test_a_turn_begins_at_the_latest_user_message(sent: Any, start: int | None) -> None:
+    assert latest_user_message(_req(model="gpt-5", input=sent)) == start
+
+
+# -- the emulator ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[openai.OpenAI]:
+    with Emulator() as emulator, emulator.client() as sdk:
+        yield sdk
+
+
+@pytest.mark.parametrize(
+    ("model", "reasoning", "returned"),
+    [
+        ("gpt-5-mini", None, CURRENT_TURN),
+        ("gpt-5.4", {"context": "all_turns"}, ALL_TURNS),
+        ("gpt-5.4", {"context": "auto"}, CURRENT_TURN),
+        ("gpt-5.6", None, ALL_TURNS),
+        ("gpt-5.6", {"context": "current_turn"}, CURRENT_TURN),
+        ("o4-mini", {"effort": "low"}, CURRENT_TURN),
+        ("gpt-4.1", {"context": "all_turns"}, None),  # a model that does not reason reports none
+    ],
+)
+def test_the_emulator_returns_the_effective_context(
+    client: openai.OpenAI, model: str, reasoning: dict[str, Any] | None, returned: str | None
+) -> None:
+    options: dict[str, Any] = {"reasoning": reasoning} if reasoning else {}
+    response = client.responses.create(model=model, input="Hi.", **options)
+    got = response.reasoning.context if response.reasoning is not None else None
+    assert got == returned
+
+
+# -- the recorded traffic ----------------------------------------------------------------------------------------
+
+
+def _recorded() -> list[tuple[str, str, Any, str]]:
+    """(cassette, model asked for, reasoning.context sent, reasoning.context returned) of every recorded response
+    that returns one."""
+    found = []
+    for path in all_cassettes():
+        for call in load(path)["calls"]:
+            body = call.get("request_body")
+            if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+                continue
+            returned = _returned(call)
+            if returned is None:
+                continue
+            sent = (body.get("reasoning") or {}).get("context") if isinstance(body.get("reasoning"), dict) else None
+            found.append((path.stem, body["model"], sent, returned))
+    return found
+
+
+def _returned(call: dict[str, Any]) -> str | None:
+    response = call.get("response_body")
+    if response is None and isinstance(call.get("response_sse"), str):
+        for line in call["response_sse"].splitlines():
+            if line.startswith("data: ") and '"response.completed"' in line:
+                response = json.loads(line[6:]).get("response")
+    reasoning = response.get("reasoning") if isinstance(response, dict) else None
+    context = reasoning.get("context") if isinstance(reasoning, dict) else None
+    return context if isinstance(context, str) else None
+
+
+def test_the_table_agrees_with_every_recorded_response() -> None:
+    """79 recorded responses return a context: the defaults of gpt-5, 5-mini, 5.2, 5.4, 5.5, o3, o4-mini
+    (`current_turn`) and of gpt-5.6 (`all_turns`), an explicit `all_turns` honoured, `auto` left to the model."""
+    recorded = _recorded()
+    omitted = {model for _, model, sent, _ in recorded if sent is None}
+    assert {"gpt-5", "gpt-5-mini", "gpt-5.2", "gpt-5.4", "gpt-5.5", "gpt-5.6", "o3", "o4-mini"} <= omitted
+    assert any(sent == "auto" for _, _, sent, _ in recorded)
+    for stem, model, sent, returned in recorded:
+        expected = sent if sent in (CURRENT_TURN, ALL_TURNS) else model_default(model)
+        assert expected == returned, (stem, model, sent, returned)
