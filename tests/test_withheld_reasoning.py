@@ -286,14 +286,17 @@ def test_a_changed_safety_identifier_is_named_with_its_fix(emulated: Emulator) -
 
 def test_an_edited_prefix_has_the_reasoning_withheld(emulated: Emulator) -> None:
     with capture() as telemetry, emulated.client() as client:
-        developer = {"role": "developer", "content": "Answer briefly."}
+        greeting = {"role": "user", "content": "Hello."}
         opening = {"role": "user", "content": "Choose a code word."}
-        edited = _two_turns(client, ALL_TURNS, prefix=[developer, opening])  # an item put before the reasoning
+        edited = _two_turns(client, ALL_TURNS, prefix=[greeting, opening])  # an item put before the reasoning
         same = _two_turns(client, ALL_TURNS, prefix=[opening])
+        # Instructions sent as a message each turn are no prefix of it (as `instructions` is none).
+        instructed = _two_turns(client, ALL_TURNS, prefix=[{"role": "developer", "content": "Be brief."}, opening])
     assert [t.reason for t in edited.input_transformations or []] == ["prefix_mismatch"]
     assert edited.output_text == "code_word=unknown"
     assert same.output_text.startswith("code_word=CW-")
-    assert chat_signals(telemetry) == [(), ("reasoning_withheld",), (), ()]
+    assert instructed.output_text.startswith("code_word=CW-")
+    assert chat_signals(telemetry) == [(), ("reasoning_withheld",), (), (), (), ()]
     (event,) = signal_events(telemetry.chat_spans()[1], "reasoning_withheld")
     assert Signal("reasoning_withheld", event).fix == WITHHELD_FIXES["prefix_mismatch"]
 

@@ -26,7 +26,8 @@ from .state import Entry
 # Items a prefix digest leaves out: reasoning (whether an earlier one is replayed or left out changes nothing the
 # model reads after it) and compaction items (a replayed one stands for the items it compacted, which are read).
 _NOT_IN_PREFIX = frozenset({"reasoning", "compaction"})
-# The roles a digest does not tell apart: libraries send instructions as `system` or as `developer`.
+# Messages a prefix digest leaves out: instructions sent as items, which apps and libraries re-send each turn (often
+# rewritten: a date, a profile), as `instructions` itself is.
 _INSTRUCTION_ROLES = frozenset({"system", "developer"})
 
 
@@ -40,10 +41,9 @@ def effective_context(reasoning: Any, model: str, reasons: bool) -> str | None:
 
 
 def _canonical(item: Item) -> str:
-    """An item as the model reads it: its kind, role (instructions' roles as one), text, call and tool name; its id,
-    status and `phase` aside, a call's arguments as parsed JSON (a library may re-serialise them)."""
+    """An item as the model reads it: its kind, role, text, call and tool name; its id, status and `phase` aside, a
+    call's arguments as parsed JSON (a library may re-serialise them)."""
     item_kind = kind(item)
-    role = item.get("role")
     text = text_of(item)
     if item_kind == "function_call":
         arguments = item.get("arguments")
@@ -52,18 +52,16 @@ def _canonical(item: Item) -> str:
             text = f"{item.get('name') or ''} {json.dumps(parsed, sort_keys=True)}"
         except ValueError:
             pass
-    return json.dumps(
-        [item_kind, "system" if role in _INSTRUCTION_ROLES else role, text, item.get("call_id")], sort_keys=True
-    )
+    return json.dumps([item_kind, item.get("role"), text, item.get("call_id")], sort_keys=True)
 
 
 def prefix_digests(entries: Iterable[Entry]) -> list[str]:
-    """For each entry, the digest of the items before it (``_NOT_IN_PREFIX`` aside)."""
+    """For each entry, the digest of the items before it (``_NOT_IN_PREFIX`` and instructions aside)."""
     running = hashlib.sha256()
     digests: list[str] = []
     for entry in entries:
         digests.append(running.hexdigest()[:16])
-        if kind(entry.item) not in _NOT_IN_PREFIX:
+        if kind(entry.item) not in _NOT_IN_PREFIX and entry.item.get("role") not in _INSTRUCTION_ROLES:
             running.update(_canonical(entry.item).encode() + b"\x00")
     return digests
 
