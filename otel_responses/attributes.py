@@ -88,6 +88,11 @@ SIGNAL_SEVERITY: Final = "openai_responses.signal.severity"
 # that sent instructions (its response id and turn), for a turn that sends none.
 PARENT_ID: Final = "openai_responses.parent.id"
 PARENT_DELETED: Final = "openai_responses.parent.deleted"
+# `unstored_parent`: the parent was created under another organization or project than the request names.
+PARENT_OTHER_ORGANIZATION: Final = "openai_responses.parent.other_organization"
+# `encrypted_content_foreign`: the boundaries a replayed payload crossed since it was minted: `model`,
+# `organization`, `project`; once the API confirmed a crossing, also `endpoint` and `credential` when they changed.
+ENCRYPTED_CROSSED: Final = "openai_responses.encrypted.crossed"
 INSTRUCTIONS_LAST_RESPONSE_ID: Final = "openai_responses.instructions.last_response.id"
 INSTRUCTIONS_LAST_TURN: Final = "openai_responses.instructions.last_turn"
 MISSING_COUNT: Final = "openai_responses.missing.count"
@@ -377,6 +382,17 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "SIGNAL_SEVERITY": ("event, metric", "string", "`error`, `warning` or `info`"),
     "PARENT_ID": ("event", "string", "the parent the request continues"),
     "PARENT_DELETED": ("event", "bool", "`unstored_parent`: the app deleted the parent"),
+    "PARENT_OTHER_ORGANIZATION": (
+        "event",
+        "bool",
+        "`unstored_parent`: the parent was created under another organization or project than the request names",
+    ),
+    "ENCRYPTED_CROSSED": (
+        "event",
+        "string[]",
+        "`encrypted_content_foreign`: what the payload crossed since it was minted: `model`, `organization`, "
+        "`project`; once the API confirmed it, `endpoint` and `credential` where they changed",
+    ),
     "INSTRUCTIONS_LAST_RESPONSE_ID": ("event", "string", "`instructions_dropped`: the latest response that had them"),
     "INSTRUCTIONS_LAST_TURN": ("event", "int", "`instructions_dropped`: the latest turn that had them"),
     "MISSING_COUNT": ("event", "int", "replay signals: how many items of the earlier response are missing"),

@@ -15,6 +15,7 @@ from .attributes import (
     HISTORY_SERVER_TRUNCATED,
     LEDGER_SHARED,
     PARENT_DELETED,
+    PARENT_OTHER_ORGANIZATION,
     REASONING_UNREPLAYABLE,
     REASONING_WITHHELD_REASONS,
 )
@@ -91,10 +92,17 @@ CATALOGUE: Final[dict[str, Kind]] = {
                     "`previous_response_id` names a response the app deleted",
                     "chain to a response that still exists (delete a conversation's responses only once it is over), "
                     "or keep the history yourself and replay every output item",
-                )
+                ),
+                PARENT_OTHER_ORGANIZATION: (
+                    "`previous_response_id` names a response created under another organization or project than "
+                    "this request names: the API finds no such response there",
+                    "continue a response under the organization (and project) that created it: a gateway's account "
+                    "pool or a key rotation must keep a conversation on one organization",
+                ),
             },
             strict=True,
             server_premised=True,
+            unrefused=frozenset({PARENT_OTHER_ORGANIZATION}),
         ),
         Kind(
             "unstored_retrieve",
@@ -159,10 +167,22 @@ CATALOGUE: Final[dict[str, Kind]] = {
             fixes=(REASONING_WITHHELD_REASONS, WITHHELD_FIXES),
         ),
         Kind(
+            "encrypted_content_foreign",
+            WARNING,
+            "a replayed encrypted payload (reasoning or compaction `encrypted_content`) was minted for another model, "
+            "or for another organization or project (both requests naming one): the API withholds it from the "
+            "model, or refuses the request (400 `invalid_encrypted_content` naming the organization or the caller)",
+            "replay encrypted payloads only to the model and organization they were made for: keep one model and one "
+            "organization (and project) per conversation, a gateway's account pool and a model router included; "
+            "switching on purpose, leave out the reasoning and compaction items made before the switch",
+            server_premised=True,
+        ),
+        Kind(
             "encrypted_content_modified",
             ERROR,
             "a replayed opaque payload (reasoning or compaction `encrypted_content`, a `program` fingerprint) changed "
-            "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content`",
+            "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content` "
+            "(and no boundary was crossed: that is `encrypted_content_foreign`)",
             "store and send `encrypted_content` byte for byte; never decode, trim or re-serialise it",
             server_premised=True,
         ),

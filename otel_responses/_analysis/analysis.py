@@ -100,6 +100,10 @@ class Analysis:
     resolved_shared: set[int] = field(default_factory=set)  # positions of ``resolved`` read from a shared store
     duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
     outputs: Outputs = NONE  # a replay's tool outputs against the copies first sent
+    # The boundaries replayed encrypted payloads crossed since they were minted (`model`, `organization`, `project`,
+    # `endpoint`, `credential`): the first three raise `encrypted_content_foreign`; all are its detail once the API
+    # confirms a crossing.
+    crossed: list[str] = field(default_factory=list)
 
     @property
     def latest_replayed(self) -> Replayed | None:

@@ -6,7 +6,7 @@ checks read the response facts. Each returns a Signal with metadata only, or Non
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.util.types import AttributeValue
@@ -18,6 +18,7 @@ from ..attributes import (
     DUPLICATED_COUNT,
     DUPLICATED_COUNTS,
     DUPLICATED_ITEM_TYPES,
+    ENCRYPTED_CROSSED,
     HISTORY_APP_MESSAGES,
     HISTORY_EXPECTED_APP_MESSAGES,
     HISTORY_HELD_TOKENS,
@@ -32,6 +33,7 @@ from ..attributes import (
     OPERATION_COMPACT,
     PARENT_DELETED,
     PARENT_ID,
+    PARENT_OTHER_ORGANIZATION,
     REASONING_COUNT,
     REASONING_UNREPLAYABLE,
     REASONING_WITHHELD,
@@ -48,6 +50,7 @@ from .facts import (
     SERVER_CHAIN,
     SINGLE_TURN,
     TURN_BOUNDARY,
+    Identity,
     RequestFacts,
     ResponseFacts,
     effective_store,
@@ -82,9 +85,23 @@ def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal |
         if sit.zdr:  # the setting alone says the parent is unstored, whatever the ledger holds
             return Signal("unstored_parent", {PARENT_ID: an.parent.response_id, ZDR: True})
         return Signal("unstored_parent", _on_entry({PARENT_ID: an.parent.response_id}, an.parent.shared))
+    if an.parent is not None and other_organization(req.identity, an.parent):
+        detail = {PARENT_ID: an.parent.response_id, PARENT_OTHER_ORGANIZATION: True}
+        return Signal("unstored_parent", _on_entry(detail, an.parent.shared))
     if sit.zdr:
         return Signal("unstored_parent", {ZDR: True})
     return None
+
+
+def other_organization(identity: Identity | None, minted: Entry) -> bool:
+    """The request names another organization than the one ``minted`` was made under, or another project, where
+    both name one (a request naming none is under its key's default, which nothing here can tell)."""
+    if identity is None:
+        return False
+    for now, then in ((identity.organization, minted.organization), (identity.project, minted.project)):
+        if now is not None and then is not None and now != then:
+            return True
+    return False
 
 
 def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -415,12 +432,57 @@ def accepted_by_api(signals: list[Signal]) -> list[Signal]:
     return signals if all(s.settled for s in signals) else [s for s in signals if s.settled]
 
 
-def confirmed_by_api(signals: list[Signal], error_code: object) -> list[Signal]:
-    """The API refused the request with `invalid_encrypted_content`: a replayed payload was modified, whether or not
-    its shape showed it before sending."""
+# What the API's `invalid_encrypted_content` answers say when a payload crossed a boundary (openai/codex#13724,
+# anomalyco/opencode#48773), lowercased; "item_id did not match" is a client that rewrote the item's id.
+_CROSSING_ANSWERS = ("organization_id did not match", "not issued to this caller")
+_REWRITTEN_ID = "item_id did not match"
+
+
+def confirmed_by_api(
+    signals: list[Signal], error_code: object, message: str | None = None, crossed: Sequence[str] = ()
+) -> list[Signal]:
+    """The API refused the request with `invalid_encrypted_content`. A payload that crossed a boundary (the answer
+    names the organization or the caller, or the request was seen crossing one before it left) is
+    `encrypted_content_foreign`, confirmed, with every boundary known crossed (``crossed``: the endpoint and the
+    credential among them); otherwise a replayed payload was modified, whether or not its shape showed it before
+    sending."""
     if error_code != "invalid_encrypted_content":
         return signals
+    answer = (message or "").lower()
+    foreign = next((s for s in signals if s.name == "encrypted_content_foreign"), None)
+    if _REWRITTEN_ID not in answer and (foreign is not None or any(text in answer for text in _CROSSING_ANSWERS)):
+        return confirmed_crossing(signals, crossed)
     confirmed: dict[str, AttributeValue] = {CONFIRMED: True}
     kept = [s for s in signals if s.name != "encrypted_content_modified"]
     before = next((s for s in signals if s.name == "encrypted_content_modified"), None)
     return [*kept, Signal("encrypted_content_modified", {**(before.detail if before else {}), **confirmed})]
+
+
+# The reasons `input_transformations` gives for reasoning made for another caller or model: the API confirmed that a
+# replayed payload crossed a boundary.
+_CROSSING_REASONS = frozenset({"organization_mismatch", "end_user_mismatch", "model_mismatch"})
+
+
+def confirmed_crossing(signals: list[Signal], crossed: Sequence[str]) -> list[Signal]:
+    """`encrypted_content_foreign`, confirmed by the API, in place of the one raised before sending (if any): with
+    every boundary known crossed, the endpoint and the credential among them (``crossed``: what the analysis found,
+    evidence only now)."""
+    before = next((s for s in signals if s.name == "encrypted_content_foreign"), None)
+    kept = [s for s in signals if s.name != "encrypted_content_foreign"]
+    detail: dict[str, AttributeValue] = dict(before.detail) if before is not None else {}
+    named = detail.get(ENCRYPTED_CROSSED)
+    every = list(dict.fromkeys([*(named if isinstance(named, (list, tuple)) else ()), *crossed]))
+    if every:
+        detail[ENCRYPTED_CROSSED] = [str(boundary) for boundary in every]
+    detail[CONFIRMED] = True
+    return [*kept, Signal("encrypted_content_foreign", detail)]
+
+
+def confirmed_by_response(signals: list[Signal], resp: ResponseFacts, crossed: Sequence[str]) -> list[Signal]:
+    """The response reports reasoning withheld for another organization, end user or model: a payload the request
+    was seen crossing a boundary with (before sending, or only by its endpoint or credential) is confirmed foreign."""
+    if not any(reason in _CROSSING_REASONS for reason, _ in resp.withheld):
+        return signals
+    if not crossed and not any(s.name == "encrypted_content_foreign" for s in signals):
+        return signals
+    return confirmed_crossing(signals, crossed)

@@ -113,6 +113,17 @@ class RequestFacts:
     # A keyed fingerprint of the tool definitions, only under `truncation: "auto"`: the usage of two turns is compared
     # only when they had the same tools.
     tools_fingerprint: int | None = None
+    identity: Identity | None = None  # set by the call from its client (``_patching.identity``)
+
+
+class Identity(NamedTuple):
+    """Whom a request is made as, each a keyed fingerprint (never exported), None when it does not say: the
+    organization and project it names, its credential (the API key) and its endpoint (the base URL)."""
+
+    organization: int | None
+    project: int | None
+    credential: int | None
+    endpoint: int | None
 
 
 class Lookup(NamedTuple):

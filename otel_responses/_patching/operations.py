@@ -169,16 +169,25 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         held_partial=held.partial,
         given_outputs=an.outputs.given,
         input_system_messages=req.system_app_messages,
-        model=req.model,
-        resolved_model=resp.model,
         reasoning_context=resp.reasoning_context,
         input_tokens=resp.input_tokens,
         output_tokens=resp.output_tokens,
         reasoning_held=_reasoning_held(req, parent, resp),
         reasoning_turn=_reasoning_turn(req, parent, resp),
         tools_fingerprint=req.tools_fingerprint,
+        **_minted_by(req, resp),
     )
     ledger.record(entry, parent_id)
+
+
+def _minted_by(req: RequestFacts, resp: ResponseFacts) -> dict[str, Any]:
+    """What a response's payloads were minted for: the model asked for and the one that answered, and whom the
+    request was made as (keyed fingerprints)."""
+    found: dict[str, Any] = {"model": req.model, "resolved_model": resp.model}
+    identity = req.identity
+    if identity is not None:
+        found.update(identity._asdict())
+    return found
 
 
 def _reasoning_held(req: RequestFacts, parent: Entry | None, resp: ResponseFacts) -> int | None:
@@ -255,6 +264,7 @@ def remember_compacted(call: CallState, resp: ResponseFacts) -> None:
         instructed_id=instructed[0] if instructed is not None else None,
         instructed_turn=instructed[1] if instructed is not None else None,
         **_place(lineage, resp.response_id),
+        **_minted_by(req, resp),
     )
     ledger.record(entry, None)
 

@@ -126,6 +126,12 @@ class Entry:
     reasoning_held: int | None = None
     reasoning_turn: int = 0
     tools_fingerprint: int | None = None
+    # Whom the request was made as (keyed fingerprints of 32 bits, never exported; None where it did not say): the
+    # organization and project its payloads were minted for, its credential and its endpoint.
+    organization: int | None = None
+    project: int | None = None
+    credential: int | None = None
+    endpoint: int | None = None
 
     @property
     def pending_calls(self) -> tuple[str, ...]:

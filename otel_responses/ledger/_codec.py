@@ -333,6 +333,10 @@ FIELDS: tuple[Field, ...] = (
     Field("reasoning_held", "rh", _optional(_count)),
     Field("reasoning_turn", "rt", _count),
     Field("tools_fingerprint", "tf", _optional(_fingerprint)),
+    Field("organization", "og", _optional(_count)),
+    Field("project", "pj", _optional(_count)),
+    Field("credential", "cr", _optional(_count)),
+    Field("endpoint", "ep", _optional(_count)),
 )
 # Entry fields no shared value holds: ``shared`` is the reader's own mark.
 NOT_SHARED = frozenset({"shared"})
