@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
 from ..attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
 from ..ledger import Entry, LedgerView, Place
+from .boundaries import BEFORE_SENDING, crossed
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
 from .tool_outputs import NONE, Outputs, tool_outputs
 
@@ -104,6 +105,7 @@ class Analysis:
     # `endpoint`, `credential`): the first three raise `encrypted_content_foreign`; all are its detail once the API
     # confirms a crossing.
     crossed: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)  # payload items (their ids, else types) minted across one
 
     @property
     def latest_replayed(self) -> Replayed | None:
@@ -391,6 +393,41 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         matcher.by_position()
     analysis.replayed = list(matcher.replayed.values())
     _own_copies(req, analysis.replayed)
+    matched = matcher.matched
+    _boundaries(req, analysis, [(p, matched[p][0].entry) for p in _payloads(req) if p in matched])
+
+
+def _payloads(req: RequestFacts) -> list[int]:
+    """Positions of the input's encrypted payloads the API ties to whom they were minted for: reasoning and
+    compaction items carrying `encrypted_content`."""
+    return [i for i, meta in enumerate(req.input_items) if meta.encrypted and meta.type in _MINTED]
+
+
+_MINTED = frozenset({"reasoning", "compaction"})
+
+
+def _minted_by_id(req: RequestFacts, ledger: LedgerView) -> list[tuple[int, Entry]]:
+    """The response that returned each payload replayed beside server state (found by its id alone: one response)."""
+    positions = [p for p in _payloads(req) if req.input_items[p].id is not None]
+    if not positions:
+        return []
+    found = ledger.places([req.input_items[p].id or "" for p in positions])
+    return [
+        (p, one[0][0]) for p, places in zip(positions, found, strict=True) if places and (one := _one_response(places))
+    ]
+
+
+def _boundaries(req: RequestFacts, analysis: Analysis, minted: list[tuple[int, Entry]]) -> None:
+    """The boundaries the replayed payloads crossed since they were minted (``boundaries.crossed``), and the payloads
+    that crossed one a request shows before it is sent."""
+    found: dict[str, None] = dict.fromkeys(analysis.crossed)
+    for position, entry in minted:
+        kinds = crossed(req.model, req.identity, (entry,))
+        found.update(dict.fromkeys(kinds))
+        if BEFORE_SENDING.intersection(kinds):
+            meta = req.input_items[position]
+            analysis.foreign.append(meta.id or meta.type)
+    analysis.crossed = list(found)
 
 
 def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:
@@ -593,6 +630,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
             duplicated[kind] = duplicated.get(kind, 0) + count
     if replay and req.operation == OPERATION_CHAT:
         analysis.outputs = tool_outputs(req, analysis.parent)
+    if not replay and req.operation == OPERATION_CHAT and (req.encrypted_input_count or req.compaction):
+        _boundaries(req, analysis, _minted_by_id(req, ledger))  # payloads replayed beside server state
     return analysis
 
 

@@ -43,6 +43,7 @@ from ..attributes import (
 from ..ledger import MAX_OUTPUT_ITEMS, Entry
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
 from .analysis import Analysis
+from .boundaries import BEFORE_SENDING
 from .facts import (
     CLIENT_REPLAY,
     CONFLICT,
@@ -175,6 +176,15 @@ def encrypted_content_modified(req: RequestFacts, an: Analysis, sit: Situation) 
     if not an.modified:
         return None
     return Signal("encrypted_content_modified", {ITEM_IDS: an.modified[:16]})
+
+
+def encrypted_content_foreign(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """Replayed payloads minted for another model, organization or project (``boundaries``): the endpoint and the
+    credential are no evidence before the API answers."""
+    if not an.foreign:
+        return None
+    kinds = [kind for kind in an.crossed if kind in BEFORE_SENDING]
+    return Signal("encrypted_content_foreign", {ITEM_IDS: an.foreign[:16], ENCRYPTED_CROSSED: kinds})
 
 
 def phase_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -375,6 +385,7 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     instructions_changed,
     reasoning_dropped,
     replay_incomplete,
+    encrypted_content_foreign,
     encrypted_content_modified,
     phase_dropped,
     orphan_tool_output,
@@ -468,14 +479,16 @@ def confirmed_crossing(signals: list[Signal], crossed: Sequence[str]) -> list[Si
     every boundary known crossed, the endpoint and the credential among them (``crossed``: what the analysis found,
     evidence only now)."""
     before = next((s for s in signals if s.name == "encrypted_content_foreign"), None)
-    kept = [s for s in signals if s.name != "encrypted_content_foreign"]
     detail: dict[str, AttributeValue] = dict(before.detail) if before is not None else {}
     named = detail.get(ENCRYPTED_CROSSED)
     every = list(dict.fromkeys([*(named if isinstance(named, (list, tuple)) else ()), *crossed]))
     if every:
         detail[ENCRYPTED_CROSSED] = [str(boundary) for boundary in every]
     detail[CONFIRMED] = True
-    return [*kept, Signal("encrypted_content_foreign", detail)]
+    confirmed = Signal("encrypted_content_foreign", detail)
+    if before is None:
+        return [*signals, confirmed]
+    return [confirmed if s is before else s for s in signals]  # in its place
 
 
 def confirmed_by_response(signals: list[Signal], resp: ResponseFacts, crossed: Sequence[str]) -> list[Signal]:

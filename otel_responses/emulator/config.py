@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 DEFAULT_REASONING_MODELS: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5", "codex")
 
@@ -75,6 +75,8 @@ class EmulatorConfig:
         API's 400 `context_length_exceeded`.
     organization: the caller's organization when a request names none (`OpenAI-Organization`): payloads are minted
         for the organization (and the project, `OpenAI-Project`) of the request that made them.
+    key_organizations: the organization each API key belongs to (a gateway's account pool spans several): a request
+        that names no organization is made under its key's; a key not listed is under `organization`.
     foreign_reasoning: `withhold` (the default: the newest evidence) or `refuse`: what replayed reasoning made for
         another organization, model or end user gets (see `WITHHOLD`).
     """
@@ -90,6 +92,7 @@ class EmulatorConfig:
     repeat_reasoning_ids: bool = False
     context_window: int | None = None
     organization: str = "org-emulator"
+    key_organizations: Mapping[str, str] = field(default_factory=dict)
     foreign_reasoning: str = WITHHOLD
 
     def __post_init__(self) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import sse, websocket
+from .config import EmulatorConfig
 from .errors import ApiError, bad_request, not_found
 from .recording import RecordedRequest, RequestLog
 from .service import Service
@@ -45,11 +46,13 @@ def _redact(name: str, value: str) -> str:
     return value
 
 
-def caller_of(headers: Iterable[tuple[str, str]], organization: str) -> Caller:
-    """The organization and project a request's headers name (`OpenAI-Organization`, `OpenAI-Project`); the key's
-    own organization, ``organization``, when it names none."""
+def caller_of(headers: Iterable[tuple[str, str]], config: EmulatorConfig) -> Caller:
+    """The organization and project a request's headers name (`OpenAI-Organization`, `OpenAI-Project`); when it names
+    no organization, its key's (`EmulatorConfig.key_organizations`, else `EmulatorConfig.organization`)."""
     lowered = {key.lower(): value for key, value in headers}
-    return Caller(lowered.get("openai-organization") or organization, lowered.get("openai-project") or None)
+    key = lowered.get("authorization", "").removeprefix("Bearer ")
+    organization = lowered.get("openai-organization") or config.key_organizations.get(key) or config.organization
+    return Caller(organization, lowered.get("openai-project") or None)
 
 
 def _body(body: Any) -> dict[str, Any]:
@@ -238,7 +241,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._authorize(server.service.config.api_key)
             if invalid_json:
                 raise bad_request("We could not parse the JSON body of your request.")
-            caller = caller_of(self.headers.items(), server.service.config.organization)
+            caller = caller_of(self.headers.items(), server.service.config)
             result = self._route(server.service, path, query, body, caller)
             streaming = isinstance(body, dict) and body.get("stream") is True
             resuming = self.command == "GET" and _RETRIEVE.fullmatch(path) and _flat(query).get("stream") == "true"
@@ -284,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         def record(event: Any) -> None:
             server.log.append(RecordedRequest("WEBSOCKET", path, event, query, headers))
 
-        session = websocket.Session(server.service, caller_of(self.headers.items(), server.service.config.organization))
+        session = websocket.Session(server.service, caller_of(self.headers.items(), server.service.config))
         websocket.serve(self.connection, read, handshake + b"\r\n", session, request_id, record)
 
     def _authorize(self, expected: str | None) -> None:
