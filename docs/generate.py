@@ -5,8 +5,9 @@
 
 A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in a page; the
 text around it is written by hand. ``options``: every setting of ``otel_responses.config.OPTIONS``; ``names``:
-every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``). tests/test_docs.py
-runs the check.
+every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``); ``replay_rules``: the
+emulator's table of the API's rules on replayed items (``otel_responses.emulator.replay_rules.RULES``).
+tests/test_docs.py runs the check.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from otel_responses import attributes, config
+from otel_responses.emulator import replay_rules
 
 DOCS = Path(__file__).resolve().parent
 
@@ -72,9 +74,21 @@ def names_table() -> str:
     return "\n".join(rows)
 
 
+def replay_rules_table() -> str:
+    """The API's rules on replayed items as the emulator keeps them, in the order they are checked: each with the
+    API's answer and where that answer is known from."""
+    rows = ["| rule | the API's answer | known from |", "|---|---|---|"]
+    for rule in replay_rules.RULES:
+        code = f"`{rule.code}`" if rule.code else "`null`"
+        answer = f"{rule.status} `{rule.type}`, code {code}, param `{rule.param}`: {rule.message}"
+        rows.append(f"| `{rule.name}` | {_cell(answer)} | {_cell(rule.source)} |")
+    return "\n".join(rows)
+
+
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "configuration.md": {"options": options_table},
     "records.md": {"names": names_table},
+    "emulator.md": {"replay_rules": replay_rules_table},
 }
 
 

@@ -295,8 +295,8 @@ def test_ledger_keeps_at_most_its_capacity_and_cleans_its_indexes(emulator: Emul
         assert len(ledger) == 5
         assert [e for e in (ledger.get(i) for i in ids[:15]) if e is not None] == []
         assert all(ledger.get(i) is not None for i in ids[15:])
-        # 5 entries x (reasoning id + message id + message text fingerprint)
-        assert len(ledger._locations) == 15
+        # 5 entries x (reasoning id + message id + message text fingerprint + the messages the turn was given)
+        assert len(ledger._locations) == 20
         # An evicted parent is unknown: chaining to it raises nothing, even when it was unstored.
         unstored = client.responses.create(model=sc.MODEL, input="x", store=False)
         for i in range(5):
