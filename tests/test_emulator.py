@@ -278,7 +278,7 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
 def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenAI) -> None:
     stored: Any = client.responses.create(model=REASONER, input="Choose a code word.")
     reasoning_id, answer_id = stored.output[0].id, stored.output[1].id
-    answer = {"type": "item_reference", "id": answer_id}
+    answer: Any = {"type": "item_reference", "id": answer_id}
     by_reference = client.responses.create(
         model=REASONER, input=[{"type": "item_reference", "id": reasoning_id}, answer, user("code word?")]
     )

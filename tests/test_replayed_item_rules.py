@@ -172,7 +172,7 @@ def test_a_replay_of_the_users_messages_alone_is_named_and_the_model_forgets(mod
     """The seed guide's "not re-sending the user's text once more": `[user1, user2]` after `user1` got its answer."""
     with instrumented() as cap, emulator.client() as client:
         marker = user("Remember this: the marker is K-7. Now choose a code word.")
-        first = client.responses.create(model=model, input=[marker])
+        first: Any = client.responses.create(model=model, input=[marker])
         answer = client.responses.create(model=model, input=[marker, user("What are the marker and the code word?")])
         assert "code_word=unknown" in answer.output_text  # the code word lived in the answer's reasoning only
         kept = client.responses.create(model=model, input=[marker, *first.output, user("The marker?")])
@@ -214,17 +214,17 @@ def test_a_client_giving_its_own_ids_to_every_input_item_is_healthy(emulator: Em
 def test_near_misses_the_api_accepts_raise_nothing(emulator: Emulator) -> None:
     with instrumented() as cap, emulator.client() as client:
         # The reasoning sent without its id before its message (the Agents SDK's `reasoning_item_id_policy="omit"`).
-        first = client.responses.create(model=REASONER, input="Choose a code word.")
+        first: Any = client.responses.create(model=REASONER, input="Choose a code word.")
         reasoning, answer = first.output
-        bare = {k: v for k, v in reasoning.model_dump(exclude_none=True).items() if k != "id"}
+        bare: Any = {k: v for k, v in reasoning.model_dump(exclude_none=True).items() if k != "id"}
         client.responses.create(model=REASONER, input=[user("Choose a code word."), bare, answer, user("And?")])
         # An item the app deleted from its conversation, sent again under its id.
         conversation = client.conversations.create().id
-        said = client.responses.create(model=MODEL, input="Remember: M-2.", conversation=conversation)
+        said: Any = client.responses.create(model=MODEL, input="Remember: M-2.", conversation=conversation)
         client.conversations.items.delete(said.output[0].id, conversation_id=conversation)
         client.responses.create(model=MODEL, conversation=conversation, input=[*said.output, user("What did I say?")])
         # Items re-sent under their ids beside previous_response_id: accepted, read twice (not a duplicate id).
-        chained = client.responses.create(model=MODEL, input="Remember: M-3.")
+        chained: Any = client.responses.create(model=MODEL, input="Remember: M-3.")
         again = client.responses.create(
             model=MODEL, previous_response_id=chained.id, input=[*chained.output, user("?")]
         )

@@ -1670,7 +1670,7 @@ def test_context_duplicated_conversation(client: openai.OpenAI, captured: Captur
     first: Any = client.responses.create(
         model=MODEL, input="Remember this: the marker is R-2.", conversation=conversation
     )
-    rebuilt_answer = {"role": "assistant", "content": first.output_text}
+    rebuilt_answer: Item = {"role": "assistant", "content": first.output_text}
     client.responses.create(model=MODEL, input=[rebuilt_answer, user("What is the marker?")], conversation=conversation)
     span = captured.chat_spans()[1]
     assert signals_of(span) == ("context_duplicated",)
