@@ -60,6 +60,17 @@ SCENARIO_SPANS: dict[str, list[tuple[str, ...]]] = {
     "replay_phase_lost": [(), ("phase_dropped",), ("phase_dropped",), ("phase_dropped",)],
     "replay_tool_pair_broken": [(), (), ("replay_incomplete", "orphan_tool_output")],
     "replay_history_cut": [(), (), (), ("history_truncated",)],
+    # Only the user's messages and the tool call kept: both later replays continue the tool turn (a second child).
+    "replay_user_messages_only": [
+        (),
+        ("replay_incomplete",),
+        ("reasoning_dropped", "replay_incomplete"),
+        ("reasoning_dropped", "replay_incomplete", "concurrent_branch"),
+    ],
+    # The API refuses the request that breaks its rules on replayed items: the session ends there.
+    "replay_stored_reasoning_dropped": [(), ("reasoning_dropped", "reasoning_pair_broken")],
+    "replay_foreign_call_ids": [(), (), ("malformed_item_id",)],
+    "conversation_items_resent": [(), (), (), ("duplicate_item_id",)],
 }
 
 
