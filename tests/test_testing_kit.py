@@ -171,11 +171,12 @@ def test_the_kit_names_the_apis_refusals_and_a_replay_of_the_users_messages_alon
 ) -> None:
     """Only the user's messages replayed (the variant's own meaning and fix); a turn's items re-sent under their ids
     beside the conversation that holds them (the API's 400, named with where the other copy is)."""
-    ask = {"role": "user", "content": "Remember this: the marker is K-3."}
+    ask: Any = {"role": "user", "content": "Remember this: the marker is K-3."}
     responses_client.responses.create(model=MODEL, input=[ask])
-    responses_client.responses.create(model=MODEL, input=[ask, {"role": "user", "content": "The marker?"}])
+    question: Any = {"role": "user", "content": "The marker?"}
+    responses_client.responses.create(model=MODEL, input=[ask, question])
     conversation = responses_client.conversations.create().id
-    first = responses_client.responses.create(model=MODEL, input=[ask], conversation=conversation)
+    first: Any = responses_client.responses.create(model=MODEL, input=[ask], conversation=conversation)
     with pytest.raises(openai.BadRequestError):
         responses_client.responses.create(model=MODEL, input=[*first.output], conversation=conversation)
     assert responses_telemetry.signals() == ["replay_incomplete", "duplicate_item_id"]
