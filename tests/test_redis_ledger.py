@@ -162,13 +162,13 @@ def test_a_duplicate_id_resting_on_a_shared_entry_is_raised_never_refused(
     a = new_ledger(ledgers, store.url, **store.options)
     conversation = client.conversations.create().id
     with capture(ledger=a, hash_key=KEY):
-        first = client.responses.create(model=MODEL, input="Remember: M-1.", conversation=conversation)
+        first: Any = client.responses.create(model=MODEL, input="Remember: M-1.", conversation=conversation)
     assert a.flush(5)
     b = new_ledger(ledgers, store.url, **store.options)
     with capture(ledger=b, hash_key=KEY, strict=True) as cap:
         with pytest.raises(openai.BadRequestError, match="Duplicate item found"):
             client.responses.create(model=MODEL, conversation=conversation, input=[*first.output, user("And?")])
-        said = {"type": "message", "id": "msg_4", "role": "assistant", "content": "Noted."}
+        said: Any = {"type": "message", "id": "msg_4", "role": "assistant", "content": "Noted."}
         sent = len(emulator.requests)
         with pytest.raises(ContextLossError) as refused:
             client.responses.create(model=MODEL, input=[user("Hi."), said, user("And?"), said, user("Bye.")])
