@@ -6,20 +6,19 @@ nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import openai
 import pytest
 
-from otel_responses import ContextLossError, ResponsesInstrumentor
+from otel_responses import ContextLossError
 from otel_responses._analysis import item_ids
 from otel_responses.emulator import Emulator, replay_rules
 
-from .conftest import Captured, new_captured
 from .ledger_scenarios import ENCRYPTED, MODEL, user
 from .support import attrs
+from .test_signals import instrumented
 
 REASONER = "gpt-5-mini"  # reasoning, no `phase`
 WEATHER: Any = [{"type": "function", "name": "lookup_weather", "parameters": {"type": "object", "properties": {}}}]
@@ -111,17 +110,6 @@ REFUSALS: dict[str, Refusal] = {
     ),
     "a call under another provider's id": Refusal(another_providers_call_id, ("malformed_item_id",)),
 }
-
-
-@contextmanager
-def instrumented(**options: Any) -> Iterator[Captured]:
-    cap = new_captured()
-    instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider, **options)
-    try:
-        yield cap
-    finally:
-        instrumentor.uninstrument()
 
 
 class _Stopped(Exception):
