@@ -332,6 +332,59 @@ def test_function_call_round_trip(client: openai.OpenAI) -> None:
     assert later.output_text == "tool=sunny"
 
 
+SHELL_TOOL: Any = {  # an agent's own tool: a required parameter of its own, and an optional one
+    "type": "function",
+    "name": "exec_command",
+    "description": "Run a shell command.",
+    "parameters": {
+        "type": "object",
+        "properties": {"cmd": {"type": "string"}, "login": {"type": "boolean"}},
+        "required": ["cmd"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("text", "tool", "arguments"),
+    [
+        ("Run `echo hi` with exec_command.", SHELL_TOOL, {"cmd": "echo hi"}),
+        # near misses: no quoted span, or a tool whose parameters want none of it, keep the request's text
+        ("Run echo hi with exec_command.", SHELL_TOOL, {"query": "Run echo hi with exec_command."}),
+        ("Use `Paris` with get_weather.", WEATHER_TOOL, {"query": "Paris"}),
+        (
+            "Use `Paris` with get_weather.",
+            {**WEATHER_TOOL, "parameters": {"type": "object", "properties": {"days": {"type": "integer"}}}},
+            {"query": "Use `Paris` with get_weather."},
+        ),
+    ],
+    ids=["quoted-into-cmd", "unquoted", "quoted-into-query", "no-required-string"],
+)
+def test_a_quoted_span_fills_the_tool_s_first_required_string(
+    client: openai.OpenAI, text: str, tool: Any, arguments: dict[str, str]
+) -> None:
+    called = client.responses.create(model=MODEL, input=text, tools=[tool])
+    assert [item.type for item in called.output] == ["function_call"]
+    call = called.output[0]
+    assert call.type == "function_call"
+    assert json.loads(call.arguments) == arguments
+
+
+def test_a_request_for_a_summary_carries_the_marker(client: openai.OpenAI) -> None:
+    """A client compacting its history itself asks for a summary, then sends it in place of the turns it stands for:
+    the turns after it still know the marker."""
+    noted = client.responses.create(model=MODEL, input="The marker is S-1.")
+    summary = client.responses.create(model=MODEL, input="Create a handoff summary.", previous_response_id=noted.id)
+    assert summary.output_text == "Summary: the marker is S-1."
+    rebuilt = client.responses.create(model=MODEL, input=[user(summary.output_text), user("What is the marker?")])
+    assert rebuilt.output_text == "marker=S-1"
+    nothing = client.responses.create(model=MODEL, input="Create a handoff summary.")
+    assert nothing.output_text == "Summary: nothing to carry over."
+    asked = client.responses.create(
+        model=MODEL, input="Is there a summary of the marker?", previous_response_id=noted.id
+    )
+    assert asked.output_text == "marker=S-1"  # a question is answered, not summarised
+
+
 def test_function_call_pairing_is_enforced(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as orphan:
         client.responses.create(

@@ -333,6 +333,32 @@ def test_websocket_store_false_parent(client: openai.OpenAI) -> None:
         client.responses.retrieve(first.response.id)
 
 
+def test_websocket_warm_up_prepares_state_and_generates_nothing(emu: Emulator) -> None:
+    """`generate: false` (the API's WebSocket warm-up): a completed response with no output, unstored here as asked,
+    that the next turn on the same connection continues; another connection cannot."""
+    sync_client = pytest.importorskip("websockets.sync.client")
+    url = emu.base_url.replace("http://", "ws://") + "/responses"
+
+    def create(socket: Any, **body: Any) -> dict[str, Any]:
+        socket.send(json.dumps({"type": "response.create", "model": REASONER, "store": False, **body}))
+        while (event := json.loads(socket.recv()))["type"] not in ("response.completed", "error"):
+            pass
+        return dict(event)
+
+    with sync_client.connect(url) as socket:
+        warm = create(socket, input=[{"role": "user", "content": "The marker is wu1."}], generate=False)
+        assert warm["type"] == "response.completed"
+        assert (warm["response"]["status"], warm["response"]["output"]) == ("completed", [])
+        assert warm["response"]["usage"]["output_tokens"] == 0
+        assert warm["response"]["usage"]["input_tokens"] > 0
+        turn = create(socket, input="What is the marker?", previous_response_id=warm["response"]["id"])
+        assert turn["response"]["output"][-1]["content"][0]["text"] == "marker=wu1"  # the warm-up's input is context
+        assert create(socket, input="hi", generate="no")["error"]["param"] == "generate"
+    with sync_client.connect(url) as other:
+        gone = create(other, input="Marker?", previous_response_id=warm["response"]["id"])
+        assert gone["error"]["code"] == "previous_response_not_found"
+
+
 @needs_connect
 def test_websocket_rejects_background_and_steer_fails(client: openai.OpenAI) -> None:
     with client.responses.connect() as connection:

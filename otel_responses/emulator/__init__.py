@@ -9,10 +9,14 @@ Model rules (case-insensitive; "current text" = last user message of this reques
 - facts: `marker is <M>` in any user message of the context, the latest wins;
 - the last input item is a `function_call_output` -> `Tool <name> returned <output>.`;
 - else an offered function tool whose name is in the current text -> a `function_call` item (a model that
-  returns `phase` first emits a progress update, `phase: commentary`, "Looking that up with <tool>.");
+  returns `phase` first emits a progress update, `phase: commentary`, "Looking that up with <tool>."); its
+  arguments: a `backtick-quoted` span of the text in the tool's first required string parameter, else
+  `{"query": <the text>}`;
 - an assistant progress update replayed without its `phase` reads as a final answer: the model then
   believes its tool turn ended there and answers `tool=unknown`;
 - else `choose a code word` -> `I have chosen a code word.` (the code word lives only in reasoning);
+- else `summary` without a `?` (a client compacting its own history asks for one) -> `Summary: the marker is <M>.`
+  (`Summary: nothing to carry over.` without one): a summary carries the context it was made from;
 - else a `?` -> `marker=..; tool=..; constraints=..; code_word=..` for the keywords asked, or `I don't know.`;
 - else `Noted marker <M>.` / `Noted.`; instructions containing `uppercase` upper-case the reply.
 

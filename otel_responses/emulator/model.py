@@ -22,6 +22,7 @@ from .state import Entry
 
 _MARKER = re.compile(r"\bmarker is ([A-Za-z0-9_-]+)", re.IGNORECASE)
 _CODE_WORD = re.compile(r"CW-[0-9a-f]{6}")
+_QUOTED = re.compile(r"`([^`]+)`")
 PREAMBLE = "Looking that up with {tool}."
 FAILURE_TRIGGER = "trigger failure"
 _PREAMBLE_START = "Looking that up with "
@@ -113,14 +114,31 @@ def _current_text(current: list[Entry]) -> str:
     return ""
 
 
-def _offered_tool(tools: list[Any], text: str) -> str | None:
+def _offered_tool(tools: list[Any], text: str) -> dict[str, Any] | None:
     lowered = text.lower()
     for tool in tools:
         if isinstance(tool, dict) and tool.get("type") == "function":
             name = tool.get("name")
             if isinstance(name, str) and name and name.lower() in lowered:
-                return name
+                return tool
     return None
+
+
+def _arguments(tool: Mapping[str, Any], text: str) -> str:
+    """The call's arguments: a `backtick-quoted` span of the request fills the tool's first required string
+    parameter (so an agent's own tools, a shell command's `cmd`, get a value they can run); otherwise the
+    request's text as `query`."""
+    quoted = _QUOTED.search(text)
+    parameters = tool.get("parameters")
+    if quoted is not None and isinstance(parameters, Mapping):
+        properties = parameters.get("properties")
+        required = parameters.get("required")
+        if isinstance(properties, Mapping) and isinstance(required, list):
+            for name in required:
+                spec = properties.get(name)
+                if isinstance(name, str) and isinstance(spec, Mapping) and spec.get("type") == "string":
+                    return json.dumps({name: quoted[1]})
+    return json.dumps({"query": text})
 
 
 def _progress_taken_for_final(entries: list[Entry]) -> bool:
@@ -176,13 +194,14 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
         name = calls[-1].get("name") if calls else None
         reply = f"Tool {name} returned {parts_text(last.get('output'))}."
         notes = f"Read the output of {name}."
-    elif (tool := _offered_tool(request.tools, current)) is not None:
+    elif (offered := _offered_tool(request.tools, current)) is not None:
+        tool = offered["name"]
         call = {
             "type": "function_call",
             "id": new_id("fc"),
             "call_id": new_id("call"),
             "name": tool,
-            "arguments": json.dumps({"query": current}),
+            "arguments": _arguments(offered, current),
             "status": "completed",
         }
         notes = f"Decided to call {tool}."
@@ -191,6 +210,9 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
     elif "choose a code word" in lowered:
         notes = f"The code word is {code_word(seed, response_id)}."
         reply = "I have chosen a code word."
+    elif "summary" in lowered and "?" not in current:  # a client compacting its history itself asks for one
+        latest = _latest_marker(entries)
+        reply = f"Summary: the marker is {latest}." if latest else "Summary: nothing to carry over."
     elif "?" in current:
         reply = _answer(current, entries, request.instructions)
     else:
@@ -202,6 +224,13 @@ def respond(context: Context, request: Request, *, response_id: str, seed: str, 
         reply = schema.render(request.text_format, reply)
 
     return _finish(context, request, reply, call, notes if request.reasoning else None, new_id, preamble)
+
+
+def warm_up(context: Context, request: Request, *, new_id: Callable[[str], str]) -> Turn:
+    """A `generate: false` request (WebSocket mode's warm-up): the request state is prepared, nothing is
+    generated; a completed response with no output that later turns can continue."""
+    check_tool_pairs(context.entries)
+    return _finish(context, request, None, None, None, new_id)
 
 
 def _finish(

@@ -222,19 +222,27 @@ class Service:
             )
         return chain_history(self.store, previous)
 
-    def create_response(self, body: Mapping[str, Any], connection: ConnectionCache | None = None) -> dict[str, Any]:
+    def create_response(
+        self, body: Mapping[str, Any], connection: ConnectionCache | None = None, generate: bool = True
+    ) -> dict[str, Any]:
         """POST /v1/responses: validate, build the context, run the model, persist, answer.
 
         `background: true` (not streamed) answers `queued` at once and stores the finished response as
         pending: retrieves advance it (see `EmulatorConfig.background_polls`). `connection` is the
-        WebSocket connection's cache of its most recent response, if the request came over one.
+        WebSocket connection's cache of its most recent response, if the request came over one;
+        `generate=False` is its warm-up: the model is not run, the response has no output.
         """
         include = _strings(body.get("include"))
         with self.store.lock:
             prepared = self._prepare(body, self.ids.new, connection, count=False)
             request, context = prepared.request, prepared.context
             response_id = self.ids.new("resp")
-            turn = model.respond(context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new)
+            if generate:
+                turn = model.respond(
+                    context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new
+                )
+            else:
+                turn = model.warm_up(context, request, new_id=self.ids.new)
             if self.config.repeat_reasoning_ids:
                 turn.output = _with_reasoning_ids_repeated(turn.output)
             threshold = _compact_threshold(body.get("context_management"))

@@ -9,6 +9,8 @@ answered 501); this module only moves bytes between it and the socket and speaks
   `response.completed` (or `.incomplete` / `.failed`); one response at a time per connection;
 - errors come back as an `error` event `{"type": "error", "status": N, "error": {type, code, message,
   param}}`, the connection stays open;
+- `generate: false` is a warm-up: the request state is prepared and the model is not run, a completed
+  response with no output comes back, and later turns continue it with `previous_response_id`;
 - the connection remembers its most recent response (even a `store: false` one) so it can be
   continued with `previous_response_id`; any other parent must be stored, as over HTTP; an error
   evicts the remembered response;
@@ -36,7 +38,7 @@ MISSING_LIBRARY = (
     "WebSocket mode needs the optional 'websockets' package (pip install 'websockets>=13,<16') "
     "in the emulator's environment."
 )
-_CREATE_DROPPED = ("type", "stream", "stream_id", "stream_options")
+_CREATE_DROPPED = ("type", "stream", "stream_id", "stream_options", "generate")
 
 Events = list[dict[str, Any]]
 
@@ -94,11 +96,11 @@ class Session:
     def _create(self, event: dict[str, Any], stream_id: str | None) -> Events:
         if event.get("background") is True:
             raise bad_request("Background mode is not supported over WebSocket.", param="background")
-        if event.get("generate") is False:
-            raise bad_request("The emulator does not support 'generate': false (warm-up).", param="generate")
+        generate = event.get("generate")
+        if generate is not None and not isinstance(generate, bool):
+            raise bad_request("Invalid type for 'generate': expected a boolean.", param="generate")
         body = {key: value for key, value in event.items() if key not in _CREATE_DROPPED}
-        body.pop("generate", None)
-        response = self.service.create_response(body, self.cache)
+        response = self.service.create_response(body, self.cache, generate=generate is not False)
         extra = {"stream_id": stream_id} if stream_id is not None else {}
         return [{**data, **extra} for _, data in sse.events(response, reseal=self.service.reseal)]
 
