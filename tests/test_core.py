@@ -6,7 +6,9 @@ is the shape the real API or a real client library sends, and the signals the ca
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -1483,6 +1485,8 @@ ITEM_RULES: list[tuple[str, list[Any], dict[str, Any], list[str]]] = [
     ("near miss: the Codex CLI's own ids on every message and function call output", [CALL],
      {"input": [CODEX_MESSAGE, CALL, CODEX_OUTPUT, {**CODEX_MESSAGE, "id": "msg_0199a6b2-8b3c-7f00-a1e4-5d6c7b8a"}]},
      []),
+    ("near miss: an empty id (the Codex CLI on a message it writes after compacting)", [ANSWER],
+     {"input": [{**CODEX_MESSAGE, "id": ""}, ANSWER, {**CODEX_MESSAGE, "id": "", "content": "n"}]}, []),
     ("near miss: a custom tool call's output under Codex's `ctco_…` id", [ANSWER],
      {"input": [user("q"), ANSWER, {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c5", "input": "x"},
                 {"type": "custom_tool_call_output", "id": "ctco_019ff2c9", "call_id": "c5", "output": "y"}]}, []),
@@ -1499,6 +1503,23 @@ def test_the_apis_rules_on_replayed_items(
     req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
     raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
     assert [s.name for s in raised] == expected
+
+
+CODEX_REQUESTS = Path(__file__).resolve().parent / "codex" / "requests"
+
+
+@pytest.mark.parametrize("recorded", sorted(p.name for p in CODEX_REQUESTS.glob("*.json")))
+def test_the_codex_clis_own_ids_on_its_recorded_requests_are_healthy(recorded: str) -> None:
+    """The Codex CLI's real requests (tests/codex/requests): an id of its own on every input message and tool output,
+    the server's on every item it replays, an empty one after a local compaction: none the API refuses."""
+    ledger = InMemoryLedger()
+    calls = json.loads((CODEX_REQUESTS / recorded).read_text())["calls"]
+    assert calls
+    for call in calls:
+        body = call["body"]
+        assert any(isinstance(item, dict) and item.get("id") for item in body["input"])
+        req = request_facts("chat", body, SETTINGS)
+        assert run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False)) == []
 
 
 def raised_by(ledger: InMemoryLedger, **kwargs: Any) -> list[Signal]:

@@ -49,8 +49,9 @@ def well_formed(item_id: str) -> bool:
 
 
 def own_ids(lookups: Sequence[Lookup]) -> list[tuple[int, str]]:
-    """(index into ``lookups``, id) of every input item that carries an id: an item with one is looked up by it."""
-    return [(n, key) for n, lookup in enumerate(lookups) if type(key := lookup.key) is str]
+    """(index into ``lookups``, id) of every input item that carries an id: an item with one is looked up by it. An
+    empty id is none (the Codex CLI sends `"id": ""` on a message it writes after compacting)."""
+    return [(n, key) for n, lookup in enumerate(lookups) if type(key := lookup.key) is str and key]
 
 
 def input_duplicates(ids: list[tuple[int, str]], found: Sequence[tuple[Place, ...]]) -> list[str]:
