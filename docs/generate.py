@@ -5,7 +5,8 @@
 
 A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in a page; the
 text around it is written by hand. ``options``: every setting of ``otel_responses.config.OPTIONS``; ``names``:
-every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``); ``replay_rules``: the
+every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``); ``ledger-fields``: the
+key of every field of a shared-ledger entry (``otel_responses.ledger._codec.FIELDS``); ``replay_rules``: the
 emulator's table of the API's rules on replayed items (``otel_responses.emulator.replay_rules.RULES``).
 tests/test_docs.py runs the check.
 """
@@ -13,6 +14,8 @@ tests/test_docs.py runs the check.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -20,6 +23,8 @@ from pathlib import Path
 
 from otel_responses import attributes, config
 from otel_responses.emulator import replay_rules
+from otel_responses.ledger import Entry
+from otel_responses.ledger._codec import FIELDS
 
 DOCS = Path(__file__).resolve().parent
 
@@ -85,8 +90,24 @@ def replay_rules_table() -> str:
     return "\n".join(rows)
 
 
+def ledger_fields_table() -> str:
+    """Every shared field of an entry: its key, the ``Entry`` field, and its default as JSON (a writer leaves the key
+    out then; a reader that misses the key gives the field that value)."""
+    defaults = {field.name: field.default for field in dataclasses.fields(Entry)}
+    rows = ["| key | field of `Entry` | default (the key left out) |", "|---|---|---|"]
+    for row in FIELDS:
+        default = defaults[row.name]
+        if default is dataclasses.MISSING:
+            shown = "— (required)"
+        else:
+            shown = f"`{json.dumps(None if default is None else row.write(default))}`"
+        rows.append(f"| `{row.key}` | `{row.name}` | {shown} |")
+    return "\n".join(rows)
+
+
 BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "configuration.md": {"options": options_table},
+    "ledger.md": {"ledger-fields": ledger_fields_table},
     "records.md": {"names": names_table},
     "emulator.md": {"replay_rules": replay_rules_table},
 }

@@ -32,7 +32,6 @@ from .ledger import (
     InMemoryLedger,
     Ledger,
     SharedLedger,
-    adapt,
 )
 from .version import install_hint
 
@@ -159,11 +158,10 @@ def _anything(value: Any, text: bool) -> Any:
 def _ledger_object(value: Any, text: bool) -> Ledger | None:
     if value is None:
         return None
-    ledger = adapt(value)  # a ledger written for the previous protocol, for one release
-    missing = [name for name in LEDGER_METHODS if not callable(getattr(ledger, name, None))]
+    missing = [name for name in LEDGER_METHODS if not callable(getattr(value, name, None))]
     if missing:
         raise ValueError(f"must implement otel_responses.ledger.Ledger: no {', '.join(missing)}")
-    return cast("Ledger", ledger)
+    return cast("Ledger", value)
 
 
 def _log_level(value: Any, text: bool) -> str:
@@ -270,13 +268,6 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_TIMEOUT_SECONDS,
         "seconds a read of the shared ledger may take before the call goes on without it",
         f"`{DEFAULT_TIMEOUT_SECONDS}`",
-    ),
-    Option(
-        "ledger_accept_unsigned",
-        _flag,
-        False,
-        "also read the previous release's unsigned shared-ledger values, during a rolling deploy only",
-        "`false`",
     ),
     Option(
         "ledger_cluster",
@@ -543,14 +534,12 @@ def _redis_ledger(values: _Values, url: object, capacity: int) -> Ledger:
     cluster = values.get("ledger_cluster")
     valid = _check_url(values, url)
     ttl, timeout = values.get("ledger_ttl"), values.get("ledger_timeout")
-    accept_unsigned = values.get("ledger_accept_unsigned")  # read first: a ConfigError is also a ValueError
     try:
         return RedisLedger(
             valid,
             ttl_seconds=ttl,
             timeout_seconds=timeout,
             local_capacity=capacity,
-            accept_unsigned=accept_unsigned,
             cluster=cluster,
         )
     except ImportError:

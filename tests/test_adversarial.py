@@ -52,7 +52,7 @@ from opentelemetry.sdk.trace.sampling import Sampler, SamplingResult
 from otel_responses import ConfigError, ResponsesInstrumentor
 from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.ledger import LEDGER_METHODS, InMemoryLedger, Key
-from otel_responses.ledger._codec import conversation_key, entry_key, location_key
+from otel_responses.ledger._codec import Codec, conversation_key, entry_key, location_key
 
 from .hostile import (
     FakeRedis,
@@ -645,9 +645,10 @@ def _entry(
     conversation: str | None = None,
     sequence: int | None = None,
 ) -> bytes:
-    """A well-formed (format 2) ledger entry, forged."""
+    """A well-formed ledger entry, forged."""
     seq = sequence if sequence is not None else time.time_ns() + 10**12
-    return json.dumps([2, response_id, seq, store, None, conversation, 1, 0, outputs, None, [], []]).encode()
+    doc = {"id": response_id, "s": seq, "st": store, "c": conversation, "m": 1, "o": outputs}
+    return json.dumps({key: value for key, value in doc.items() if value is not None}).encode()
 
 
 def _meta(item_type: str, item_id: str | None, call_id: str | None = None, **kw: Any) -> list[Any]:
@@ -664,12 +665,15 @@ def _meta(item_type: str, item_id: str | None, call_id: str | None = None, **kw:
     ]
 
 
-def _planting(server: RedisServer, values: dict[str, bytes]) -> Callable[[], None]:
+def _planting(server: RedisServer, values: dict[str, bytes], sealed: bool) -> Callable[[], None]:
+    """Plant ``values`` before each run: as written (no MAC), or ``sealed`` with the fleet's key."""
+    codec = Codec(Fingerprinter(key_from_text(KEY)))
+
     def plant() -> None:
         with server.client() as admin:
             admin.flushdb()
             if values:
-                admin.mset(values)
+                admin.mset({key: codec.seal(key, value) if sealed else value for key, value in values.items()})
 
     return plant
 
@@ -778,29 +782,24 @@ RAISED_WHEN_READ: dict[str, tuple[str, ...]] = {"unstored_parent": ("unstored_pa
 UNPINNED_WHEN_READ = frozenset({"text_location_with_pending_call", "id_location_with_pending_call"})
 
 
-@pytest.mark.parametrize("accept_unsigned", [False, True], ids=["sealed_only", "accept_unsigned"])
+@pytest.mark.parametrize("sealed", [False, True], ids=["not_sealed", "sealed_with_the_fleet_key"])
 @pytest.mark.parametrize("case", list(FORGED))
-def test_forged_redis_values_never_refuse_a_request(
-    redis_server: RedisServer, case: str, accept_unsigned: bool
-) -> None:
+def test_forged_redis_values_never_refuse_a_request(redis_server: RedisServer, case: str, sealed: bool) -> None:
     """Strict mode refuses only on what this process can vouch for: Redis values anyone could have written
-    (another release, another app sharing the Redis, an attacker) must not stop a request the API accepts. The
-    planted values are unsigned: ignored by default, read as facts with ``ledger_accept_unsigned`` (a rolling
-    deploy), and even then never a refusal."""
+    (another app sharing the Redis, an attacker, a buggy writer holding the key) must not stop a request the API
+    accepts. Planted without a MAC, they are ignored; sealed with the fleet's key, they are read as facts, and even
+    then never a refusal."""
     values, action = FORGED[case]
     settings = {"strict": True, "ledger_url": redis_server.url(), "hash_key": KEY, "ledger_timeout": 1.0}
-    setup = Setup(
-        settings={**settings, "ledger_accept_unsigned": accept_unsigned},
-        before_each=_planting(redis_server, values(_namespace())),
-    )
+    setup = Setup(settings=settings, before_each=_planting(redis_server, values(_namespace()), sealed))
     pair = compare(action, setup)
     expect(pair.off.outcome[0] == "returned", pair.off.outcome)
     assert_same(pair)
     raised = pair.rig.signals()
-    if accept_unsigned and case in UNPINNED_WHEN_READ:
+    if sealed and case in UNPINNED_WHEN_READ:
         return
-    expected = [RAISED_WHEN_READ.get(case, ()) if accept_unsigned else ()]
-    expect(raised == expected, (case, accept_unsigned, raised))
+    expected = [RAISED_WHEN_READ.get(case, ()) if sealed else ()]
+    expect(raised == expected, (case, sealed, raised))
 
 
 def _session(app: App) -> Any:

@@ -1,8 +1,8 @@
 """Async reads of the shared ledger, against a real `redis-server` on 127.0.0.1.
 
-An async call awaits its shared-ledger reads with `redis.asyncio` before its analysis, which then answers from the
-local tier only: the event loop keeps running while Redis is slow, the signals are those of the synchronous path,
-and Redis slow, hung or down never reaches the app. One client per event loop, a fresh one after a fork.
+An async call awaits with `redis.asyncio` the shared-ledger reads its own analysis asks for, then analyses what they
+found: the event loop keeps running while Redis is slow, the signals are those of the synchronous path, and Redis
+slow, hung or down never reaches the app. One client per event loop, a fresh one after a fork.
 """
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ import openai
 import pytest
 import redis
 
+from otel_responses._analysis.analysis import analyse
+from otel_responses._analysis.facts import request_facts
 from otel_responses.attributes import LEDGER_UNAVAILABLE
+from otel_responses.config import settings_from
 from otel_responses.emulator import Emulator
+from otel_responses.ledger import Entry, LedgerView
 from otel_responses.ledger import _async as ledger_async
 from otel_responses.ledger.redis import RedisLedger
 from otel_responses.testing import CapturedTelemetry, capture
@@ -270,6 +274,48 @@ def test_async_conversation_sees_another_process_turn_as_the_latest(
     assert b.stats()["reads"] >= 1
 
 
+def test_an_async_call_reads_what_the_sync_path_reads_ancestors_included(
+    store: Store, ledgers: list[RedisLedger]
+) -> None:
+    """A turn chained to C, whose chain is C <- B <- A, re-sends the two user messages A was given: the state the
+    chain holds has them (``context_duplicated``), which only a walk up the ancestors finds. The async path runs the
+    same analysis, so it reads the same entries (each round awaited: C with its continued-marker, then B, then A) and
+    finds the same; the synchronous one asks Redis once per read. Near miss: messages no ancestor was given."""
+    settings = settings_from({"hash_key": KEY})
+
+    def request(*texts: str) -> Any:
+        messages = [{"role": "user", "content": text} for text in texts]
+        return request_facts("chat", {"model": MODEL, "previous_response_id": "resp_c", "input": messages}, settings)
+
+    resent, fresh = request("First question.", "Second question.", "Next?"), request("Other.", "Another.", "Next?")
+    given = tuple(item.fingerprint for item in resent.input_items[:2])
+    writer = new_ledger(ledgers, store.url, **store.options)
+    writer.bind(settings.fingerprinter)
+    writer.record(Entry("resp_a", 1, input_app_messages=2, input_messages=given), None)
+    writer.record(Entry("resp_b", 2, parent_id="resp_a", input_app_messages=1), "resp_a")
+    writer.record(Entry("resp_c", 3, parent_id="resp_b", input_app_messages=1), "resp_b")
+    assert writer.flush(5)
+
+    def counted(req: Any, awaited: bool) -> tuple[dict[str, int], int]:
+        ledger = new_ledger(ledgers, store.url, **{**store.options, "timeout_seconds": 2.0})  # a loaded machine's
+        ledger.bind(settings.fingerprinter)
+        view = ledger.for_call()
+        if awaited:
+            forbid_sync_reads(ledger)
+
+            def reads(read_from: LedgerView) -> None:
+                analyse(req, read_from)
+
+            run(lambda: view.prefetch(reads))
+        duplicated = analyse(req, view).duplicated
+        assert (view.unavailable, ledger.stats()["read_failures"]) == (False, 0)
+        return duplicated, ledger.stats()["reads"]
+
+    assert counted(resent, awaited=False) == ({"message": 2}, 3)
+    assert counted(resent, awaited=True) == ({"message": 2}, 3)
+    assert counted(fresh, awaited=False)[0] == counted(fresh, awaited=True)[0] == {}
+
+
 # -- (b) the event loop keeps running while Redis is slow ----------------------------------------------------
 
 
@@ -385,10 +431,10 @@ def test_a_prefetch_that_raises_is_counted_and_the_call_goes_on(
     ledger = new_ledger(ledgers, redis_url)
     (parent,) = parents(client, ledger)  # known here too: the analysis goes on with local knowledge
 
-    async def broken(self: Any, ledger: Any, view: Any, reads: Any) -> None:
+    async def broken(self: Any, ledger: Any, view: Any, keys: Any) -> None:
         raise RuntimeError("a bug in the prefetch")
 
-    monkeypatch.setattr(ledger_async.AsyncReader, "prefetch", broken)
+    monkeypatch.setattr(ledger_async.AsyncReader, "read", broken)
 
     async def main(cap: CapturedTelemetry) -> tuple[tuple[str, ...], bool]:
         async with aclient(emulator) as async_client:

@@ -259,7 +259,6 @@ def test_configuration_page_documents_every_setting() -> None:
         "LEDGER_URL",
         "LEDGER_TTL",
         "LEDGER_TIMEOUT",
-        "LEDGER_ACCEPT_UNSIGNED",
         "PRICES",
         "CHUNK_TIMING",
         "LEDGER_CLUSTER",

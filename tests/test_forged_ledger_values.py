@@ -1,9 +1,8 @@
 """Values in the shared ledger that nobody vouches for: anyone who can write to the shared Redis without the hash
-key, one key per victim. Sealed with a guessed key or written in the previous release's unsigned format, a forged
-fact is ignored and counted, and no signal is raised. With accept_unsigned=True (a rolling deploy) the unsigned
-forgery is believed again: what the option reopens, and the proof each scenario does raise its signal when the
-forged value is read. An older genuine value put back raises what it says, but strict mode never refuses on it.
-Against a real `redis-server` on 127.0.0.1, a single node and a Redis Cluster (``store``).
+key, one key per victim. Sealed with a guessed key or not sealed at all, a forged fact is ignored and counted, and no
+signal is raised. The same value sealed with the fleet's key (a writer holding it) is read: the proof each scenario
+does raise its signal when the fact is believed. An older genuine value put back raises what it says, but strict mode
+never refuses on it. Against a real `redis-server` on 127.0.0.1, a single node and a Redis Cluster (``store``).
 """
 
 from __future__ import annotations
@@ -27,45 +26,45 @@ from .shared_ledger import KEY, RedisServer, Store, new_ledger
 from .support import chat_signals, function_call
 
 GUESSED = Codec(Fingerprinter(key_from_text("an attacker's guess at the fleet key")))
+GENUINE = Codec(Fingerprinter(key_from_text(KEY)))
+# How the value is written, and what it is counted as when read (None: believed, a writer holding the key).
 FORGERS = [
-    pytest.param("sealed", False, "forged", id="sealed-with-a-guessed-key"),
-    pytest.param("format-2", False, "unsigned", id="unsigned-format-2"),
-    pytest.param("format-2", True, None, id="unsigned-format-2-accepted"),
+    pytest.param("guessed", "forged", id="sealed-with-a-guessed-key"),
+    pytest.param("unsealed", "undecodable", id="not-sealed"),
+    pytest.param("genuine", None, id="sealed-with-the-fleet-key"),
 ]
 
 
-def forge(admin: Any, how: str, key: str, content: bytes, *, entry: bool = True) -> None:
-    """Plant ``content`` (format-3 field lists) under ``key`` as a writer without the hash key can."""
-    if how == "sealed":
-        admin.set(key, GUESSED.seal(key, content))
+def forge(admin: Any, how: str, key: str, content: bytes) -> None:
+    """Plant ``content`` under ``key`` as a writer without the hash key can (``genuine``: as one holding it)."""
+    if how == "unsealed":
+        admin.set(key, content)
     else:
-        admin.set(key, b"[2," + content[1:] if entry else content)
+        admin.set(key, (GUESSED if how == "guessed" else GENUINE).seal(key, content))
 
 
 def forged_entry(entry: Entry) -> bytes:
-    """An entry's fields as format 2 carried them (format 4's without the lineage; ``forge`` adds the version)."""
-    return json.dumps(entry_fields(entry)[:11], separators=(",", ":")).encode()
+    return json.dumps(entry_fields(entry), separators=(",", ":")).encode()
 
 
-def forged_ledger(ledgers: list[RedisLedger], store: Store, accept_unsigned: bool) -> RedisLedger:
-    ledger = new_ledger(ledgers, store.url, accept_unsigned=accept_unsigned, **store.options)
+def forged_ledger(ledgers: list[RedisLedger], store: Store) -> RedisLedger:
+    ledger = new_ledger(ledgers, store.url, **store.options)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
     return ledger
 
 
 def assert_ignored(ledger: RedisLedger, cap: CapturedTelemetry, count: str | None, signal: str) -> None:
-    if count is None:  # accepted: the forged fact is believed
+    if count is None:  # genuine: the fact is believed
         assert chat_signals(cap) == [(signal,)]
         return
     assert chat_signals(cap) == [()]
-    assert ledger.stats()[count] >= 1
-    assert ledger.stats()["undecodable"] == 0
+    other = {"forged": "undecodable", "undecodable": "forged"}[count]
+    assert (ledger.stats()[count] >= 1, ledger.stats()[other]) == (True, 0)
 
 
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+@pytest.mark.parametrize(("how", "count"), FORGERS)
 def test_a_forged_unstored_parent_raises_nothing(
     how: str,
-    accept_unsigned: bool,
     count: str | None,
     store: Store,
     client: openai.OpenAI,
@@ -74,7 +73,7 @@ def test_a_forged_unstored_parent_raises_nothing(
     """`r:<id>` with store=0: a false `unstored_parent` (refused in strict mode) on a parent that was stored."""
     with capture(hash_key=KEY):
         parent = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
+    ledger = forged_ledger(ledgers, store)
     key = f"{ledger.namespace}:{{{parent.id}}}:r"
     with store.admin() as admin:
         forge(admin, how, key, forged_entry(Entry(parent.id, 1, False, None, None, (), 1, 0)))
@@ -87,10 +86,9 @@ def test_a_forged_unstored_parent_raises_nothing(
         assert entry.shared is True  # read from a shared store: strict mode never refuses on it
 
 
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+@pytest.mark.parametrize(("how", "count"), FORGERS)
 def test_a_forged_pending_call_in_a_conversation_raises_nothing(
     how: str,
-    accept_unsigned: bool,
     count: str | None,
     store: Store,
     client: openai.OpenAI,
@@ -98,24 +96,23 @@ def test_a_forged_pending_call_in_a_conversation_raises_nothing(
 ) -> None:
     """`c:<conversation>` naming a turn with a call pending: a false `missing_tool_output` on the next turn."""
     conversation = client.conversations.create()
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
+    ledger = forged_ledger(ledgers, store)
     call = ItemMeta("function_call", "fc_forged", "call_forged", None, None, False, None, True)
     turn = Entry("resp_forged", time.time_ns(), True, None, conversation.id, (call,), 1, 0)
     with store.admin() as admin:
         forge(admin, how, f"{ledger.namespace}:{{{conversation.id}}}:c", forged_entry(turn))
     with capture(ledger=ledger, hash_key=KEY) as cap:
         client.responses.create(model=MODEL, input="Hello.", conversation=conversation.id)
-    # Read (accept_unsigned), the forged pending call rests on the conversation's latest turn: when the API accepts
-    # the request, it is dropped as stale rather than recorded. Ignored, it is counted.
+    # Believed, the pending call rests on the conversation's latest turn: when the API accepts the request, it is
+    # dropped as stale rather than recorded. Ignored, it is counted.
     assert chat_signals(cap) == [()]
     if count is not None:
         assert ledger.stats()[count] >= 1
 
 
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+@pytest.mark.parametrize(("how", "count"), FORGERS)
 def test_a_forged_item_location_raises_nothing(
     how: str,
-    accept_unsigned: bool,
     count: str | None,
     store: Store,
     client: openai.OpenAI,
@@ -132,32 +129,31 @@ def test_a_forged_item_location_raises_nothing(
     shape = payload_shape(reasoning["encrypted_content"] + "QUJD")
     item = ItemMeta("reasoning", reasoning["id"], None, None, None, True, None, False, shape)
     made_up = Entry("resp_forged", 1, False, None, None, (item,), 1, 0)
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
+    ledger = forged_ledger(ledgers, store)
     ns = ledger.namespace
     with store.admin() as admin:
-        forge(admin, how, f"{ns}:{{{reasoning['id']}}}:i", b"0:resp_forged", entry=False)
+        forge(admin, how, f"{ns}:{{{reasoning['id']}}}:i", b"0:resp_forged")
         forge(admin, how, f"{ns}:{{resp_forged}}:r", forged_entry(made_up))
     with capture(ledger=ledger, hash_key=KEY) as cap:
         replay(client, "whole", output)
     assert_ignored(ledger, cap, count, "encrypted_content_modified")
 
 
-@pytest.mark.parametrize(("how", "accept_unsigned", "count"), FORGERS)
+@pytest.mark.parametrize(("how", "count"), FORGERS)
 def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
     how: str,
-    accept_unsigned: bool,
     count: str | None,
     store: Store,
     client: openai.OpenAI,
     ledgers: list[RedisLedger],
 ) -> None:
-    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode). Read
-    (accept_unsigned), the forged entry is of a format that carries no held calls: the state beyond its own output
-    items is unknown, so an output whose call is not among them is no orphan either."""
+    """`r:<parent>` without the call the app answers: a false `orphan_tool_output` (refused in strict mode). Believed,
+    the entry lists no held calls: the state beyond its own output items is unknown, so an output whose call is not
+    among them is no orphan either."""
     with capture(hash_key=KEY):
         parent = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
     call = next(item for item in parent.output if item.type == "function_call")
-    ledger = forged_ledger(ledgers, store, accept_unsigned)
+    ledger = forged_ledger(ledgers, store)
     text = ItemMeta("message", "msg_forged", None, "assistant", None, False)
     made_up = Entry(parent.id, 1, True, None, None, (text,), 1, 0)
     with store.admin() as admin:
@@ -180,13 +176,15 @@ def test_a_forged_parent_without_the_call_raises_no_orphan_tool_output(
 
 def test_a_forged_continued_marker_is_ignored(store: Store, ledgers: list[RedisLedger]) -> None:
     """`k:<id>`: a false `concurrent_branch` on the next child of that response."""
-    ledger = forged_ledger(ledgers, store, False)
+    ledger = forged_ledger(ledgers, store)
     with store.admin() as admin:
-        forge(admin, "sealed", f"{ledger.namespace}:{{resp_lonely}}:k", b"1", entry=False)
-        forge(admin, "format-2", f"{ledger.namespace}:{{resp_lonely_2}}:k", b"1", entry=False)
+        forge(admin, "guessed", f"{ledger.namespace}:{{resp_lonely}}:k", b"1")
+        forge(admin, "unsealed", f"{ledger.namespace}:{{resp_lonely_2}}:k", b"1")
+        forge(admin, "genuine", f"{ledger.namespace}:{{resp_continued}}:k", b"1")  # near miss: believed
     assert ledger.has_child("resp_lonely") is False
     assert ledger.has_child("resp_lonely_2") is False
-    assert (ledger.stats()["forged"], ledger.stats()["unsigned"]) == (1, 1)
+    assert ledger.has_child("resp_continued") is True
+    assert (ledger.stats()["forged"], ledger.stats()["undecodable"]) == (1, 1)
 
 
 # -- an older genuine value put back -----------------------------------------------------------------------

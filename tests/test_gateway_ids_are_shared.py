@@ -4,8 +4,7 @@ id encrypted with the caller's user and team, `resp_` + base64url) pass the shar
 carry the id itself as their Redis Cluster hash tag; entries holding them go through a single Redis node and a Redis
 Cluster whole, and a turn checked by another process of the fleet against such a parent gets its exact signals. Each
 row has its near miss: the same id with a brace, a space, a newline or a non-ASCII character, or one character past
-the bound, stays in its process. The previous release's rule is narrower: it never names a key by such an id, and a
-value holding one is undecodable to it (absent: a missed signal, never a false one).
+the bound, stays in its process.
 
 The ids are built as litellm 1.110.2 builds them (`ResponsesAPIRequestUtils._build_responses_api_response_id`,
 `_build_encrypted_item_id`; the proxy's `ResponsesIDSecurity` through `encrypt_value_helper`, whose ciphertext is random
@@ -18,7 +17,6 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
-import re
 from typing import Any
 
 import pytest
@@ -31,7 +29,6 @@ from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses._items import ItemMeta
 from otel_responses.config import settings_from
 from otel_responses.ledger import Entry
-from otel_responses.ledger import _codec as codec
 from otel_responses.ledger._codec import MAX_ID_CHARS, entry_key, is_id, location_key, marker_key, shareable
 from otel_responses.ledger.redis import RedisLedger
 
@@ -43,8 +40,6 @@ FLEET = Fingerprinter(key_from_text(KEY))
 DEPLOYMENT = hashlib.sha256(b"model_name=gpt-5.4;model=openai/gpt-5.4").hexdigest()
 API_RESPONSE = "resp_0d9d" + "a1b2c3d4" * 5 + "e5f6"  # 53 characters, as the API's
 API_REASONING = "rs_0d9d" + "a1b2c3d4" * 5 + "e5f6"
-# The previous release's id rule (frozen: what its readers and writers apply).
-PREVIOUS_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
 def litellm_response_id(upstream: str, provider: str = "openai", deployment: str = DEPLOYMENT) -> str:
@@ -113,12 +108,6 @@ def test_the_ids_a_gateway_hands_out_may_be_shared_and_their_near_misses_may_not
     assert (is_id(longest), is_id(longest + "A")) == (True, False)
     # Every character base64 and base64url use, beside the API's own.
     assert {c for value, _ in GATEWAY_IDS.values() for c in value if not c.isalnum()} == set("_-+/=:")
-
-
-def test_the_previous_release_took_none_of_them() -> None:
-    """What the previous release kept in its process (counted ``local_only``): every gateway id, no id of the API."""
-    assert [name for name, (value, _) in GATEWAY_IDS.items() if PREVIOUS_ID.fullmatch(value)] == []
-    assert PREVIOUS_ID.fullmatch(API_RESPONSE)
 
 
 @pytest.mark.parametrize("name", list(GATEWAY_IDS))
@@ -247,31 +236,3 @@ def test_a_turn_chained_to_a_gateways_turn_in_another_process_gets_its_exact_sig
     assert writer.flush(5)
     assert writer.stats()["local_only"] == 1
     assert _chained_signals(_ledger(ledgers, store), local.response_id, input="Noted?") == []  # unknown parent
-
-
-@pytest.mark.parametrize("table", ["without-format-7", "format-7"])
-def test_a_reader_of_the_narrower_rule_neither_asks_for_nor_reads_them(
-    table: str,
-    store: Store,
-    ledgers: list[RedisLedger],
-    gateway_turns: tuple[Entry, Entry],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The previous release (no format 7, ids of at most 128 characters without `+/=`), and a reader of format 7 under
-    that rule: no key named by a gateway's id is asked for, and a value naming a gateway's response is undecodable,
-    treated as absent. Its checks of a gateway's turns stay silent: missed, never false."""
-    first, second = gateway_turns
-    writer = _ledger(ledgers, store)
-    writer.record(first, None)
-    writer.record(second, first.response_id)
-    assert writer.flush(5)
-    monkeypatch.setattr(codec, "_ID", PREVIOUS_ID)
-    if table == "without-format-7":
-        monkeypatch.delitem(codec.FORMATS, 7)
-    old = _ledger(ledgers, store)
-    assert old.get(first.response_id) is None
-    assert old.has_child(first.response_id) is False
-    assert old.stats()["reads"] == 0  # never asked: no key may be named by such an id
-    assert old.places([("function_call", CALL), "msg_0d9d" + "0" * 46]) == [(), ()]
-    assert old.stats()["undecodable"] == 2  # two locations, each naming a gateway's response
-    assert _chained_signals(old, first.response_id, input="Noted?") == []  # instructions and the call: unknown

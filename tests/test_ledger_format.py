@@ -1,10 +1,8 @@
-"""The shared ledger's value format: every value sealed with a MAC under a key derived from the fleet's
-hash key, one table of readable formats, and every field checked against the API's shapes on read and on write.
+"""The shared ledger's value format: every value sealed with a MAC under a key derived from the fleet's hash key; an
+entry a JSON object keyed by short field names, one row per field, where a reader ignores a key it does not know and
+gives a key it misses the field's default; every field checked against the API's shapes on read and on write.
 
-Against a real `redis-server` on 127.0.0.1 (as in tests/test_redis_ledger.py). The previous release's format (2) is
-written and read here by a frozen copy of its encoder and decoder (byte-exact to the release's `encode_entry`,
-location values `index:response_id` and continued-marker `1`), so a rolling deploy is tested both ways without the
-old release installed.
+Against a real `redis-server` on 127.0.0.1 (as in tests/test_redis_ledger.py).
 """
 
 from __future__ import annotations
@@ -28,24 +26,24 @@ from otel_responses._items import ItemMeta, payload_shape
 from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, GivenOutput
 from otel_responses.ledger._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
+    FIELDS,
     FORMAT,
-    FORMATS,
     MAC_PURPOSE,
     MAX_ID_CHARS,
+    NOT_SHARED,
     Codec,
     conversation_key,
     decode_entry,
     encode_entry,
     entry_fields,
+    entry_from_fields,
     entry_key,
     is_id,
-    legacy_key,
     location_key,
     marker_key,
     shareable,
 )
 from otel_responses.ledger.redis import COUNTS, RedisLedger
-from otel_responses.testing import CapturedTelemetry, capture
 
 from .ledger_scenarios import INSTRUCTIONS, MODEL, TOOLS, tool_request
 from .shared_ledger import KEY, RedisServer, server_fixture
@@ -53,182 +51,6 @@ from .shared_ledger import KEY, RedisServer, server_fixture
 CASSETTES = Path(__file__).parent / "real_traffic" / "cassettes"
 FLEET = Fingerprinter(key_from_text(KEY))
 ATTACKER = Fingerprinter(key_from_text("not-the-fleet-key"))
-
-
-# -- the previous release's format 2, frozen -----------------------------------------------------------------
-# Copied from otel_responses/redis_ledger.py at the release that wrote format 2 (commit 4742b30; checked byte for
-# byte against it, by hand, from a worktree of that commit, with trimmed and untrimmed entries). Do not "fix" it:
-# it is what the old processes of a rolling deploy run.
-
-V2_MAX_INPUT_MESSAGES = 4
-V2_MAX_OUTPUT_ITEMS = 32
-V2_MAX_ENTRY_BYTES = 8192
-V2_ENTRY_FIELDS = {1: 9, 2: 12}
-V2_META_FIELDS = {1: 7, 2: 9}
-V2_V1_CALLS = frozenset({"function_call", "custom_tool_call", "computer_call", "shell_call", "apply_patch_call"})
-V2_MARKER = b"1"
-
-
-def _v2_dumps(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=True).encode("ascii")
-
-
-def v2_encode_entry(entry: Entry, max_bytes: int = V2_MAX_ENTRY_BYTES) -> tuple[bytes, int] | None:
-    head: list[Any] = [
-        2,
-        entry.response_id,
-        entry.sequence,
-        int(entry.store),
-        entry.instructions_hash,
-        entry.conversation_id,
-        entry.input_app_messages,
-        entry.input_compactions,
-    ]
-    tail: list[Any] = [entry.parent_id, list(entry.input_messages[-V2_MAX_INPUT_MESSAGES:])]
-    outputs = [
-        [m.type, m.id, m.call_id, m.role, m.phase, int(m.encrypted), m.fingerprint, int(m.awaits), m.shape]
-        for m in entry.outputs[:V2_MAX_OUTPUT_ITEMS]
-    ]
-    copies = [list(copy) for copy in entry.copies[:V2_MAX_OUTPUT_ITEMS]]
-    data = _v2_dumps([*head, outputs, *tail, copies])
-    if len(data) <= max_bytes:
-        return data, len(outputs)
-    size = len(_v2_dumps([*head, [], *tail, []]))
-    if size > max_bytes:
-        return None
-    kept = 0
-    for output in outputs:
-        size += len(_v2_dumps(output)) + (1 if kept else 0)
-        if size > max_bytes:
-            break
-        kept += 1
-    return _v2_dumps([*head, outputs[:kept], *tail, []]), kept
-
-
-def v2_location(index: int, response_id: str) -> bytes:
-    return f"{index}:{response_id}".encode()
-
-
-def _v2_optional_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _v2_count(value: object) -> bool:
-    return type(value) is int and value >= 0
-
-
-def _v2_flag(value: object) -> bool:
-    return type(value) is int and value in (0, 1)
-
-
-def _v2_fingerprint(value: object) -> bool:
-    return type(value) is int and 0 <= value <= 2**64 - 1
-
-
-def _v2_shape(value: object) -> bool:
-    return type(value) is int and 0 <= value < 2**40
-
-
-def _v2_meta(raw: object, version: int) -> ItemMeta | None:
-    if not isinstance(raw, list) or len(raw) != V2_META_FIELDS[version]:
-        return None
-    item_type, item_id, call_id, role, phase, encrypted, fingerprint = raw[:7]
-    awaits, shape = raw[7:] if version >= 2 else (0, None)
-    if not isinstance(item_type, str) or not all(map(_v2_optional_str, (item_id, call_id, role, phase))):
-        return None
-    if not _v2_flag(encrypted) or not _v2_flag(awaits):
-        return None
-    if fingerprint is not None and not _v2_fingerprint(fingerprint):
-        return None
-    if shape is not None and not _v2_shape(shape):
-        return None
-    if version == 1:
-        awaits = int(item_type in V2_V1_CALLS and call_id is not None)
-    return ItemMeta(item_type, item_id, call_id, role, phase, bool(encrypted), fingerprint, bool(awaits), shape)
-
-
-def v2_decode_entry(raw: object, max_bytes: int = V2_MAX_ENTRY_BYTES) -> Entry | None:
-    if not isinstance(raw, (bytes, str)) or len(raw) > max(max_bytes, V2_MAX_ENTRY_BYTES) * 2:
-        return None
-    try:
-        doc = json.loads(raw)
-    except Exception:
-        return None
-    if not isinstance(doc, list) or not doc or type(doc[0]) is not int or doc[0] not in V2_ENTRY_FIELDS:
-        return None
-    version = doc[0]
-    if len(doc) != V2_ENTRY_FIELDS[version]:
-        return None
-    _, response_id, sequence, store, instructions_hash, conversation_id, app_messages, compactions = doc[:8]
-    raw_outputs = doc[8]
-    parent_id, raw_messages, raw_copies = doc[9:] if version >= 2 else (None, [], [])
-    if not _v2_optional_str(parent_id) or not isinstance(raw_messages, list) or not isinstance(raw_copies, list):
-        return None
-    if len(raw_messages) > V2_MAX_INPUT_MESSAGES or not all(map(_v2_fingerprint, raw_messages)):
-        return None
-    if len(raw_copies) > V2_MAX_OUTPUT_ITEMS or not all(
-        isinstance(c, list) and len(c) == 2 and _v2_count(c[0]) and c[0] < V2_MAX_OUTPUT_ITEMS and _v2_shape(c[1])
-        for c in raw_copies
-    ):
-        return None
-    if not isinstance(response_id, str) or not response_id or type(sequence) is not int:
-        return None
-    if store not in (0, 1) or type(store) is not int:
-        return None
-    if not _v2_optional_str(instructions_hash) or not _v2_optional_str(conversation_id):
-        return None
-    if not _v2_count(app_messages) or not _v2_count(compactions):
-        return None
-    if not isinstance(raw_outputs, list) or len(raw_outputs) > V2_MAX_OUTPUT_ITEMS:
-        return None
-    outputs = [_v2_meta(item, version) for item in raw_outputs]
-    if any(meta is None for meta in outputs):
-        return None
-    return Entry(
-        response_id=response_id,
-        sequence=sequence,
-        store=bool(store),
-        instructions_hash=instructions_hash,
-        conversation_id=conversation_id,
-        outputs=tuple(meta for meta in outputs if meta is not None),
-        input_app_messages=app_messages,
-        input_compactions=compactions,
-        parent_id=parent_id,
-        input_messages=tuple(raw_messages),
-        copies=tuple((index, shape) for index, shape in raw_copies),
-    )
-
-
-def v2_decode_location(raw: object) -> tuple[str, int] | None:
-    try:
-        text = raw.decode("ascii") if isinstance(raw, bytes) else raw
-        if not isinstance(text, str):
-            return None
-        index, response_id = text.split(":", 1)
-        position = int(index)
-    except Exception:
-        return None
-    return (response_id, position) if 0 <= position < V2_MAX_OUTPUT_ITEMS and response_id else None
-
-
-def v2_commands(namespace: str, entry: Entry, parent_id: str | None) -> dict[str, bytes]:
-    """What a process of the previous release writes for one entry (its `_commands`, for ids it made keys of)."""
-    encoded = v2_encode_entry(entry)
-    assert encoded is not None
-    data, kept = encoded
-    out = {f"{namespace}:r:{entry.response_id}": data}  # its names, before hash tags (see `legacy_key`)
-    for index, meta in enumerate(entry.outputs[:kept]):
-        if meta.id is not None:
-            out[f"{namespace}:i:{meta.id}"] = v2_location(index, entry.response_id)
-        if meta.call_id is not None:
-            out[f"{namespace}:t:{meta.type}:{meta.call_id}"] = v2_location(index, entry.response_id)
-        if meta.role == "assistant" and meta.fingerprint is not None:
-            out[f"{namespace}:f:{meta.fingerprint:016x}"] = v2_location(index, entry.response_id)
-    if entry.conversation_id is not None:
-        out[f"{namespace}:c:{entry.conversation_id}"] = data
-    if parent_id is not None:
-        out[f"{namespace}:k:{parent_id}"] = V2_MARKER
-    return out
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------
@@ -276,22 +98,9 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
         instructed_id="resp_first", instructed_turn=1, system_in_state=True,
         held_calls=("call_old", "call_abc"), held_outputs=("call_old",), held_partial=False,
-        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2,
+        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2, given_messages=2**63 + 5,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
-
-
-# What an entry of format 5 or older says of the facts format 6 added: none of them.
-NO_FACTS: dict[str, Any] = {"instructed_id": None, "instructed_turn": None, "system_in_state": False}
-# What an entry of format 6 or older says of the server state's calls, the outputs given and the system messages
-# (format 7): no call known beyond its own outputs, none given, no system message counted.
-NO_STATE: dict[str, Any] = {
-    "held_calls": (),
-    "held_outputs": (),
-    "held_partial": True,
-    "given_outputs": (),
-    "input_system_messages": 0,
-}
 
 
 def keys_and_values(admin: redis.Redis) -> dict[str, bytes]:
@@ -304,10 +113,18 @@ def counts(ledger: RedisLedger, *names: str) -> dict[str, int]:
     return {name: ledger.stats()[name] for name in names}
 
 
+def content_of(doc: object) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def as_shared(entry: Entry) -> Entry:
+    return dataclasses.replace(entry, shared=True)
+
+
 # -- the byte layout -----------------------------------------------------------------------------------------
 
 
-def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 7) -> bytes:
+def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET, version: int = 1) -> bytes:
     """The MAC as documented, computed here independently of the codec."""
     digest = hashlib.blake2b(key=fingerprinter.derive(MAC_PURPOSE), digest_size=16, person=b"otelr-ledger")
     name = key.encode()
@@ -316,10 +133,10 @@ def expected_mac(key: str, content: bytes, fingerprinter: Fingerprinter = FLEET,
 
 
 def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """`v7.{22-char base64url MAC}.{content}`: entries (and conversation pointers) compact JSON of their fields,
-    locations `index,index...:response_id`, markers `1`; the MAC over the version, the full key name and the
+    """`v1.{22-char base64url MAC}.{content}`: entries (and conversation pointers) a compact JSON object of their
+    fields, locations `index,index...:response_id`, markers `1`; the MAC over the version, the full key name and the
     content."""
-    assert FORMAT == 7
+    assert FORMAT == 1
     ledger = make()
     entry = rich_entry()
     ledger.record(entry, "resp_parent")
@@ -328,26 +145,28 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     ns = ledger.namespace
     kinds = {name.rsplit(":", 1)[1] for name in stored}
     assert kinds == {"r", "i", "t", "f", "c", "k"}
-    layout = re.compile(rb"v7\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
+    layout = re.compile(rb"v1\.([A-Za-z0-9_-]{22})\.(.+)", re.S)
     for name, value in stored.items():
         match = layout.fullmatch(value)
         assert match is not None, (name, value)
         assert match[1] == expected_mac(name, match[2]), name
-    content = json.dumps(entry_fields(entry), separators=(",", ":")).encode()
-    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v7." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
+    content = content_of(entry_fields(entry))
+    assert content.startswith(b'{"id":"resp_rich","s":1760000000000000000,"h":"0123456789abcdef","c":"conv_1","o":[')
+    assert stored[f"{ns}:{{resp_rich}}:r"] == b"v1." + expected_mac(f"{ns}:{{resp_rich}}:r", content) + b"." + content
     assert stored[f"{ns}:{{conv_1}}:c"].endswith(b"." + content)
     assert stored[f"{ns}:{{msg_1}}:i"].endswith(b".1:resp_rich")
     assert stored[f"{ns}:{{rs_1}}:i"].endswith(b".0,4:resp_rich")  # both positions of the repeated id
     assert stored[f"{ns}:{{function_call:call_abc}}:t"].endswith(b".2:resp_rich")
     assert stored[f"{ns}:{{{2**64 - 1:016x}}}:f"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{{2**63 + 5:016x}}}:f"].endswith(b".0:resp_rich")  # the messages it was given: the entry
     assert stored[f"{ns}:{{resp_parent}}:k"].endswith(b".1")
     assert ledger.stats()["writes"] == 1
     # Read back by another process of the fleet: every field, marked as read from a shared store.
     reader = make()
-    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True)
+    assert reader.get("resp_rich") == as_shared(entry)
     assert reader.has_child("resp_parent") is True
-    assert set(COUNTS) >= {"forged", "unsigned", "local_only", "undecodable"}
-    assert counts(reader, "forged", "unsigned", "undecodable") == {"forged": 0, "unsigned": 0, "undecodable": 0}
+    assert set(COUNTS) >= {"forged", "local_only", "undecodable"}
+    assert counts(reader, "forged", "undecodable") == {"forged": 0, "undecodable": 0}
 
 
 def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
@@ -370,28 +189,114 @@ def test_the_mac_key_is_derived_per_use_and_never_written(admin: redis.Redis, ma
         assert key[:12] not in everything
 
 
-def test_the_format_table_says_what_decodes() -> None:
-    assert sorted(FORMATS) == [2, 3, 4, 5, 6, 7]
-    assert FORMATS[7].signed is True
-    assert FORMATS[6].signed is True
-    assert FORMATS[5].signed is True
-    assert FORMATS[4].signed is True
-    assert FORMATS[3].signed is True
-    assert FORMATS[2].signed is False
-    codec = Codec(FLEET, accept_unsigned=True)
+def test_a_value_of_another_version_or_none_is_undecodable() -> None:
+    """The version is read from the header and bound by the MAC: a value of any other version, or without a header
+    (raw JSON, the bare content), is of no format this reader knows."""
     seen: list[str] = []
-    codec.count = seen.append
+    codec = Codec(FLEET, count=seen.append)
     key = "otel-responses:abc:{resp_rich}:r"
-    content = json.dumps(entry_fields(rich_entry())).encode()
+    content = content_of(entry_fields(rich_entry()))
     sealed = codec.seal(key, content)
     assert codec.entry(key, sealed) is not None
-    for other in (b"v8.", b"v2.", b"v.", b"vx.", b"v99999999."):  # unknown version, or no signed format of it
+    for other in (b"v2.", b"v0.", b"v.", b"vx.", b"v99999999.", b"V1."):
         assert codec.entry(key, other + sealed[3:]) is None
-    assert seen == ["undecodable"] * 5
+    assert codec.entry(key, content) is None
+    assert seen == ["undecodable"] * 7
     seen.clear()
     assert codec.entry(key, sealed.decode()) is not None  # a client with decode_responses=True
     assert codec.entry(key, 12) is None
     assert seen == ["undecodable"]
+
+
+# -- the keyed shape -------------------------------------------------------------------------------------------
+
+
+def test_every_entry_field_has_one_row() -> None:
+    """The table is the one list of shared fields: every `Entry` field but the reader's own mark has a row, once,
+    under a key of its own."""
+    names = [row.name for row in FIELDS]
+    assert sorted(names) == sorted(f.name for f in dataclasses.fields(Entry) if f.name not in NOT_SHARED)
+    assert len(set(names)) == len(names)
+    keys = [row.key for row in FIELDS]
+    assert len(set(keys)) == len(keys)
+    assert all(re.fullmatch(r"[a-z]{1,2}", key) for key in keys)
+    assert [f.name for f in dataclasses.fields(Entry) if f.default is dataclasses.MISSING] == ["response_id"]
+
+
+# Each field's value away from its default; a field that needs another to be valid brings it along.
+SAMPLE = rich_entry(store=False, deleted=True, written_by_app=True)
+COMPANIONS = {"trace_id": ("span_id",), "span_id": ("trace_id",), "instructed_turn": ("instructed_id",)}
+
+
+@pytest.mark.parametrize("row", FIELDS, ids=[row.name for row in FIELDS])
+def test_every_field_round_trips_alone(row: Any) -> None:
+    """An entry whose only field away from its default is this one: written under its key alone (beside the id), read
+    back equal."""
+    names = (row.name, *COMPANIONS.get(row.name, ()))
+    entry = Entry("resp_1", **{name: getattr(SAMPLE, name) for name in names if name != "response_id"})
+    assert getattr(entry, row.name) != getattr(Entry("resp_0"), row.name) or row.name == "response_id"
+    doc = entry_fields(entry)
+    assert set(doc) == {"id"} | {r.key for r in FIELDS if r.name in names}
+    encoded = encode_entry(entry)
+    assert encoded is not None
+    assert decode_entry(encoded[0]) == as_shared(entry)
+
+
+def test_a_field_at_its_default_is_left_out() -> None:
+    assert entry_fields(Entry("resp_1")) == {"id": "resp_1"}
+    assert decode_entry(b'{"id":"resp_1"}') == Entry("resp_1", shared=True)
+    # Near miss: the same fields away from their default are written.
+    assert set(entry_fields(Entry("resp_1", store=False, held_partial=False, turn=0))) == {"id", "st", "hp", "t"}
+
+
+def test_a_key_no_row_knows_is_ignored() -> None:
+    """A newer writer's field: the entry is read without it, whatever the key's value."""
+    doc = entry_fields(rich_entry())
+    for value in (1, "text", None, [1, [2]], {"nested": {"deeper": [0]}}):
+        assert entry_from_fields({**doc, "zz": value, "new_field": value}) == as_shared(rich_entry())
+
+
+def test_a_missing_key_gives_the_fields_default() -> None:
+    """An older writer's entry, without a field it did not know: read with that field's default. Without its held
+    calls, it says its state may hold calls it does not list (an output is then no orphan)."""
+    doc = entry_fields(rich_entry())
+    for row in FIELDS:
+        if row.name in ("response_id", "span_id", "trace_id", "instructed_id"):
+            continue
+        fewer = {key: value for key, value in doc.items() if key != row.key}
+        default = getattr(Entry("resp_rich"), row.name)
+        assert entry_from_fields(fewer) == dataclasses.replace(as_shared(rich_entry()), **{row.name: default}), row
+    without_held = {key: value for key, value in doc.items() if key not in ("hc", "ho", "hp")}
+    read = entry_from_fields(without_held)
+    assert read is not None
+    assert (read.held_calls, read.held_outputs, read.held_partial) == ((), (), True)
+    without_lineage = {key: value for key, value in doc.items() if key not in ("t", "l", "tr", "sp")}
+    assert entry_from_fields(without_lineage) == as_shared(
+        rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None)
+    )
+
+
+def test_an_entry_of_a_newer_and_an_older_writer_share_one_redis(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """Through Redis, sealed as any writer of the fleet seals them: an entry with a key this reader does not know is
+    read without it; one missing its held calls (a writer that did not know them) reads as knowing no call beyond its
+    own outputs. Neither is counted undecodable."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    codec = Codec(FLEET)
+    newer = {**entry_fields(rich_entry("resp_newer")), "zz": [1, 2, 3]}
+    older = {
+        key: value for key, value in entry_fields(rich_entry("resp_older")).items() if key not in ("hc", "ho", "hp")
+    }
+    for name, doc in (("resp_newer", newer), ("resp_older", older)):
+        admin.set(entry_key(ns, name), codec.seal(entry_key(ns, name), content_of(doc)))
+    assert reader.get("resp_newer") == as_shared(rich_entry("resp_newer"))
+    assert reader.get("resp_older") == as_shared(
+        rich_entry("resp_older", held_calls=(), held_outputs=(), held_partial=True)
+    )
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 0, "forged": 0}
 
 
 # -- forged and moved values ---------------------------------------------------------------------------------
@@ -423,7 +328,7 @@ def test_a_genuine_value_moved_to_another_key_is_rejected(admin: redis.Redis, ma
     assert reader.has_child("resp_rich") is False
     found = reader.places(["msg_9", ("custom_tool_call", "call_abc"), 12345])
     assert found == [(), (), ()]
-    assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 7, "undecodable": 0, "unsigned": 0}
+    assert counts(reader, "forged", "undecodable") == {"forged": 7, "undecodable": 0}
     # The genuine values under their own names still read.
     assert reader.get("resp_rich") is not None
     assert reader.has_child("resp_parent") is True
@@ -433,11 +338,11 @@ def test_a_genuine_value_moved_to_another_key_is_rejected(admin: redis.Redis, ma
     "forge",
     [
         pytest.param(lambda key, content: Codec(ATTACKER).seal(key, content), id="sealed-with-another-key"),
-        pytest.param(lambda key, content: b"v3." + b"A" * 22 + b"." + content, id="made-up-mac"),
-        pytest.param(lambda key, content: b"v3." + b"A" * 21 + b"." + content, id="short-mac"),
-        pytest.param(lambda key, content: b"v3.." + content, id="no-mac"),
+        pytest.param(lambda key, content: b"v1." + b"A" * 22 + b"." + content, id="made-up-mac"),
+        pytest.param(lambda key, content: b"v1." + b"A" * 21 + b"." + content, id="short-mac"),
+        pytest.param(lambda key, content: b"v1.." + content, id="no-mac"),
         pytest.param(
-            lambda key, content: Codec(FLEET).seal(key, b"[]")[:26] + content, id="a-real-mac-of-other-content"
+            lambda key, content: Codec(FLEET).seal(key, b"{}")[:26] + content, id="a-real-mac-of-other-content"
         ),
     ],
 )
@@ -447,8 +352,7 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
     reader = make()
     ns = reader.namespace
     assert ns is not None
-    entry = rich_entry()
-    content = json.dumps(entry_fields(entry)).encode()
+    content = content_of(entry_fields(rich_entry()))
     admin.mset(
         {
             f"{ns}:{{resp_rich}}:r": forge(f"{ns}:{{resp_rich}}:r", content),
@@ -464,63 +368,67 @@ def test_a_forged_value_of_every_kind_is_ignored_and_counted(
     assert view.latest_in_conversation("conv_1") is None
     assert view.places(["msg_1", ("function_call", "call_abc"), 2**64 - 1]) == [(), (), ()]
     assert view.has_child("resp_parent") is False
-    assert counts(reader, "forged", "undecodable", "unsigned") == {"forged": 6, "undecodable": 0, "unsigned": 0}
+    assert counts(reader, "forged", "undecodable") == {"forged": 6, "undecodable": 0}
     assert view.unavailable is False  # forged is not unreachable
 
 
 # -- hostile content under a valid MAC ----------------------------------------------------------------------
-# What a buggy writer holding the key, or a forger while `accept_unsigned` is on, could put there: each is
-# rejected and counted, whether sealed (format 4) or unsigned (format 2 — format 4's fields without the lineage,
-# the version in front — read with accept_unsigned=True).
+# What a buggy writer holding the key could put there: each is rejected and counted.
 
 GOOD = entry_fields(rich_entry("resp_h"))
 
 
-def with_field(index: int, value: object) -> list[Any]:
-    fields: list[Any] = json.loads(json.dumps(GOOD))
-    fields[index] = value
-    return fields
+def with_field(key: str, value: object, without: tuple[str, ...] = ()) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(json.dumps(GOOD))
+    doc[key] = value
+    for gone in without:
+        del doc[gone]
+    return doc
 
 
-def with_output(position: int, value: object) -> list[Any]:
-    fields: list[Any] = json.loads(json.dumps(GOOD))
-    fields[7][0][position] = value
-    return fields
+def with_output(position: int, value: object) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(json.dumps(GOOD))
+    doc["o"][0][position] = value
+    return doc
 
 
 HOSTILE_FIELDS: dict[str, object] = {
-    "not-a-list": {"response_id": "resp_h"},
-    "missing-field": GOOD[:-1],
-    "extra-field": [*GOOD, None],
-    "id-overlong": with_field(0, "resp_" + "a" * (MAX_ID_CHARS - 4)),
-    "id-telemetry-injection": with_field(0, "resp_h\nopenai_responses.signals=unstored_parent"),
-    "id-spaces": with_field(0, "resp h"),
-    "id-brace": with_field(0, "resp_{h}"),  # a Redis Cluster hash tag inside a key name
-    "id-unicode": with_field(0, "resp_\u0570"),
-    "id-empty": with_field(0, ""),
-    "id-number": with_field(0, 12),
-    "sequence-string": with_field(1, "1"),
-    "sequence-negative": with_field(1, -1),
-    "sequence-huge": with_field(1, 2**63),
-    "sequence-float": with_field(1, 1.5),
-    "store-bool": with_field(2, True),
-    "store-two": with_field(2, 2),
-    "hash-uppercase": with_field(3, "0123456789ABCDEF"),
-    "hash-short": with_field(3, "0123456789abcde"),
-    "hash-long": with_field(3, "0123456789abcdef0"),
-    "hash-text": with_field(3, "the instructions"),
-    "conversation-overlong": with_field(4, "conv_" + "x" * MAX_ID_CHARS),
-    "conversation-brace": with_field(4, "conv}1"),
-    "count-negative": with_field(5, -3),
-    "count-huge": with_field(6, 2**40),
-    "count-nested": with_field(5, [1]),
-    "outputs-too-many": with_field(7, [GOOD[7][1]] * (MAX_OUTPUT_ITEMS + 1)),
-    "outputs-object": with_field(7, {"0": GOOD[7][0]}),
-    "parent-bad-charset": with_field(8, "resp_<script>"),
-    "messages-too-many": with_field(9, [1, 2, 3, 4, 5]),
-    "messages-fingerprint-too-big": with_field(9, [2**64]),
-    "copies-index-past-outputs": with_field(10, [[MAX_OUTPUT_ITEMS, 8]]),
-    "copies-shape-negative": with_field(10, [[0, -8]]),
+    "not-an-object": [GOOD["id"], GOOD["s"]],
+    "object-in-a-list": [GOOD],
+    "missing-id": {key: value for key, value in GOOD.items() if key != "id"},
+    "id-null": with_field("id", None),
+    "id-overlong": with_field("id", "resp_" + "a" * (MAX_ID_CHARS - 4)),
+    "id-telemetry-injection": with_field("id", "resp_h\nopenai_responses.signals=unstored_parent"),
+    "id-spaces": with_field("id", "resp h"),
+    "id-brace": with_field("id", "resp_{h}"),  # a Redis Cluster hash tag inside a key name
+    "id-unicode": with_field("id", "resp_\u0570"),
+    "id-empty": with_field("id", ""),
+    "id-number": with_field("id", 12),
+    "sequence-string": with_field("s", "1"),
+    "sequence-negative": with_field("s", -1),
+    "sequence-huge": with_field("s", 2**63),
+    "sequence-float": with_field("s", 1.5),
+    "sequence-null": with_field("s", None),
+    "store-bool": with_field("st", True),
+    "store-two": with_field("st", 2),
+    "store-null": with_field("st", None),
+    "hash-uppercase": with_field("h", "0123456789ABCDEF"),
+    "hash-short": with_field("h", "0123456789abcde"),
+    "hash-long": with_field("h", "0123456789abcdef0"),
+    "hash-text": with_field("h", "the instructions"),
+    "conversation-overlong": with_field("c", "conv_" + "x" * MAX_ID_CHARS),
+    "conversation-brace": with_field("c", "conv}1"),
+    "count-negative": with_field("m", -3),
+    "count-huge": with_field("cm", 2**40),
+    "count-nested": with_field("m", [1]),
+    "outputs-too-many": with_field("o", [GOOD["o"][1]] * (MAX_OUTPUT_ITEMS + 1)),
+    "outputs-object": with_field("o", {"0": GOOD["o"][0]}),
+    "parent-bad-charset": with_field("p", "resp_<script>"),
+    "messages-too-many": with_field("im", [1, 2, 3, 4, 5]),
+    "messages-fingerprint-too-big": with_field("im", [2**64]),
+    "copies-index-past-outputs": with_field("cp", [[MAX_OUTPUT_ITEMS, 8]]),
+    "copies-shape-negative": with_field("cp", [[0, -8]]),
+    "copies-short": with_field("cp", [[0]]),
     "item-type-uppercase": with_output(0, "Reasoning"),
     "item-type-spaces": with_output(0, "function call"),
     "item-type-overlong": with_output(0, "a" * 65),
@@ -534,29 +442,73 @@ HOSTILE_FIELDS: dict[str, object] = {
     "fingerprint-negative": with_output(6, -1),
     "awaits-bool": with_output(7, True),
     "shape-huge": with_output(8, 2**40),
-    "item-short": with_field(7, [GOOD[7][0][:8]]),
+    "item-short": with_field("o", [GOOD["o"][0][:8]]),
+    "item-long": with_field("o", [[*GOOD["o"][0], None]]),
+    "item-object": with_field("o", [{"type": "message"}]),
+    # The lineage: its turn, its id, the span that made it (a trace and a span id, both or neither).
+    "lineage-object": with_field("t", {"turn": 1}),
+    "turn-negative": with_field("t", -1),
+    "turn-string": with_field("t", "1"),
+    "turn-huge": with_field("t", 2**40),
+    "lineage-injection": with_field("l", "conv_1\nopenai_responses.turn=1"),
+    "lineage-overlong": with_field("l", "conv_" + "x" * MAX_ID_CHARS),
+    "trace-uppercase": with_field("tr", "F" * 32),
+    "trace-short": with_field("tr", "f" * 31),
+    "trace-without-span": with_field("tr", "f" * 32, without=("sp",)),
+    "span-long": with_field("sp", "f" * 17),
+    "span-without-trace": with_field("sp", "f" * 16, without=("tr",)),
+    "trace-number": with_field("tr", 2**100),
+    # What an entry says beyond its items.
+    "deleted-object": with_field("d", {"deleted": 1}),
+    "deleted-list": with_field("d", [1]),
+    "deleted-bool": with_field("d", True),
+    "written-two": with_field("w", 2),
+    "system-string": with_field("ss", "1"),
+    "instructed-injection": with_field("ii", "resp_1\nopenai_responses.signals=x"),
+    "instructed-turn-negative": with_field("it", -1),
+    "turn-without-response": with_field("it", 3, without=("ii",)),
+    # The calls the state holds, the outputs a replay gave, the system messages.
+    "held-not-a-list": with_field("hc", {"calls": []}),
+    "held-partial-list": with_field("hp", [1]),
+    "held-partial-bool": with_field("hp", True),
+    "held-partial-two": with_field("hp", 2),
+    "held-call-id-bad": with_field("hc", ["call 1"]),
+    "held-call-id-injection": with_field("hc", ["call_1\nopenai_responses.signals=x"]),
+    "held-call-id-number": with_field("hc", [1]),
+    "held-too-many-calls": with_field("hc", [f"call_{n}" for n in range(MAX_HELD_CALLS + 1)]),
+    "held-too-many-answered": with_field("ho", [f"call_{n}" for n in range(MAX_HELD_CALLS + 1)]),
+    "given-not-a-list": with_field("g", {"call_1": [1, 2]}),
+    "given-too-many": with_field("g", [[f"call_{n}", 1, 1] for n in range(MAX_GIVEN_OUTPUTS + 1)]),
+    "given-short": with_field("g", [["call_1", 1]]),
+    "given-call-id-bad": with_field("g", [["call{1}", 1, 1]]),
+    "given-length-negative": with_field("g", [["call_1", -1, 1]]),
+    "given-length-huge": with_field("g", [["call_1", 2**33, 1]]),
+    "given-fingerprint-too-big": with_field("g", [["call_1", 1, 2**64]]),
+    "given-fingerprint-string": with_field("g", [["call_1", 1, "ffff"]]),
+    "systems-negative": with_field("sy", -1),
+    "systems-null": with_field("sy", None),
+    "systems-bool": with_field("sy", True),
+    # The app messages the request was given, one keyed fingerprint.
+    "given-messages-too-big": with_field("gm", 2**64),
+    "given-messages-negative": with_field("gm", -1),
+    "given-messages-string": with_field("gm", "ffffffffffffffff"),
+    "given-messages-list": with_field("gm", [1]),
+    "given-messages-bool": with_field("gm", True),
 }
 HOSTILE_BYTES: dict[str, bytes] = {
     "not-json": b"not json at all",
-    "not-ascii": b'["resp_h\xff"]',
+    "not-ascii": b'{"id":"resp_h\xff"}',
     "deep": b"[" * 5000 + b"]" * 5000,
-    "huge": b"[" + b"1," * 20_000 + b"1]",
-    "int-of-5000-digits": b"[" + b"9" * 5000 + b"]",
-    "nan": json.dumps(with_field(1, float("nan"))).encode(),
+    "deep-object": b'{"zz":' * 5000 + b"1" + b"}" * 5000,
+    "huge": b'{"id":"resp_h","zz":[' + b"1," * 20_000 + b"1]}",
+    "int-of-5000-digits": b'{"id":"resp_h","s":' + b"9" * 5000 + b"}",
+    "nan": content_of(with_field("s", float("nan"))),
     "empty": b"",
 }
 
 
-def _json_list(content: bytes) -> list[Any] | None:
-    try:
-        doc = json.loads(content)
-    except (ValueError, RecursionError):
-        return None
-    return doc if isinstance(doc, list) else None
-
-
 def _hostile_cases() -> list[Any]:
-    cases = [pytest.param(json.dumps(doc).encode(), id=name) for name, doc in HOSTILE_FIELDS.items()]
+    cases = [pytest.param(content_of(doc), id=name) for name, doc in HOSTILE_FIELDS.items()]
     return cases + [pytest.param(raw, id=name) for name, raw in HOSTILE_BYTES.items()]
 
 
@@ -565,34 +517,37 @@ def test_hostile_entry_content_is_rejected_and_counted(
     content: bytes, admin: redis.Redis, make: Callable[..., RedisLedger]
 ) -> None:
     assert decode_entry(content) is None
-    reader = make(accept_unsigned=True)
+    reader = make()
     ns = reader.namespace
     assert ns is not None
-    v2 = content
-    doc = _json_list(content)
-    if doc is not None and doc:  # format 2 has none of format 7's last five fields, its version in front
-        v2 = json.dumps([2, *doc[: len(doc) - 5]]).encode()
-    elif content.startswith(b"[") and not content.startswith(b"[["):
-        v2 = b"[2," + content[1:] if content != b"[]" else content
-    sealed = Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", content)
-    admin.set(f"{ns}:{{resp_h}}:r", sealed)
+    admin.set(f"{ns}:{{resp_h}}:r", Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", content))
     assert reader.get("resp_h") is None
-    admin.set(f"{ns}:{{resp_h}}:r", v2)
-    assert reader.get("resp_h") is None
-    assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 1, "forged": 0}
 
 
 def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
     """The cases above fail for what they change, not for the base they change."""
-    good = json.dumps(GOOD).encode()
-    assert decode_entry(good) == dataclasses.replace(rich_entry("resp_h"), shared=True)
-    reader = make(accept_unsigned=True)
+    good = content_of(GOOD)
+    assert decode_entry(good) == as_shared(rich_entry("resp_h"))
+    reader = make()
     ns = reader.namespace
     admin.set(f"{ns}:{{resp_h}}:r", Codec(FLEET).seal(f"{ns}:{{resp_h}}:r", good))
     assert reader.get("resp_h") is not None
-    reader = make(accept_unsigned=True)
-    admin.set(f"{ns}:{{resp_h}}:r", json.dumps([2, *GOOD[:11]]).encode())
-    assert reader.get("resp_h") is not None
+    # Their near misses decode: the bounds themselves, a field's null where it may be none.
+    for doc in (
+        with_field("o", [GOOD["o"][1]] * MAX_OUTPUT_ITEMS),
+        with_field("hc", [f"call_{n}" for n in range(MAX_HELD_CALLS)]),
+        with_field("g", [[f"call_{n}", 2**32 - 1, 2**64 - 1] for n in range(MAX_GIVEN_OUTPUTS)]),
+        with_field("cp", [[MAX_OUTPUT_ITEMS - 1, 2**40 - 1]]),
+        with_field("s", 2**63 - 1),
+        with_field("im", [1, 2, 3, 2**64 - 1]),
+        with_field("id", "resp_" + "a" * (MAX_ID_CHARS - 5)),
+        with_field("h", None),
+        with_field("p", None),
+        with_field("tr", None, without=("sp",)),
+        with_field("ii", None, without=("it",)),
+    ):
+        assert entry_from_fields(doc) is not None, doc
 
 
 @pytest.mark.parametrize(
@@ -624,15 +579,15 @@ def test_the_hostile_table_starts_from_a_good_entry(admin: redis.Redis, make: Ca
 def test_hostile_location_content_is_rejected_and_counted(
     content: bytes, admin: redis.Redis, make: Callable[..., RedisLedger]
 ) -> None:
-    reader = make(accept_unsigned=True)
+    reader = make()
     ns = reader.namespace
     genuine = make()
     genuine.record(rich_entry("resp_h"), None)
     assert genuine.flush(5)
     admin.set(f"{ns}:{{item_h}}:i", Codec(FLEET).seal(f"{ns}:{{item_h}}:i", content))
-    admin.set(f"{ns}:{{item_u}}:i", content)
+    admin.set(f"{ns}:{{item_u}}:i", content)  # not sealed at all
     assert reader.places(["item_h", "item_u"]) == [(), ()]
-    assert counts(reader, "undecodable", "forged", "unsigned") == {"undecodable": 2, "forged": 0, "unsigned": 0}
+    assert counts(reader, "undecodable", "forged") == {"undecodable": 2, "forged": 0}
 
 
 def test_hostile_marker_content_is_rejected(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
@@ -660,6 +615,8 @@ def test_hostile_marker_content_is_rejected(admin: redis.Redis, make: Callable[.
         {"outputs": (ItemMeta("Odd Type", "x_1", None, None, None, False),)},
         {"outputs": (ItemMeta("function_call", "fc_1", "call 1", None, None, False, None, True),)},
         {"parent_id": "resp\u00e9"},
+        {"span_id": None},
+        {"instructed_id": None},
     ],
     ids=lambda changes: next(iter(changes)),
 )
@@ -696,6 +653,8 @@ def test_what_one_process_writes_another_reads(admin: redis.Redis, make: Callabl
         rich_entry(
             "a.b:c-D_9", outputs=tuple(ItemMeta("x" * 64, f"i_{n}", None, "z" * 64, None, False) for n in range(3))
         ),
+        Entry("resp_bare"),
+        rich_entry("resp_app", written_by_app=True, deleted=True, store=False, turn=0),
     ]
     writer = make()
     for entry in variants:
@@ -735,145 +694,7 @@ def test_ids_of_the_recorded_api_traffic_and_the_emulator_pass(client: openai.Op
     assert shareable(entry)
 
 
-# -- a rolling deploy ----------------------------------------------------------------------------------------
-
-
-def chat_signals(cap: CapturedTelemetry) -> list[tuple[str, ...]]:
-    return [tuple(dict(span.attributes or {})["openai_responses.signals"]) for span in cap.chat_spans()]  # type: ignore[arg-type]
-
-
-def test_an_old_writer_and_a_new_reader_share_one_redis(
-    admin: redis.Redis, make: Callable[..., RedisLedger], client: openai.OpenAI
-) -> None:
-    """The previous release's processes write format 2 under their key names (no hash tags). By default this release
-    does not read them: checks against the old writers' responses are silent, never wrong. With accept_unsigned=True
-    (a single node: the previous release had no cluster support) the old names are asked in the same round trip, and
-    the values read (marked shared) and checked as before."""
-    with capture(hash_key=KEY):  # the old processes, as far as the API is concerned
-        called = client.responses.create(model=MODEL, input=[tool_request()], tools=TOOLS)
-        unstored = client.responses.create(model=MODEL, input="The marker is V-2.", store=False)
-    call = next(item for item in called.output if item.type == "function_call")
-    old: dict[str, bytes] = {}
-    namespace = f"otel-responses:{FLEET.key_id()}"
-    calls = (ItemMeta("function_call", call.id, call.call_id, None, None, False, None, True),)
-    old |= v2_commands(namespace, Entry(called.id, 1, True, None, "conv_old", calls, 1, 0), None)
-    old |= v2_commands(namespace, Entry(unstored.id, 2, False, None, None, (), 1, 0), "resp_old_parent")
-    admin.mset(old)
-
-    strict_reader = make()
-    assert strict_reader.get(called.id) is None
-    assert strict_reader.latest_in_conversation("conv_old") is None
-    assert strict_reader.places([call.id or "", ("function_call", call.call_id)]) == [(), ()]
-    assert strict_reader.has_child("resp_old_parent") is False
-    # Its values live under the previous release's names (no hash tags): not even read.
-    assert counts(strict_reader, "unsigned", "forged", "undecodable") == {"unsigned": 0, "forged": 0, "undecodable": 0}
-    with capture(ledger=make(), hash_key=KEY) as cap:
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
-    assert chat_signals(cap) == [(), ()]  # silent during the deploy
-
-    lenient = make(accept_unsigned=True)
-    entry = lenient.get(called.id)
-    assert entry is not None
-    assert entry.shared is True
-    assert entry.pending_calls == (call.call_id,)
-    assert lenient.places([call.id or ""])[0] == ((entry, 0),)
-    assert lenient.has_child("resp_old_parent") is True
-    with capture(ledger=make(accept_unsigned=True), hash_key=KEY) as cap:
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="next", previous_response_id=called.id, tools=TOOLS)
-        with pytest.raises(openai.BadRequestError):
-            client.responses.create(model=MODEL, input="marker?", previous_response_id=unstored.id)
-    assert chat_signals(cap) == [("missing_tool_output",), ("unstored_parent",)]
-
-
-def test_an_old_reader_ignores_new_values(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
-    """The previous release's decoder, given every value this release writes, returns None and never raises (its
-    continued-marker check only asks whether the key exists, and a format-3 marker means the same thing)."""
-    writer = make()
-    writer.record(rich_entry(), "resp_parent")
-    writer.record(
-        rich_entry("resp_plain", outputs=(ItemMeta("message", "msg_2", None, "assistant", None, False, 7),)), None
-    )
-    assert writer.flush(5)
-    stored = keys_and_values(admin)
-    assert len(stored) > 6
-    for name, value in stored.items():
-        assert v2_decode_entry(value) is None, name
-        assert v2_decode_location(value) is None, name
-
-
-def test_the_frozen_format_2_encoder_matches_what_this_release_reads_with_accept_unsigned() -> None:
-    """The frozen encoder and this release's format-2 reader agree on every field (format 2 had no lineage)."""
-    entry = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS, **NO_STATE)
-    encoded = v2_encode_entry(entry)
-    assert encoded is not None
-    assert encoded[0].startswith(b"[2,")
-    assert v2_decode_entry(encoded[0]) == entry
-    assert decode_entry(encoded[0], version=2) == dataclasses.replace(entry, shared=True)
-    assert decode_entry(encoded[0]) is None  # not format 7
-    # Format 1 (two releases back) no longer decodes.
-    assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=2) is None
-    assert decode_entry(b'[1,"resp_1",1,1,null,null,1,0,[]]', version=1) is None
-
-
-# -- format 4: the lineage -------------------------------------------------------------------------------------
-
-
-def test_a_format_3_value_of_the_previous_release_still_decodes(
-    admin: redis.Redis, make: Callable[..., RedisLedger]
-) -> None:
-    """Format 3 (sealed, no lineage) is read during a rolling deploy: the entry is whole, its lineage unknown."""
-    reader = make()
-    ns = reader.namespace
-    assert ns is not None
-    entry = rich_entry()
-    fields = entry_fields(entry)[:11]
-    content = json.dumps(fields, separators=(",", ":")).encode()
-    name = f"{ns}:{{resp_rich}}:r"
-    admin.set(name, b"v3." + expected_mac(name, content, version=3) + b"." + content)
-    read = reader.get("resp_rich")
-    assert read == dataclasses.replace(
-        entry, shared=True, turn=None, lineage_id=None, trace_id=None, span_id=None, **NO_FACTS, **NO_STATE
-    )
-    # A format-3 MAC does not open a format-4 value, nor the other way round: the version is bound.
-    admin.set(name, b"v4." + expected_mac(name, content, version=3) + b"." + content)
-    assert make().get("resp_rich") is None
-
-
-def test_the_lineage_round_trips_and_none_is_null() -> None:
-    entry = rich_entry()
-    assert entry_fields(entry)[11] == [7, "conv_1", "f" * 32, "f" * 16]
-    assert decode_entry(json.dumps(entry_fields(entry)).encode()) == dataclasses.replace(entry, shared=True)
-    bare = rich_entry(turn=None, lineage_id=None, trace_id=None, span_id=None)
-    assert entry_fields(bare)[11] is None
-    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
-
-
-HOSTILE_LINEAGE: dict[str, object] = {
-    "not-a-list": {"turn": 1},
-    "short": [1, "conv_1", "f" * 32],
-    "turn-negative": [-1, "conv_1", "f" * 32, "f" * 16],
-    "turn-string": ["1", "conv_1", "f" * 32, "f" * 16],
-    "turn-huge": [2**40, "conv_1", "f" * 32, "f" * 16],
-    "lineage-injection": [1, "conv_1\nopenai_responses.turn=1", "f" * 32, "f" * 16],
-    "lineage-overlong": [1, "conv_" + "x" * MAX_ID_CHARS, "f" * 32, "f" * 16],
-    "trace-uppercase": [1, "conv_1", "F" * 32, "f" * 16],
-    "trace-short": [1, "conv_1", "f" * 31, "f" * 16],
-    "span-long": [1, "conv_1", "f" * 32, "f" * 17],
-    "span-without-trace": [1, "conv_1", None, "f" * 16],
-    "trace-number": [1, "conv_1", 2**100, "f" * 16],
-}
-
-
-@pytest.mark.parametrize("lineage", list(HOSTILE_LINEAGE.values()), ids=list(HOSTILE_LINEAGE))
-def test_a_hostile_lineage_is_rejected(lineage: object) -> None:
-    assert decode_entry(json.dumps(with_field(11, lineage)).encode()) is None
-
-
-# -- format 5: the hash-tagged key layout ----------------------------------------------------------------------
+# -- the key layout ------------------------------------------------------------------------------------------
 
 
 def test_key_names_carry_a_hash_tag_of_their_own() -> None:
@@ -892,71 +713,19 @@ def test_key_names_carry_a_hash_tag_of_their_own() -> None:
     assert len(slots) > 32  # spread over the cluster, not one slot
 
 
-def test_a_format_4_value_still_decodes_under_the_new_key_name(
-    admin: redis.Redis, make: Callable[..., RedisLedger]
-) -> None:
-    """Format 4 is format 5's content: a value sealed as v4 under a format-5 key name decodes (the version is bound
-    by the MAC). Values under the old layout's names (`{ns}:r:{id}`) are not asked for: silent, never false."""
-    reader = make()
-    ns = reader.namespace
+def test_an_entry_the_app_wrote_is_never_a_place(admin: redis.Redis, make: Callable[..., RedisLedger]) -> None:
+    """Items the app wrote into a conversation answer conversation-mode questions, never where a replayed item came
+    from: none of their locations is written, and a location naming such an entry finds nothing."""
+    writer = make()
+    written = rich_entry("conversation-items:conv_1:9", parent_id=None, written_by_app=True)
+    writer.record(written, None)
+    assert writer.flush(5)
+    ns = writer.namespace
     assert ns is not None
-    entry = rich_entry()
-    content = json.dumps(entry_fields(entry)[:12], separators=(",", ":")).encode()
-    name = entry_key(ns, "resp_rich")
-    admin.set(name, b"v4." + expected_mac(name, content, version=4) + b"." + content)
-    assert reader.get("resp_rich") == dataclasses.replace(entry, shared=True, **NO_FACTS, **NO_STATE)
-    admin.delete(name)
-    old = f"{ns}:r:resp_rich"
-    admin.set(old, b"v4." + expected_mac(old, content, version=4) + b"." + content)
-    assert make().get("resp_rich") is None
-
-
-@pytest.mark.parametrize(
-    ("key", "legacy"),
-    [
-        ("otel-responses:abc:{resp_1}:r", "otel-responses:abc:r:resp_1"),
-        ("otel-responses:abc:{resp_1}:k", "otel-responses:abc:k:resp_1"),
-        ("otel-responses:abc:{conv_1}:c", "otel-responses:abc:c:conv_1"),
-        ("otel-responses:abc:{msg_1}:i", "otel-responses:abc:i:msg_1"),
-        ("otel-responses:abc:{function_call:call_1}:t", "otel-responses:abc:t:function_call:call_1"),
-        ("otel-responses:abc:{00000000000000ff}:f", "otel-responses:abc:f:00000000000000ff"),
-        ("otel-responses:abc:r:resp_1", None),
-    ],
-)
-def test_the_previous_releases_key_names(key: str, legacy: str | None) -> None:
-    assert legacy_key(key) == legacy
-
-
-# -- format 6: the entry's facts and several positions per item -----------------------------------------------
-
-
-def test_a_format_5_value_of_the_previous_release_still_decodes(
-    admin: redis.Redis, make: Callable[..., RedisLedger]
-) -> None:
-    """During a rolling deploy this release reads what the previous one writes (format 5): entries without facts,
-    single-position locations, and its entries of items the app wrote to a conversation, known by their name, which
-    are never a place an item is found."""
-    reader = make()
-    ns = reader.namespace
-    assert ns is not None
-    entry = rich_entry()
-    content = json.dumps(entry_fields(entry)[:12], separators=(",", ":")).encode()
-    name = entry_key(ns, "resp_rich")
-    location = location_key(ns, "msg_1")
-    assert location is not None
-    admin.set(name, b"v5." + expected_mac(name, content, version=5) + b"." + content)
-    admin.set(location, b"v5." + expected_mac(location, b"1:resp_rich", version=5) + b".1:resp_rich")
-    read = dataclasses.replace(entry, shared=True, **NO_FACTS, **NO_STATE)
-    assert reader.get("resp_rich") == read
-    assert reader.places(["msg_1"]) == [((read, 1),)]
-    # The previous release's entry of app-written items, with the location of its call it also wrote.
-    written = rich_entry("conversation-items:conv_1:9", parent_id=None)
-    content = json.dumps(entry_fields(written)[:12], separators=(",", ":")).encode()
-    name, call = entry_key(ns, written.response_id), location_key(ns, ("function_call", "call_abc"))
+    assert {name.rsplit(":", 1)[1] for name in keys_and_values(admin)} == {"r", "c"}
+    call = location_key(ns, ("function_call", "call_abc"))
     assert call is not None
-    place = f"2:{written.response_id}".encode()
-    admin.set(name, b"v5." + expected_mac(name, content, version=5) + b"." + content)
-    admin.set(call, b"v5." + expected_mac(call, place, version=5) + b"." + place)
+    admin.set(call, Codec(FLEET).seal(call, f"2:{written.response_id}".encode()))
     fresh = make()
     got = fresh.get(written.response_id)
     assert got is not None
@@ -964,68 +733,29 @@ def test_a_format_5_value_of_the_previous_release_still_decodes(
     assert fresh.places([("function_call", "call_abc")]) == [()]
 
 
-def test_the_facts_round_trip_and_none_is_null() -> None:
-    entry = rich_entry(deleted=True)
-    assert entry_fields(entry)[12] == [1, 0, "resp_first", 1, 1]
-    assert decode_entry(json.dumps(entry_fields(entry)).encode()) == dataclasses.replace(entry, shared=True)
-    bare = rich_entry(**NO_FACTS)
-    assert entry_fields(bare)[12] is None
-    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
+# -- the calls the state holds, the outputs a replay gave ------------------------------------------------------
 
 
-HOSTILE_FACTS: dict[str, object] = {
-    "not-a-list": {"deleted": 1},
-    "short": [0, 0, None, None],
-    "long": [0, 0, None, None, 0, 0],
-    "deleted-bool": [True, 0, None, None, 0],
-    "written-two": [0, 2, None, None, 0],
-    "system-string": [0, 0, None, None, "1"],
-    "instructed-injection": [0, 0, "resp_1\nopenai_responses.signals=x", 1, 0],
-    "instructed-turn-negative": [0, 0, "resp_1", -1, 0],
-    "turn-without-response": [0, 0, None, 3, 0],
-}
-
-
-@pytest.mark.parametrize("facts", list(HOSTILE_FACTS.values()), ids=list(HOSTILE_FACTS))
-def test_hostile_facts_are_rejected(facts: object) -> None:
-    assert decode_entry(json.dumps(with_field(12, facts)).encode()) is None
-
-
-def test_the_previous_release_ignores_format_7(
-    admin: redis.Redis, make: Callable[..., RedisLedger], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The previous release's format table ends at 6: every value this one writes is of a version it does not know,
-    counted undecodable and treated as absent (its checks against this release's turns are silent, never false)."""
-    writer = make()
-    writer.record(rich_entry(), "resp_parent")
-    assert writer.flush(5)
-    monkeypatch.delitem(FORMATS, 7)  # the previous release's table
-    old = make()
-    assert old.get("resp_rich") is None
-    assert old.places(["msg_1", "rs_1", ("function_call", "call_abc")]) == [(), (), ()]
-    assert old.latest_in_conversation("conv_1") is None
-    assert old.has_child("resp_parent") is False
-    assert old.stats()["undecodable"] == 6
-
-
-# -- format 7: the calls the state holds, the outputs a replay gave, the system messages -------------------------
-
-
-def test_the_held_calls_given_outputs_and_system_messages_round_trip_and_none_is_null() -> None:
+def test_the_held_calls_and_given_outputs_are_written_as_documented() -> None:
     entry = rich_entry()
-    fields = entry_fields(entry)
-    assert fields[13:] == [[["call_old", "call_abc"], ["call_old"], 0], [["call_old", 4096, 2**64 - 1]], 2]
-    assert decode_entry(json.dumps(fields).encode()) == dataclasses.replace(entry, shared=True)
-    # Nothing held and nothing dropped (a first turn without tools): null. Nothing known: said so.
+    doc = entry_fields(entry)
+    assert (doc["hc"], doc["ho"], doc["hp"], doc["g"], doc["sy"]) == (
+        ["call_old", "call_abc"],
+        ["call_old"],
+        0,
+        [["call_old", 4096, 2**64 - 1]],
+        2,
+    )
+    # Nothing held and nothing dropped (a first turn without tools): said; nothing known: left out (the default).
     bare = rich_entry(held_calls=(), held_outputs=(), held_partial=False, given_outputs=(), input_system_messages=0)
-    assert entry_fields(bare)[13:] == [None, None, 0]
-    assert decode_entry(json.dumps(entry_fields(bare)).encode()) == dataclasses.replace(bare, shared=True)
+    assert [entry_fields(bare).get(key) for key in ("hc", "ho", "hp", "g", "sy")] == [None, None, 0, None, None]
+    assert decode_entry(content_of(entry_fields(bare))) == as_shared(bare)
     unknown = rich_entry(held_calls=(), held_outputs=(), held_partial=True)
-    assert entry_fields(unknown)[13] == [[], [], 1]
+    assert "hp" not in entry_fields(unknown)
     # The hash this process keeps of a given output's text is never written.
     local = rich_entry(given_outputs=(GivenOutput("call_old", 4096, 7, local=-12345),))
-    assert entry_fields(local)[14] == [["call_old", 4096, 7]]
-    read = decode_entry(json.dumps(entry_fields(local)).encode())
+    assert entry_fields(local)["g"] == [["call_old", 4096, 7]]
+    read = decode_entry(content_of(entry_fields(local)))
     assert read is not None
     assert read.given_outputs == (GivenOutput("call_old", 4096, 7, None),)
 
@@ -1065,33 +795,52 @@ def test_an_apps_own_call_id_a_reader_would_reject_is_left_out_of_the_shared_val
     assert counts(reader, "undecodable", "forged") == {"undecodable": 0, "forged": 0}
 
 
-HOSTILE_STATE: dict[str, tuple[int, object]] = {
-    "held-not-a-list": (13, {"calls": []}),
-    "held-short": (13, [[], []]),
-    "held-dropped-bool": (13, [[], [], True]),
-    "held-dropped-two": (13, [[], [], 2]),
-    "held-call-id-bad": (13, [["call 1"], [], 0]),
-    "held-call-id-injection": (13, [["call_1\nopenai_responses.signals=x"], [], 0]),
-    "held-call-id-number": (13, [[1], [], 0]),
-    "held-too-many-calls": (13, [[f"call_{n}" for n in range(MAX_HELD_CALLS + 1)], [], 0]),
-    "held-too-many-answered": (13, [[], [f"call_{n}" for n in range(MAX_HELD_CALLS + 1)], 0]),
-    "given-not-a-list": (14, {"call_1": [1, 2]}),
-    "given-too-many": (14, [[f"call_{n}", 1, 1] for n in range(MAX_GIVEN_OUTPUTS + 1)]),
-    "given-short": (14, [["call_1", 1]]),
-    "given-call-id-bad": (14, [["call{1}", 1, 1]]),
-    "given-length-negative": (14, [["call_1", -1, 1]]),
-    "given-length-huge": (14, [["call_1", 2**33, 1]]),
-    "given-fingerprint-too-big": (14, [["call_1", 1, 2**64]]),
-    "given-fingerprint-string": (14, [["call_1", 1, "ffff"]]),
-    "systems-negative": (15, -1),
-    "systems-null": (15, None),
-    "systems-bool": (15, True),
-}
+def test_an_entry_that_lists_no_held_calls_knows_no_call_beyond_its_own(
+    admin: redis.Redis, make: Callable[..., RedisLedger]
+) -> None:
+    """An entry without the held calls (a writer that did not know them, or one that left them out for size) says
+    its state may hold others: an output whose call is not among its own outputs is then no orphan (its chain may hold
+    it); an entry that holds the chain's calls still names one."""
+    reader = make()
+    ns = reader.namespace
+    assert ns is not None
+    answer = ItemMeta("message", "msg_9", None, "assistant", None, False, 9)
+    entry = rich_entry("resp_few", outputs=(answer,), copies=(), held_calls=("call_old",), held_outputs=("call_old",))
+    doc = {key: value for key, value in entry_fields(entry).items() if key not in ("hc", "ho", "hp")}
+    name = entry_key(ns, "resp_few")
+    admin.set(name, Codec(FLEET).seal(name, content_of(doc)))
+    read = reader.get("resp_few")
+    assert read == as_shared(dataclasses.replace(entry, held_calls=(), held_outputs=(), held_partial=True))
+    whole = make()
+    whole.record(dataclasses.replace(entry, response_id="resp_whole"), None)
+    assert whole.flush(5)
+    for parent, orphan, resent in (
+        ("resp_few", [], []),
+        ("resp_whole", ["orphan_tool_output"], ["context_duplicated"]),
+    ):
+        assert chained_signals(make(), parent, "call_9") == orphan, parent
+        # An output the chain already answered (held by the whole entry only) is sent twice.
+        assert chained_signals(make(), parent, "call_old") == resent, parent
 
 
-@pytest.mark.parametrize(("index", "value"), list(HOSTILE_STATE.values()), ids=list(HOSTILE_STATE))
-def test_hostile_held_calls_given_outputs_and_system_counts_are_rejected(index: int, value: object) -> None:
-    assert decode_entry(json.dumps(with_field(index, value)).encode()) is None
+def chained_signals(ledger: RedisLedger, parent: str, call_id: str) -> list[str]:
+    """The request-side signals of a request chained to ``parent`` that sends one tool output, as a call of another
+    process of the fleet checks it."""
+    from otel_responses._analysis.analysis import analyse
+    from otel_responses._analysis.checks import Situation, run_request_checks
+    from otel_responses._analysis.facts import request_facts
+    from otel_responses.config import settings_from
+
+    output = {"type": "function_call_output", "call_id": call_id, "output": "x"}
+    req = request_facts(
+        "chat", {"model": MODEL, "previous_response_id": parent, "input": [output]}, settings_from({"hash_key": KEY})
+    )
+    raised = run_request_checks(req, analyse(req, ledger.for_call()), Situation(False, False))
+    assert all(not s.refusable for s in raised)  # facts read from a shared store
+    return [s.name for s in raised]
+
+
+# -- the size bound --------------------------------------------------------------------------------------------
 
 
 def api_sized_entry(id_chars: int = 55, call_id_chars: int = 29) -> Entry:
@@ -1117,19 +866,23 @@ def api_sized_entry(id_chars: int = 55, call_id_chars: int = 29) -> Entry:
         copies=(), parent_id=named("resp_p", id_chars, 0), input_messages=(2**64 - 1,) * 4, turn=2**32 - 1,
         lineage_id=named("resp_l", id_chars, 0), instructed_id=named("resp_i", id_chars, 0),
         instructed_turn=2**32 - 1, held_calls=held, held_outputs=held, given_outputs=given,
-        input_system_messages=2**32 - 1,
+        input_system_messages=2**32 - 1, input_app_messages=2**32 - 1, input_compactions=2**32 - 1,
+        store=False, deleted=True, written_by_app=True,
     )  # fmt: skip
 
 
 def test_an_entry_with_every_bound_full_and_the_apis_ids_fits_whole() -> None:
+    """Every field but the copies' shapes away from its default, every bound full, every number at its largest: the
+    whole entry fits under the entry size limit."""
     entry = api_sized_entry()
+    assert [row.key for row in FIELDS if row.key not in entry_fields(entry)] == ["cp"]
     encoded = encode_entry(entry)
     assert encoded is not None
     content, kept = encoded
     sealed = Codec(FLEET).seal("otel-responses:abc:{resp}:r", content)
     assert len(sealed) <= DEFAULT_MAX_ENTRY_BYTES
     assert kept == MAX_OUTPUT_ITEMS
-    assert decode_entry(content) == dataclasses.replace(entry, shared=True)  # nothing left out
+    assert decode_entry(content) == as_shared(entry)  # nothing left out
 
 
 def test_an_entry_with_every_bound_full_and_a_gateways_ids_keeps_what_the_rules_keep() -> None:
@@ -1160,7 +913,7 @@ def test_the_largest_entry_stays_under_the_entry_size_limit() -> None:
     do not fit; what is read back is then never evidence of an orphan. A limit too small for the entry even without
     its output items (five ids of that length) writes nothing, counted ``dropped``: missed, never false."""
     entry = api_sized_entry(MAX_ID_CHARS, MAX_ID_CHARS)
-    items = entry_fields(entry)[7]
+    items = entry_fields(entry)["o"]
     seen: list[str] = []
     kept: list[int] = []
     for limit in (DEFAULT_MAX_ENTRY_BYTES, 16384, 65536):
@@ -1192,45 +945,3 @@ def test_the_largest_entry_stays_under_the_entry_size_limit() -> None:
     read = decode_entry(encoded[0])
     assert read is not None
     assert (read.given_outputs, read.held_calls, read.held_partial) == ((), roomy.held_calls, False)
-
-
-def test_a_format_6_value_of_the_previous_release_still_decodes_and_knows_no_call_beyond_its_own(
-    admin: redis.Redis, make: Callable[..., RedisLedger]
-) -> None:
-    """During a rolling deploy an entry of the previous release (format 6) holds no calls: an output whose call is not
-    among its own outputs is then no orphan (its chain may hold it); an entry of this release that holds the chain's
-    calls still names one."""
-    reader = make()
-    ns = reader.namespace
-    assert ns is not None
-    answer = ItemMeta("message", "msg_9", None, "assistant", None, False, 9)
-    entry = rich_entry("resp_v6", outputs=(answer,), copies=(), held_calls=("call_old",), held_outputs=("call_old",))
-    content = json.dumps(entry_fields(entry)[:13], separators=(",", ":")).encode()
-    name = entry_key(ns, "resp_v6")
-    admin.set(name, b"v6." + expected_mac(name, content, version=6) + b"." + content)
-    read = reader.get("resp_v6")
-    assert read == dataclasses.replace(entry, shared=True, **NO_STATE)
-    newer = make()
-    newer.record(dataclasses.replace(entry, response_id="resp_v7"), None)
-    assert newer.flush(5)
-    for parent, orphan, resent in (("resp_v6", [], []), ("resp_v7", ["orphan_tool_output"], ["context_duplicated"])):
-        assert chained_signals(make(), parent, "call_9") == orphan, parent
-        # An output the chain already answered (held by the newer entry only) is sent twice.
-        assert chained_signals(make(), parent, "call_old") == resent, parent
-
-
-def chained_signals(ledger: RedisLedger, parent: str, call_id: str) -> list[str]:
-    """The request-side signals of a request chained to ``parent`` that sends one tool output, as a call of another
-    process of the fleet checks it."""
-    from otel_responses._analysis.analysis import analyse
-    from otel_responses._analysis.checks import Situation, run_request_checks
-    from otel_responses._analysis.facts import request_facts
-    from otel_responses.config import settings_from
-
-    output = {"type": "function_call_output", "call_id": call_id, "output": "x"}
-    req = request_facts(
-        "chat", {"model": MODEL, "previous_response_id": parent, "input": [output]}, settings_from({"hash_key": KEY})
-    )
-    raised = run_request_checks(req, analyse(req, ledger.for_call()), Situation(False, False))
-    assert all(not s.refusable for s in raised)  # facts read from a shared store
-    return [s.name for s in raised]

@@ -183,7 +183,7 @@ def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
                 first = client.responses.create(model="gpt-4.1-mini", input="Hello.")
                 client.responses.create(model="gpt-4.1-mini", input="And?", previous_response_id=first.id)
         backend = ("otel_responses.ledger.redis", "otel_responses.ledger._codec", "otel_responses.ledger._writer",
-                   "otel_responses.ledger._async", "otel_responses.redis_ledger")
+                   "otel_responses.ledger._async")
         loaded = sorted(m for m in sys.modules if m in backend or m == "redis" or m.startswith("redis."))
         print(json.dumps({"loaded": loaded, "hooks": atexit._ncallbacks() - before}))
         """

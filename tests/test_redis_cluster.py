@@ -4,13 +4,14 @@
 The key tests of tests/test_redis_ledger.py run against a single node and this cluster (``store``/``process_a``
 parametrized); here: a replay's lookup of many keys works on the cluster where one ``MGET`` would fail with
 ``CROSSSLOT`` (silently, were it swallowed), a master killed mid-run never reaches the app and checks resume once its
-replica took over, a cluster down at startup breaks nothing, the settings, and the hooks the async reads use.
+replica took over, a cluster down at startup breaks nothing, the settings, and what an async call's view reads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import re
 import socket
@@ -28,7 +29,7 @@ from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.ledger import Entry, InMemoryLedger
+from otel_responses.ledger import InMemoryLedger, LedgerView
 from otel_responses.ledger._codec import entry_key, location_key
 from otel_responses.ledger.redis import RedisLedger, seed_nodes
 from otel_responses.testing import capture
@@ -247,42 +248,39 @@ def test_cluster_settings() -> None:
         RedisLedger(url, prefix="otel{responses}")
 
 
-def test_the_hooks_of_asynchronous_reads(redis_cluster: LocalCluster, ledgers: list[RedisLedger]) -> None:
-    """A local-only view answers from the local tier without asking Redis nor marking the call; ``codec`` decodes a
-    value read for a key (``entry_key`` & co.); ``cache`` keeps the entry in the local tier, marked shared."""
+def test_an_awaited_view_reads_what_its_reads_ask_and_nothing_else(
+    redis_cluster: LocalCluster, ledgers: list[RedisLedger]
+) -> None:
+    """An async call's view (``prefetch``): the reads it is given run until they ask for nothing unread, each key
+    read once, with the entry's continued-marker (its slot); then the view answers from what was read, and a key never
+    read is absent without Redis being asked, nor the call marked."""
     redis_cluster.flush()
     writer = new_ledger(ledgers, redis_cluster.url, cluster=True)
     writer.bind(Fingerprinter(key_from_text(KEY)))
-    writer.record(entry_with_calls(1), None)
+    written = entry_with_calls(1)
+    writer.record(written, None)
+    writer.record(dataclasses.replace(written, response_id="resp_child"), written.response_id)
     assert writer.flush(5)
     reader = new_ledger(ledgers, redis_cluster.url, cluster=True)
-    assert reader.codec is None
-    assert reader.binding is None
     reader.bind(Fingerprinter(key_from_text(KEY)))
-    local = reader.for_call(local_only=True)
-    if local.local_only:  # one call's reads, awaited already
-        assert local.get(entry_with_calls(1).response_id) is None
-        assert local.unavailable is False
-        assert reader.stats()["reads"] == 0
-        assert reader.stats()["reads_skipped"] == 0
-        binding = reader.binding
-        assert binding is not None
-        assert reader.codec is binding[1]
-        namespace, codec = binding
-        key = entry_key(namespace, entry_with_calls(1).response_id)
-        with redis_cluster.client() as admin:
-            raw = admin.get(key)
-        entry = codec.entry(key, raw)
-        assert entry is not None
-        assert entry.shared is True
-        reader.cache(entry)
-        assert local.get(entry.response_id) == entry
-        own = Entry("resp_cached_unshared", 5, True, None, None, (), 1, 0)
-        reader.cache(own)
-        cached = local.get("resp_cached_unshared")
-        assert cached is not None
-        assert cached.shared is True
-    assert reader.stats()["reads"] == 0
+    view = reader.for_call()
+    asked: list[bool] = []
+
+    def reads(ledger: LedgerView) -> None:
+        entry = ledger.get(written.response_id)
+        asked.append(entry is not None and ledger.has_child(entry.response_id))
+
+    asyncio.run(view.prefetch(reads))
+    assert asked == [True]  # the first run stopped at the unread entry; the second read it and its marker
+    assert reader.stats()["reads"] == 1
+    got = view.get(written.response_id)
+    assert got is not None
+    assert (got.shared, got.outputs) == (True, written.outputs)
+    assert view.get("resp_never_asked") is None  # not read: absent, Redis not asked
+    assert view.has_child("resp_never_asked") is False
+    assert (reader.stats()["reads"], view.unavailable) == (1, False)
+    assert reader.for_call().get("resp_child") is not None  # another call's view reads Redis itself
+    assert reader.stats()["reads"] == 2
 
 
 # -- several seed nodes --------------------------------------------------------------------------------------

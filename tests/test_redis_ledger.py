@@ -184,6 +184,37 @@ def test_a_duplicate_id_resting_on_a_shared_entry_is_raised_never_refused(
     assert SHARED_FACT not in events[1][0]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_replay_of_the_users_messages_alone_is_named_across_processes(
+    store: Store, emulator: Emulator, client: openai.OpenAI, ledgers: list[RedisLedger], asynchronous: bool
+) -> None:
+    """Worker A answers a turn; worker B gets the replay that kept only the user's messages. The messages A's turn was
+    given are a key of its shared entry: B finds it (a sync read, or the async call's awaited ones) and names it."""
+    a = new_ledger(ledgers, store.url, **store.options)
+    ask = user("Remember this: the marker is S-9.")
+    with capture(ledger=a, hash_key=KEY):
+        first = client.responses.create(model=MODEL, input=[ask])
+    assert a.flush(5)
+    b = new_ledger(ledgers, store.url, **store.options)
+    kwargs: dict[str, Any] = {"model": MODEL, "input": [ask, user("The marker?")]}
+    with capture(ledger=b, hash_key=KEY) as cap:
+        if asynchronous:
+            asyncio.run(_create_async(emulator, kwargs))
+        else:
+            client.responses.create(**kwargs)
+    (span,) = cap.chat_spans()
+    (event,) = [dict(e.attributes or {}) for e in span.events if e.name == "openai_responses.signal"]
+    assert event == {
+        "openai_responses.signal.name": "replay_incomplete",
+        "openai_responses.signal.severity": "warning",
+        "openai_responses.parent.id": first.id,
+        "openai_responses.missing.count": 1,
+        "openai_responses.missing.item_types": ("message",),
+        "openai_responses.replay.messages_only": True,
+        SHARED_FACT: True,
+    }
+
+
 async def _create_async(emulator: Emulator, kwargs: dict[str, Any]) -> None:
     async with emulator.async_client() as client:
         await client.responses.create(**kwargs)
@@ -407,7 +438,7 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
     data, kept = encode_entry(entry, 1024) or (b"", 0)
     assert 0 < kept < MAX_OUTPUT_ITEMS
     assert len(data) <= 1024
-    assert len(data) <= 1024 - len("v3.") - 22 - len(".")  # the whole value, sealed, within the cap
+    assert len(data) <= 1024 - len("v1.") - 22 - len(".")  # the whole value, sealed, within the cap
     trimmed = decode_entry(data, 1024)
     assert trimmed is not None
     assert trimmed.outputs == entry.outputs[:kept]
@@ -433,7 +464,7 @@ def test_entry_size_is_capped(redis_url: str, ledgers: list[RedisLedger]) -> Non
 def test_malformed_or_foreign_values_are_absent(
     redis_url: str, client: openai.OpenAI, ledgers: list[RedisLedger]
 ) -> None:
-    """Junk of every kind: unsigned (the previous release's format, or no format at all), sealed with the fleet's key
+    """Junk of every kind: not sealed (no format at all, or another version's header), sealed with the fleet's key
     but malformed (a writer's bug), or sealed for another key name. Each is absent and counted; none is an error."""
     ledger = new_ledger(ledgers, redis_url)
     ledger.bind(Fingerprinter(key_from_text(KEY)))
@@ -452,9 +483,10 @@ def test_malformed_or_foreign_values_are_absent(
     def item(item_id: str) -> str:
         return location_key(ns, item_id) or ""
 
-    unsigned: dict[str, bytes] = {
+    unsealed: dict[str, bytes] = {
         r("resp_junk"): b"not json at all",
-        r("resp_v2short"): b'[2,"resp_v2short",1,1,null,null,0,0,[]]',
+        r("resp_bare"): b'{"id":"resp_bare","s":1}',
+        r("resp_v2"): b"v2." + b"A" * 22 + b'.{"id":"resp_v2"}',
         r("resp_deep"): b"[" * 5000 + b"]" * 5000,
         item("item_junk"): b"\xff\xfe",
         item("item_index"): b"99:resp_big",
@@ -462,10 +494,10 @@ def test_malformed_or_foreign_values_are_absent(
     }
     malformed: dict[str, bytes] = {
         r("resp_short"): sealed(r("resp_short"), b"[1]"),
-        r("resp_types"): sealed(r("resp_types"), b'["resp_types","seq",1,null,null,0,0,[],null,[],[]]'),
-        r("resp_badcopy"): sealed(r("resp_badcopy"), b'["resp_badcopy",1,1,null,null,0,0,[],null,[],[[99,8]]]'),
+        r("resp_types"): sealed(r("resp_types"), b'{"id":"resp_types","s":"seq"}'),
+        r("resp_badcopy"): sealed(r("resp_badcopy"), b'{"id":"resp_badcopy","cp":[[99,8]]}'),
         r("resp_other"): sealed(r("resp_other"), good[0]),  # a valid entry of another response
-        r("resp_huge"): b"v3." + b"A" * 22 + b"." + b"[" + b"1," * 200_000 + b"1]",  # too long to be read
+        r("resp_huge"): b"v1." + b"A" * 22 + b"." + b"[" + b"1," * 200_000 + b"1]",  # too long to be read
         # an entry of conversation conv_big
         conversation_key(ns, "conv_other"): sealed(conversation_key(ns, "conv_other"), good[0]),
     }
@@ -473,8 +505,8 @@ def test_malformed_or_foreign_values_are_absent(
     # A genuine location of an entry that is junk: the entry is read (and counted) again, the item is not found.
     points_to_junk = {item("item_points_to_junk"): sealed(item("item_points_to_junk"), b"0:resp_junk")}
     with redis.Redis.from_url(redis_url) as admin:
-        admin.mset({**unsigned, **malformed, **moved, **points_to_junk})
-    for response_id in ("resp_junk", "resp_v2short", "resp_deep", "resp_short", "resp_types", "resp_badcopy"):
+        admin.mset({**unsealed, **malformed, **moved, **points_to_junk})
+    for response_id in ("resp_junk", "resp_bare", "resp_v2", "resp_deep", "resp_short", "resp_types", "resp_badcopy"):
         assert ledger.get(response_id) is None, response_id
     for response_id in ("resp_other", "resp_huge", "resp_moved"):
         assert ledger.get(response_id) is None, response_id
@@ -482,7 +514,7 @@ def test_malformed_or_foreign_values_are_absent(
     assert ledger.latest_in_conversation("conv_junk") is None
     assert ledger.latest_in_conversation("conv_other") is None
     stats = ledger.stats()
-    assert (stats["unsigned"], stats["undecodable"], stats["forged"]) == (len(unsigned) + 1, len(malformed), len(moved))
+    assert (stats["undecodable"], stats["forged"]) == (len(unsealed) + 1 + len(malformed), len(moved))
     view = ledger.for_call()
     assert view.get("resp_junk") is None
     assert view.unavailable is False  # malformed is not unreachable

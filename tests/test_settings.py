@@ -1,6 +1,6 @@
 """Settings parsed as documented: boolean keywords must be bools, boolean environment variables follow the
-OpenTelemetry specification (only a case-insensitive ``true`` is true, anything else but ``false`` warns), a custom
-ledger must have every method, and the rolling-deploy opt-in reaches the Redis ledger."""
+OpenTelemetry specification (only a case-insensitive ``true`` is true, anything else but ``false`` warns), and a
+custom ledger must have every method."""
 
 from __future__ import annotations
 
@@ -62,23 +62,3 @@ def test_a_custom_ledger_missing_a_method_is_a_config_error(missing: str) -> Non
         settings_from({"ledger": ledger}, {})
     setattr(ledger, missing, getattr(InMemoryLedger(), missing))
     assert settings_from({"ledger": ledger}, {}).ledger is ledger
-
-
-@pytest.mark.parametrize(
-    ("keyword", "environ", "expected"),
-    [(None, {}, False), (True, {}, True), (None, {"LEDGER_ACCEPT_UNSIGNED": "TRUE"}, True)],
-)
-def test_the_rolling_deploy_opt_in_reaches_the_redis_ledger(
-    keyword: bool | None, environ: dict[str, str], expected: bool
-) -> None:
-    pytest.importorskip("redis")
-    config: dict[str, Any] = {"ledger_url": "redis://127.0.0.1:1/0", "hash_key": "fleet"}
-    if keyword is not None:
-        config["ledger_accept_unsigned"] = keyword
-    settings = settings_from(config, {ENV_PREFIX + name: value for name, value in environ.items()})
-    try:
-        assert settings.ledger.accept_unsigned is expected  # type: ignore[attr-defined]
-    finally:
-        settings.ledger.close(0)  # type: ignore[attr-defined]
-    with pytest.raises(ConfigError, match="ledger_accept_unsigned"):
-        settings_from({**config, "ledger_accept_unsigned": "yes"}, {})

@@ -28,7 +28,6 @@ UNUSABLE: list[tuple[str, str, str]] = [
     ("ledger_capacity", "-3", "ledger_capacity must be a positive integer"),
     ("ledger_ttl", "an hour", "ledger_ttl must be a positive integer"),
     ("ledger_timeout", "inf", "ledger_timeout must be a positive number of seconds"),
-    ("ledger_accept_unsigned", "on", "ledger_accept_unsigned must be true or false"),
     ("ledger_cluster", "yes please", "ledger_cluster must be true or false"),
     ("chunk_timing", "TRUE!", "chunk_timing must be true or false"),
     ("prices", "/nonexistent/prices.json", "cannot be read"),
@@ -38,7 +37,7 @@ UNUSABLE: list[tuple[str, str, str]] = [
     ("session_id_from_lineage", "1", "session_id_from_lineage must be true or false"),
 ]
 # Read only by a shared ledger, yet checked (and warned about) whether or not a ledger URL is set.
-SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_accept_unsigned", "ledger_cluster")
+SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_cluster")
 # Their near misses: values that are read as given, with no warning.
 USABLE: list[tuple[str, str, Any]] = [
     ("zdr", "TRUE", True),
@@ -159,6 +158,7 @@ UNKNOWN: list[tuple[str, str]] = [
     ("STIRCT", f"did you mean {ENV_PREFIX}STRICT?"),
     ("LEDGER", f"did you mean {ENV_PREFIX}LEDGER_URL?"),  # the ledger object: keyword only
     ("LEDGER_TIME_OUT", f"did you mean {ENV_PREFIX}LEDGER_TIMEOUT?"),
+    ("LEDGER_ACCEPT_UNSIGNED", f"did you mean {ENV_PREFIX}LEDGER_CLUSTER?"),
     ("COLOUR", "the settings are listed at https://otel-responses.github.io/otel-responses/configuration/"),
 ]
 
@@ -192,7 +192,12 @@ def test_a_typo_of_any_setting_is_pointed_at_that_setting() -> None:
 
 @pytest.mark.parametrize(
     ("keyword", "hint"),
-    [("stirct", " (did you mean strict?)"), ("ledger_ttls", " (did you mean ledger_ttl?)"), ("colour", "")],
+    [
+        ("stirct", " (did you mean strict?)"),
+        ("ledger_ttls", " (did you mean ledger_ttl?)"),
+        ("ledger_accept_unsigned", " (did you mean ledger_cluster?)"),
+        ("colour", ""),
+    ],
 )
 def test_an_unknown_keyword_is_an_error_naming_the_nearest(keyword: str, hint: str) -> None:
     with pytest.raises(ConfigError) as error:

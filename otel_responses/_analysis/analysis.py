@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
 from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_CREATE_CONVERSATION_ITEMS
-from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, Key, LedgerView, Place, Reads, deleted_item_id
+from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, Lookup, RequestFacts
 from .item_ids import input_duplicates, malformed, own_ids
 from .tool_outputs import NONE, Outputs, tool_outputs
@@ -95,6 +95,8 @@ class Analysis:
     """Everything the request-side checks read."""
 
     parent: Entry | None = None
+    # A request writing items into a conversation: its latest turn, which the items are remembered after.
+    written_after: Entry | None = None
     replayed: list[Replayed] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     phase_dropped: list[str] = field(default_factory=list)
@@ -685,6 +687,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         analysis.parent = ledger.get(req.previous_response_id)
     elif req.state_mode == CONVERSATION and req.conversation_id is not None:
         analysis.parent = ledger.latest_in_conversation(req.conversation_id)
+    elif req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
+        analysis.written_after = ledger.latest_in_conversation(req.conversation_id)
     replay = req.state_mode == CLIENT_REPLAY
     found = _places(req, ledger)
     if found:
@@ -713,44 +717,6 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     if replay and req.operation == OPERATION_CHAT:
         analysis.outputs = tool_outputs(req, analysis.parent)
     return analysis
-
-
-def reads_of(req: RequestFacts) -> Reads:
-    """What ``analyse`` (and the call's end) will read of the ledger for ``req``, said before it runs: a ledger that
-    reads a shared store asynchronously reads these first, awaited (see ``ledger.Reads``)."""
-    mode = req.state_mode
-    chat = req.operation == OPERATION_CHAT
-    entries: tuple[str, ...] = ()
-    markers: tuple[str, ...] = ()
-    conversations: tuple[str, ...] = ()
-    parent_response = parent_conversation = None
-    if req.target_response_id is not None:
-        entries = (req.target_response_id,)
-    elif mode == SERVER_CHAIN and req.previous_response_id is not None:
-        entries = (req.previous_response_id,)
-        markers = entries if chat else ()
-        parent_response = req.previous_response_id
-    elif mode == CONVERSATION and req.conversation_id is not None:
-        conversations = (req.conversation_id,)
-        parent_conversation = req.conversation_id
-    elif mode is None and req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
-        conversations = (req.conversation_id,)  # the items are remembered against its latest entry
-    replay = mode == CLIENT_REPLAY
-    keys: tuple[Key, ...] = ()
-    if req.lookups and req.operation in _SENDS_INPUT and (replay or mode in (SERVER_CHAIN, CONVERSATION)):
-        keys = tuple([lookup.key for lookup in req.lookups])
-    if replay and chat and req.continues is not None:
-        keys = (*keys, req.continues)
-    return Reads(
-        entries,
-        markers,
-        conversations,
-        keys,
-        located=bool(keys),
-        located_markers=replay and chat,
-        parent_response=None if replay else parent_response,
-        parent_conversation=None if replay else parent_conversation,
-    )
 
 
 # Conversations API operations that write items: remembered against the conversation's latest entry.

@@ -25,7 +25,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN, Span
 from opentelemetry.util.types import AttributeValue
 
-from .._analysis.analysis import Analysis, analyse, reads_of
+from .._analysis.analysis import Analysis, analyse
 from .._analysis.checks import (
     Situation,
     accepted_by_api,
@@ -40,7 +40,7 @@ from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
 from .._telemetry.telemetry import Telemetry
 from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
 from ..config import Settings
-from ..ledger import AsyncCallLedger, CallLedger, Reads
+from ..ledger import AsyncCallLedger, CallLedger, LedgerView
 from ..signals import ContextLossError, Signal
 from .operations import Operation
 from .providers import provider_of_client
@@ -98,6 +98,14 @@ def raw_mode(kwargs: Mapping[str, Any]) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
+def _continued(req: RequestFacts, an: Analysis) -> str | None:
+    """The parent a turn continues whose continued-marker its check reads (a second child is ``concurrent_branch``):
+    a chained or replayed turn's, once the parent is known."""
+    if req.operation != OPERATION_CHAT or an.parent is None:
+        return None
+    return an.parent.response_id if req.state_mode in (SERVER_CHAIN, CLIENT_REPLAY) else None
+
+
 def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     """What two requests at once would both be continuing: a parent response or a conversation."""
     if req.state_mode == CONVERSATION and req.conversation_id is not None:
@@ -126,6 +134,7 @@ class Call:
     and ended once (``end``). ``start`` is the two steps a wrapper takes together."""
 
     __slots__ = (
+        "analysed",
         "analysis",
         "context",
         "dropped",
@@ -175,6 +184,7 @@ class Call:
         self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
         self.analysis = Analysis()
+        self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or ``check``)
         self.signals: list[Signal] = []
         self.lineage = Lineage()
         self.flight: str | None = None
@@ -188,20 +198,25 @@ class Call:
 
     # -- the beginning --------------------------------------------------------------------------------------------
 
-    def reads(self) -> Reads:
-        """What the analysis will read of the ledger (for a ledger whose reads are awaited first)."""
-        return reads_of(self.req)
+    def reads(self, ledger: LedgerView) -> None:
+        """Every read this call makes of the ledger, as ``check`` makes them: its analysis, and whether the parent it
+        continues was continued already. Once they run through, ``check`` takes the analysis they made."""
+        analysis = analyse(self.req, ledger)
+        continued = _continued(self.req, analysis)
+        if continued is not None:
+            ledger.has_child(continued)
+        self.analysis, self.analysed = analysis, True
 
     async def await_reads(self) -> None:
-        """For a ledger that reads a shared store asynchronously: this call's reads of it, awaited (never run on the
-        event loop); from here on the call's view answers from what this process holds. A failure of the reads
-        marks the call (its span says the ledger was unavailable); a bug is counted, and the analysis goes on."""
+        """For a ledger that reads a shared store asynchronously: this call's reads of it (``reads``, run until they
+        ask for nothing unread), awaited, never run on the event loop; from here on the call's view answers from what
+        they found. A failure of the reads marks the call (its span says the ledger was unavailable); a bug is
+        counted, and the analysis goes on."""
         ledger = self.settings.ledger
         if getattr(ledger, "reads_asynchronously", False) is not True:
             return
         try:
-            view = self.ledger = ledger.for_call(local_only=True)
-            await cast("AsyncCallLedger", view).prefetch(self.reads())
+            await cast("AsyncCallLedger", self.ledger).prefetch(self.reads)
         except Exception:
             self.telemetry.internal_error("ledger_prefetch")
 
@@ -218,13 +233,15 @@ class Call:
         """The analysis against the ledger and the request checks, without a span: a library's call is checked when
         the app makes it (strict mode refuses then) and opened when its request really leaves."""
         req, ledger = self.req, self.ledger
-        self.analysis = analysis = analyse(req, ledger)
+        analysis = self.analysis if self.analysed else analyse(req, ledger)
+        self.analysis, self.analysed = analysis, True
         req.texts = None  # the app's input is read no more
         self.flight = flight = _flight_key(req, analysis) if self.op.name == OPERATION_CHAT else None
         concurrent = ledger.enter(flight) if flight is not None else False
         try:
-            if flight is not None and analysis.parent is not None and req.state_mode != CONVERSATION:
-                concurrent = concurrent or ledger.has_child(analysis.parent.response_id)
+            continued = _continued(req, analysis)
+            if continued is not None:
+                concurrent = concurrent or ledger.has_child(continued)
             signals = run_request_checks(req, analysis, Situation(self.settings.zdr, concurrent))
             skipped = self.exempt | self.dropped
             self.signals = [s for s in signals if s.name not in skipped] if skipped else signals

@@ -281,7 +281,7 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
     created = req.operation == CREATE_CONVERSATION
     if conversation_id is None or not (req.input_items or created):
         return
-    latest = None if created else ledger.latest_in_conversation(conversation_id)
+    latest = None if created else call.analysis.written_after  # read with the call's analysis
     answered = {m.call_id for m in req.input_items if m.type in OUTPUT_TYPES}
     carried = tuple(
         m._replace(id=None)

@@ -7,11 +7,10 @@ created elsewhere) is simply absent, and every check that needs it stays silent 
 from __future__ import annotations
 
 import threading
-import warnings
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from .._items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
@@ -60,16 +59,21 @@ class GivenOutput(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """What is remembered of one response (or of items the app wrote to a conversation itself)."""
+    """What is remembered of one response (or of items the app wrote to a conversation itself).
+
+    Every field but the id has a default that says nothing: a stored response of no conversation, without
+    instructions, outputs or input, in no known lineage. A shared value leaves out a field at its default, and a
+    reader gives a field it finds no key for its default (``_codec.FIELDS``), so a field added here with such a
+    default (and its row there) is read as nothing by the processes that do not know it yet."""
 
     response_id: str
-    sequence: int
-    store: bool
-    instructions_hash: str | None
-    conversation_id: str | None
-    outputs: tuple[ItemMeta, ...]
-    input_app_messages: int  # distinct app messages in the input after its latest compaction item (all, if none)
-    input_compactions: int
+    sequence: int = 0  # orders entries (a conversation's latest turn): 0 is older than any recorded one
+    store: bool = True
+    instructions_hash: str | None = None
+    conversation_id: str | None = None
+    outputs: tuple[ItemMeta, ...] = ()
+    input_app_messages: int = 0  # distinct app messages in the input after its latest compaction item (all, if none)
+    input_compactions: int = 0
     parent_id: str | None = None  # the response this one continued, when known
     input_messages: tuple[int, ...] = ()  # fingerprints of the input's last app messages, oldest first
     copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
@@ -97,8 +101,8 @@ class Entry:
     system_in_state: bool = False
     # The calls that state holds, carried forward from the parent (the chain's, the conversation's latest turn) turn
     # after turn, as ``instructed_id`` is: the call_ids of its calls and of those it holds an output for, the newest
-    # ``MAX_HELD_CALLS`` of each. ``held_partial``: the state may hold others (older ones dropped, or a parent whose
-    # state was not known: unseen, or an entry of a format without them), so a call_id in neither tuple proves nothing.
+    # ``MAX_HELD_CALLS`` of each. ``held_partial``: the state may hold others (older ones dropped, left out of a shared
+    # value, or a parent whose state was not known), so a call_id in neither tuple proves nothing.
     held_calls: tuple[str, ...] = ()
     held_outputs: tuple[str, ...] = ()
     held_partial: bool = True
@@ -176,23 +180,6 @@ def entry_keys(entry: Entry) -> list[tuple[Key, int]]:
     return keys
 
 
-@dataclass(frozen=True, slots=True)
-class Reads:
-    """What a call's analysis will ask the ledger, said before it runs: a ledger that reads a shared store
-    asynchronously reads these first (awaited), then answers the analysis from what it holds. The analysis builds it
-    (``analysis.reads_of``), so the ledger needs to know nothing of requests."""
-
-    entries: tuple[str, ...] = ()  # responses whose entry is read: a parent, a target
-    markers: tuple[str, ...] = ()  # responses asked whether they were continued
-    conversations: tuple[str, ...] = ()  # conversations whose latest turn is read
-    keys: tuple[Key, ...] = ()  # item keys whose places are read ...
-    located: bool = False  # ... and then the entries they are places of (a replay's, or the state's held items) ...
-    located_markers: bool = False  # ... with their continued-markers (a replay's latest is its parent)
-    # ... but only once the parent is known (the items the state holds are looked up against it):
-    parent_response: str | None = None
-    parent_conversation: str | None = None
-
-
 class LedgerView(Protocol):
     """What the checks may read."""
 
@@ -233,18 +220,20 @@ class CallLedger(LedgerView, LedgerWrites, Protocol):
 
 class AsyncCallLedger(CallLedger, Protocol):
     """The view of a ledger that reads a shared store asynchronously (its ledger says ``reads_asynchronously``): an
-    async call awaits its reads first, then reads locally."""
+    async call awaits its reads of the store first, then reads what they found."""
 
-    async def prefetch(self, reads: Reads) -> None: ...
+    async def prefetch(self, reads: Callable[[LedgerView], object]) -> None:
+        """Await what ``reads`` (the call's own reads: its analysis) asks of the shared store, never on the event loop;
+        from then on this view answers from what those reads found and what this process holds."""
+        ...
 
 
 class Ledger(LedgerView, LedgerWrites, Protocol):
     """What the instrumentation reads and writes; a shared store (Redis, say) may implement it too."""
 
-    def for_call(self, local_only: bool = False) -> CallLedger:
-        """The ledger for one call: its reads tell that call (and only it) whether a shared store was out of reach.
-        ``local_only``: the call's reads of a shared store were made already (awaited, see ``Reads``): answer from
-        what this process holds. A ledger with no remote part may return itself."""
+    def for_call(self) -> CallLedger:
+        """The ledger for one call: its reads tell that call (and only it) whether a shared store was out of reach. A
+        ledger with no remote part may return itself."""
         ...
 
 
@@ -407,56 +396,10 @@ class InMemoryLedger:
 
     unavailable: Final = False
 
-    def for_call(self, local_only: bool = False) -> InMemoryLedger:
+    def for_call(self) -> InMemoryLedger:
         return self
 
 
 def outputs_to_keep(outputs: tuple[ItemMeta, ...]) -> tuple[ItemMeta, ...]:
     """The output items an entry keeps: all of them up to ``MAX_OUTPUT_ITEMS``."""
     return outputs if len(outputs) <= MAX_OUTPUT_ITEMS else outputs[:MAX_OUTPUT_ITEMS]
-
-
-class PreviousProtocolLedger:
-    """A custom ledger written for the previous release's protocol, read through this one's, for one release.
-
-    The previous protocol located an item at one place per key (``locate``) and told the current call of an
-    unreachable store through ``unavailable()`` (reading it reset it); this one gives every place (``places``) and
-    hands each call a view of its own (``for_call``) that says so. Every other method passes through."""
-
-    def __init__(self, ledger: Any) -> None:
-        self._ledger = ledger
-        self._told: bool | None = None
-
-    def places(self, keys: Sequence[Key]) -> list[tuple[Place, ...]]:
-        found: list[tuple[Entry, int] | None] = self._ledger.locate(keys)
-        return [(place,) if place is not None else NOWHERE for place in found]
-
-    def for_call(self, local_only: bool = False) -> PreviousProtocolLedger:
-        return PreviousProtocolLedger(self._ledger)
-
-    @property
-    def unavailable(self) -> bool:
-        """The previous protocol's ``unavailable()``, asked once per call (it resets itself when read)."""
-        if self._told is None:
-            told = self._ledger.unavailable() if callable(getattr(self._ledger, "unavailable", None)) else False
-            self._told = told is True
-        return self._told
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ledger, name)
-
-
-def adapt(ledger: Any) -> Any:
-    """``ledger`` as this release's protocol reads it: unchanged when it implements ``places`` and ``for_call``; a
-    ledger written for the previous protocol (``locate``, ``unavailable()``) wrapped, with a deprecation warning."""
-    current = callable(getattr(ledger, "places", None)) and callable(getattr(ledger, "for_call", None))
-    if current or not callable(getattr(ledger, "locate", None)):
-        return ledger
-    warnings.warn(
-        "otel-responses: this ledger implements the previous Ledger protocol (locate, unavailable); it is read "
-        "through an adapter for one release: implement places(keys) and for_call(local_only) instead (see "
-        "otel_responses.ledger.Ledger)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return PreviousProtocolLedger(ledger)

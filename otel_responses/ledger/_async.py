@@ -1,21 +1,18 @@
 """Awaited reads of the shared ledger, for asyncio callers.
 
 A ``RedisLedger`` reads Redis synchronously: in an asyncio app that read would run on the event loop, and every
-coroutine would wait for it (up to the read timeout when Redis is slow). The async wrappers instead await
-``RedisLedger.prefetch`` first, with the keys the analysis will need (``ledger.Reads``: the parent's entry and its
-continued-marker for ``previous_response_id``, the conversation's latest entry for ``conversation``, the item
-locations of a replay and then the entries they point to: the same round trips as the synchronous path). This module
-awaits them with ``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's
-seed nodes), each round trip bounded by the ledger's read timeout, decodes what was found with the bound ``Codec``
-and caches it in the local tier. The analysis then runs synchronously on the call's local-only view: it never
-touches Redis. It is loaded only by a ``RedisLedger`` that an async app reads.
+coroutine would wait for it (up to the read timeout when Redis is slow). An async call instead awaits
+``RedisLedger.prefetch`` first, which runs the call's own reads (its analysis) against its view until they ask Redis
+for nothing this call has not read yet (see ``redis.View``): each time, the keys asked are read here, awaited, with
+``redis.asyncio`` (``redis.asyncio.cluster.RedisCluster`` for a cluster ledger, with the ledger's seed nodes), each
+round trip bounded by the ledger's read timeout. So the async path reads exactly what the synchronous one does, and
+decodes it with the same code. It is loaded only by a ``RedisLedger`` that an async app reads.
 
 Failures follow the synchronous path's rules: a round trip that fails or times out is counted (``read_failures``),
 marks the call's view (hence its span ``openai_responses.ledger.unavailable``) and leaves Redis alone for the
-ledger's backoff; one skipped for the backoff is counted ``reads_skipped`` and marks the call too. Local-only in the
-async path: the ancestors of a chained parent beyond the parent itself (``context_duplicated`` follows parent ids up
-to 16 back: only those this process knows count). Still read synchronously: the first request of an async ``list``
-paginator (the paginator is built by a plain method, before anything can be awaited).
+ledger's backoff; one skipped for the backoff is counted ``reads_skipped`` and marks the call too. Still read
+synchronously: the first request of an async ``list`` paginator (the paginator is built by a plain method, before
+anything can be awaited).
 
 Async clients belong to one event loop: there is one per ledger and running loop, closed when the loop shuts its
 async generators down (``asyncio.run`` does), dropped when the loop is found closed, and never carried into a forked
@@ -32,12 +29,8 @@ import logging
 import os
 import sys
 import weakref
-from collections.abc import AsyncGenerator, Awaitable, Sequence
-from enum import Enum
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Any, Protocol
-
-from . import Entry, Key, LedgerView, Reads
-from ._codec import Codec, Location, conversation_key, entry_key, is_id, location_key, marker_key
 
 __all__ = ["AsyncReader", "Reader"]
 
@@ -48,18 +41,8 @@ CLUSTER_SETUP_SECONDS = 1.0
 
 class Reader(Protocol):
     """What this module needs of the ledger it reads for (``redis.RedisLedger`` is one), handed in rather than
-    imported: its binding, its local tier (``for_call(local_only=True)``, and ``cache`` to add to it) and its read
-    accounting, which the synchronous reads share. ``view`` is the call's (``RedisLedger.for_call``), passed back
-    untouched."""
-
-    @property
-    def binding(self) -> tuple[str, Codec] | None: ...
-
-    def for_call(self, local_only: bool = False) -> LedgerView: ...
-
-    def cache(self, entry: Entry) -> None: ...
-
-    def cache_continued(self, response_id: str) -> None: ...
+    imported: its read accounting, which the synchronous reads share. ``view`` is the call's
+    (``RedisLedger.for_call``), passed back untouched."""
 
     def read_allowed(self, view: Any) -> bool: ...
 
@@ -68,8 +51,6 @@ class Reader(Protocol):
     def read_done(self, values: object, asked: int) -> list[Any] | None: ...
 
     def unreachable(self, error: BaseException) -> None: ...
-
-    def count(self, name: str) -> None: ...
 
 
 async def _bounded(pending: Awaitable[Any], seconds: float) -> Any:
@@ -208,9 +189,9 @@ class AsyncReader:
 
     # -- one round trip --------------------------------------------------------------------------------------
 
-    async def _mget(self, ledger: Reader, view: Any, keys: list[str]) -> list[Any] | None:
+    async def read(self, ledger: Reader, view: Any, keys: list[str]) -> list[Any] | None:
         """The values of ``keys``, awaited, with ``RedisLedger._fetch``'s rules: skipped during the backoff, a
-        failure starts one; both mark the call's ``view`` unavailable."""
+        failure starts one; both mark the call's ``view`` unavailable (None)."""
         if not ledger.read_allowed(view):
             return None
         try:
@@ -221,124 +202,6 @@ class AsyncReader:
             ledger.read_failed(error, view)
             return None
         return ledger.read_done(values, len(keys))
-
-    # -- what a call needs -----------------------------------------------------------------------------------
-
-    async def prefetch(self, ledger: Reader, view: Any, reads: Reads) -> None:
-        """Read what ``reads`` says the call's analysis will ask and is not known here, and cache it in the local
-        tier (the call's ``view`` then answers from there)."""
-        binding = ledger.binding
-        if binding is None:
-            return
-        namespace, codec = binding
-        batch = _Batch(ledger, namespace, codec)
-        for response_id in reads.entries:
-            batch.entry(response_id)
-        for response_id in reads.markers:
-            batch.marker(response_id)
-        for conversation_id in reads.conversations:
-            batch.conversation(conversation_id)
-        if reads.keys:
-            batch.locations(reads.keys)
-        if not batch.names:
-            return
-        places = await batch.run(self, view)
-        if not places or not reads.located:
-            return
-        known = batch.local  # what the first round trip found is in the local tier now
-        if reads.parent_response is not None and known.get(reads.parent_response) is None:
-            return  # the items the state holds are looked up against a parent that is not known
-        if reads.parent_conversation is not None and known.latest_in_conversation(reads.parent_conversation) is None:
-            return
-        second = _Batch(ledger, namespace, codec)
-        for response_id in dict.fromkeys(place[0] for place in places):
-            second.entry(response_id)
-            if reads.located_markers:
-                second.marker(response_id)  # the latest located is the parent: whether it was continued
-        if second.names:
-            await second.run(self, view)
-
-
-class _Want(Enum):
-    """What a value read in a batch is."""
-
-    ENTRY = "entry"  # a response's entry
-    MARKER = "marker"  # a response's continued-marker
-    CONVERSATION = "conversation"  # a conversation's latest entry
-    LOCATION = "location"  # an item's places
-
-
-class _Batch:
-    """The keys of one round trip and what to do with each value read. Whether a key is known already is asked of
-    the local tier only (``_local_view``): deciding what to read must not read."""
-
-    __slots__ = ("codec", "continued", "ledger", "local", "names", "namespace", "wants")
-
-    def __init__(self, ledger: Reader, namespace: str, codec: Codec) -> None:
-        self.ledger = ledger
-        self.local = ledger.for_call(local_only=True)
-        self.namespace = namespace
-        self.codec = codec
-        self.names: list[str] = []
-        self.wants: list[tuple[_Want, str]] = []  # what each value is, and the id its key is about
-        self.continued: list[str] = []
-
-    def _want(self, name: str, want: _Want, about: str) -> None:
-        if name not in self.names:
-            self.names.append(name)
-            self.wants.append((want, about))
-
-    def entry(self, response_id: str) -> None:
-        if is_id(response_id) and self.local.get(response_id) is None:
-            self._want(entry_key(self.namespace, response_id), _Want.ENTRY, response_id)
-
-    def marker(self, response_id: str) -> None:
-        if is_id(response_id) and not self.local.has_child(response_id):
-            self._want(marker_key(self.namespace, response_id), _Want.MARKER, response_id)
-
-    def conversation(self, conversation_id: str) -> None:
-        if is_id(conversation_id):
-            self._want(conversation_key(self.namespace, conversation_id), _Want.CONVERSATION, conversation_id)
-
-    def locations(self, keys: Sequence[Key]) -> None:
-        """Item keys missing locally, and every text fingerprint (the latest response that said a text may be
-        another process's), as ``RedisLedger.places`` asks them."""
-        found = self.local.places(keys)
-        for key, local in zip(keys, found, strict=True):
-            name = location_key(self.namespace, key)
-            if name is not None and (isinstance(key, int) or not local):
-                self._want(name, _Want.LOCATION, "")
-
-    async def run(self, reader: AsyncReader, view: Any) -> list[Location]:
-        """One awaited round trip; entries found are cached, continued-markers noted; the item locations read."""
-        values = await reader._mget(self.ledger, view, self.names)
-        if values is None:
-            return []
-        places: list[Location] = []
-        codec, ledger = self.codec, self.ledger
-        for name, (want, about), raw in zip(self.names, self.wants, values, strict=True):
-            if raw is None:
-                continue
-            if want is _Want.LOCATION:
-                place = codec.location(name, raw)
-                if place is not None:
-                    places.append(place)
-            elif want is _Want.MARKER:
-                if codec.marker(name, raw):
-                    self.continued.append(about)
-            else:
-                entry = codec.entry(name, raw)
-                if entry is None:
-                    continue
-                if (entry.conversation_id if want is _Want.CONVERSATION else entry.response_id) != about:
-                    ledger.count("undecodable")  # another response's or conversation's: a writer's bug
-                    continue
-                ledger.cache(entry)
-        for response_id in self.continued:
-            # Known in the local tier as ``has_child`` would have found it in Redis (only for an entry held there:
-            # ``has_child`` is asked only of a known parent, and the local tier forgets the mark with the entry).
-            ledger.cache_continued(response_id)
-        return places
 
 
 # Clients inherited through a fork (see ``AsyncReader.after_fork``).

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import dataclasses
 import logging
 import math
 import os
@@ -46,7 +45,17 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..version import install_hint
-from . import DEFAULT_CAPACITY, DEFAULT_TIMEOUT_SECONDS, DEFAULT_TTL_SECONDS, Entry, InMemoryLedger, Key, Place, Reads
+from . import (
+    DEFAULT_CAPACITY,
+    DEFAULT_TIMEOUT_SECONDS,
+    DEFAULT_TTL_SECONDS,
+    WHOLE_ENTRY,
+    Entry,
+    InMemoryLedger,
+    Key,
+    LedgerView,
+    Place,
+)
 from ._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
     FORMAT,
@@ -57,9 +66,9 @@ from ._codec import (
     encode_entry,
     entry_key,
     is_id,
-    legacy_key,
     location_key,
     marker_key,
+    marker_of,
 )
 from ._writer import Writer
 
@@ -96,10 +105,9 @@ URL_SCHEMES = ("redis", "rediss", "unix")
 CLUSTER_URL_SCHEMES = ("redis", "rediss")
 # What stats() counts: Redis reads made, failed and skipped (backoff); entries written, lost to failed writes,
 # dropped (queue full, or too big even without output items), trimmed to the size cap, kept local (a field outside
-# what a reader accepts: an id no API makes, say); values read and ignored: undecodable (malformed, oversized, of an
-# unknown format, a field outside the rules), forged (a MAC that does not verify: made without the hash key, or
-# moved from another key), unsigned (no MAC at all: the previous release's format, or junk, while
-# ``accept_unsigned`` is off; still counted during a rolling deploy, it says old writers remain).
+# what a reader accepts: an id no API makes, say); values read and ignored: undecodable (no sealed value of this
+# format, malformed, oversized, a field outside the rules), forged (a MAC that does not verify: made without the hash
+# key, or moved from another key).
 COUNTS = (
     "reads",
     "read_failures",
@@ -111,7 +119,6 @@ COUNTS = (
     "local_only",
     "undecodable",
     "forged",
-    "unsigned",
 )
 
 # Writes are off the call path: a slower network may take longer than a read may.
@@ -338,12 +345,6 @@ class RedisLedger:
     ``timeout_seconds``; after a failure Redis is not read for ``backoff_seconds``. Every key expires after
     ``ttl_seconds``; an entry is at most ``max_entry_bytes`` (output items past it are dropped). The ledger works
     only once bound to the fleet's fingerprinter (``instrument()`` does it); until then it is local.
-
-    ``accept_unsigned`` (off by default) also reads the previous release's unsigned values (format 2), for a
-    rolling deploy whose cross-process checks must not go silent while old writers remain. While it is on, anyone
-    who can write to the Redis can forge facts again (a parent stored with ``store=false``, a pending call): turn it
-    off once the old writers are gone. Left off, a rolling deploy only makes checks against the old writers'
-    responses silent (their values are counted ``unsigned``), never a false signal.
     """
 
     def __init__(
@@ -358,7 +359,6 @@ class RedisLedger:
         local_capacity: int = DEFAULT_CAPACITY,
         backoff_seconds: float = DEFAULT_BACKOFF_SECONDS,
         queue_size: int = DEFAULT_QUEUE_SIZE,
-        accept_unsigned: bool = False,
         cluster: bool = False,
     ) -> None:
         if (url is None) == (client is None):
@@ -375,8 +375,6 @@ class RedisLedger:
             raise ValueError(f"max_entry_bytes must be an integer of at least {_MIN_ENTRY_BYTES}")
         if type(queue_size) is not int or queue_size < 1:
             raise ValueError("queue_size must be a positive integer")
-        if type(accept_unsigned) is not bool:
-            raise ValueError("accept_unsigned must be True or False")
         if type(cluster) is not bool:
             raise ValueError("cluster must be True or False")
         self._owned: tuple[_Client, _Client] | None = None
@@ -405,7 +403,6 @@ class RedisLedger:
         self.prefix = prefix
         self.max_entry_bytes = max_entry_bytes
         self.queue_size = queue_size
-        self.accept_unsigned = accept_unsigned
         self._local = InMemoryLedger(local_capacity)
         # The namespace and the codec of the bound key, replaced together (a read never pairs one key's namespace
         # with another's MAC); None until bound.
@@ -439,9 +436,7 @@ class RedisLedger:
         """Use the fleet's fingerprint key: entries live under its id, sealed with a key derived from it.
         Rebinding to another key forgets the local tier, whose fingerprints were made with the old one."""
         namespace = f"{self.prefix}:{fingerprinter.key_id()}"
-        codec = Codec(
-            fingerprinter, accept_unsigned=self.accept_unsigned, max_entry_bytes=self.max_entry_bytes, count=self._bump
-        )
+        codec = Codec(fingerprinter, max_entry_bytes=self.max_entry_bytes, count=self._bump)
         if self._bound is not None and namespace != self._bound[0]:
             self._local = InMemoryLedger(self._local.capacity)
         first = self._bound is None
@@ -453,28 +448,6 @@ class RedisLedger:
     def namespace(self) -> str | None:
         """``{prefix}:{key id}``, the start of every key; None until bound."""
         return self._bound[0] if self._bound is not None else None
-
-    @property
-    def codec(self) -> Codec | None:
-        """The bound key's ``Codec`` (``codec.entry(key, raw)``, ``codec.location(key, raw)``,
-        ``codec.marker(key, raw)`` authenticate and decode a value read for ``key``); None until bound. Read it
-        together with ``namespace`` through ``binding``."""
-        return self._bound[1] if self._bound is not None else None
-
-    @property
-    def binding(self) -> tuple[str, Codec] | None:
-        """The namespace and the codec of the bound key, as one pair (a rebind replaces both at once)."""
-        return self._bound
-
-    def cache(self, entry: Entry) -> None:
-        """Keep an entry read from Redis (by another path: an asynchronous prefetch, say) in the local tier, where
-        reads find it without asking Redis. It is kept marked ``shared`` (strict mode never refuses on it alone), as
-        an entry decoded by ``codec`` already is."""
-        self._local.cache(entry if entry.shared else dataclasses.replace(entry, shared=True))
-
-    def cache_continued(self, response_id: str) -> None:
-        """Note in the local tier that a response held there was continued (its marker was read by another path)."""
-        self._local.note_child(response_id)
 
     # -- read accounting, shared by the synchronous reads and an asynchronous reader -------------------------------
 
@@ -527,14 +500,10 @@ class RedisLedger:
             type(error).__name__,
         )
 
-    def count(self, name: str) -> None:
-        """Add one to a ``stats()`` count (``undecodable``, say, for a value an asynchronous reader rejected)."""
-        self._bump(name)
-
     def stats(self) -> dict[str, int]:
         """Counts of Redis reads, failures, skipped reads (in the backoff, or while the client was being built),
-        writes, dropped, trimmed and local-only entries, and of values ignored as undecodable, forged or unsigned
-        (see ``COUNTS``)."""
+        writes, dropped, trimmed and local-only entries, and of values ignored as undecodable or forged (see
+        ``COUNTS``)."""
         with self._counts_lock:
             return dict(self._counts)
 
@@ -545,41 +514,26 @@ class RedisLedger:
     # -- reads ---------------------------------------------------------------------------------------------
 
     def _fetch(self, keys: list[str], view: View) -> list[Any] | None:
-        """The values of ``keys``, or None when Redis cannot be asked (then ``view``, the call's, is marked unavailable)
-        or is not to be (the view is local only: its reads were made already). One round trip on a single node; on a
-        cluster, keys of one slot share an ``MGET`` and the ``MGET``s go out in one pipeline (one round trip per node),
-        each socket operation bounded by the read timeout. A cluster client is built here on first use: a failure
-        then is a failed read."""
-        if view.local_only or not self.read_allowed(view):
+        """The values of ``keys``, or None when Redis cannot be asked (then ``view``, the call's, is marked
+        unavailable). Every read of Redis goes through here: an async call's view answers from what its awaited reads
+        found instead (``View.found``), which is how ``prefetch`` learns what the call reads. One round trip on a
+        single node; on a cluster, keys of one slot share an ``MGET`` and the ``MGET``s go out in one pipeline (one
+        round trip per node), each socket operation bounded by the read timeout. A cluster client is built here on
+        first use: a failure then is a failed read."""
+        if view.awaited is not None:
+            return view.found(keys)
+        if not self.read_allowed(view):
             return None
-        legacy = self._legacy_names(keys)
         try:
             client = self._reader()
-            asked = keys + legacy if legacy else keys
-            values = client.mget_nonatomic(asked) if self.cluster else client.mget(asked)
+            values = client.mget_nonatomic(keys) if self.cluster else client.mget(keys)
         except _NotReady:
             self.read_skipped(view)
             return None
         except Exception as error:  # refused, timed out, AUTH, READONLY...: never the app's problem
             self.read_failed(error, view)
             return None
-        values = self.read_done(values, len(keys) + len(legacy))
-        if values is None:
-            return None
-        if legacy:  # a value under the new name wins; else the previous release's under its old name
-            values = [
-                new if new is not None else old
-                for new, old in zip(values[: len(keys)], values[len(keys) :], strict=True)
-            ]
-        return values
-
-    def _legacy_names(self, keys: list[str]) -> list[str]:
-        """During a rolling deploy from the previous release (``accept_unsigned``, single node: it had no cluster
-        support), the same keys under its names, asked in the same round trip."""
-        if not self.accept_unsigned or self.cluster:
-            return []
-        names = [legacy_key(key) for key in keys]
-        return [name if name is not None else key for name, key in zip(names, keys, strict=True)]
+        return self.read_done(values, len(keys))
 
     def _entry(self, codec: Codec, key: str, raw: object, response_id: str | None = None) -> Entry | None:
         """The entry a value read from ``key`` holds, authenticated and checked; one of another response (a bug
@@ -606,8 +560,8 @@ class RedisLedger:
     def has_child(self, response_id: str) -> bool:
         return self._has_child(response_id, View(self))
 
-    def for_call(self, local_only: bool = False) -> View:
-        return View(self, local_only)
+    def for_call(self) -> View:
+        return View(self)
 
     def _get(self, response_id: str, view: View) -> Entry | None:
         entry = self._local.get(response_id)
@@ -679,11 +633,14 @@ class RedisLedger:
 
     @staticmethod
     def _holds(entry: Entry, index: int, key: Key) -> bool:
-        """The entry's output ``index`` really is the item ``key`` names (a stale location is not)."""
+        """The entry's output ``index`` really is the item ``key`` names (a stale location is not); or, for the
+        messages it was given, the entry itself (``Entry.given_messages``, at its first output)."""
         if index >= len(entry.outputs):
             return False
         meta = entry.outputs[index]
         if isinstance(key, int):
+            if index == WHOLE_ENTRY and entry.given_messages == key:
+                return True
             return meta.role == "assistant" and meta.fingerprint == key
         if isinstance(key, tuple):
             return (meta.type, meta.call_id) == key
@@ -725,13 +682,30 @@ class RedisLedger:
 
     # -- asynchronous reads ----------------------------------------------------------------------------------
 
-    async def prefetch(self, reads: Reads, view: View) -> None:
-        """Read ``reads`` from Redis, awaited (never on the event loop), and keep what is found in the local tier,
-        where ``view`` (local only) then finds it; a failure marks ``view``. The asynchronous reader, and
+    async def prefetch(self, reads: Callable[[LedgerView], object], view: View) -> None:
+        """Run ``reads`` (a call's own reads) against ``view`` until they ask Redis for nothing it has not read: each
+        time, the keys they asked first are read, awaited (never on the event loop), with the continued-marker of each
+        entry among them (same slot: a call that reads a parent asks next whether it was continued). A failed or
+        skipped read ends it, ``view`` marked; what was not read is then absent. The asynchronous reader, and
         ``redis.asyncio``, are loaded on first use."""
         reader = self.async_reader()
-        if reader is not None:
-            await reader.prefetch(self, view, reads)
+        awaited = view.awaited = {}
+        if reader is None:
+            return
+        for _ in range(_MAX_ROUNDS):
+            view.probing = True
+            try:
+                reads(view)
+                return
+            except Unread as unread:
+                asked = [*unread.keys, *filter(None, map(marker_of, unread.keys))]
+                keys = [key for key in dict.fromkeys(asked) if key not in awaited]
+            finally:
+                view.probing = False
+            values = await reader.read(self, view, keys)
+            if values is None:
+                return
+            awaited.update(zip(keys, values, strict=True))
 
     def async_reader(self) -> AsyncReader | None:
         """The asynchronous reader of this ledger (``_async.AsyncReader``), made on first use; None around
@@ -825,17 +799,41 @@ class RedisLedger:
         _LIVE.discard(self)
 
 
+class Unread(Exception):
+    """A read of keys an awaited call has not read yet, met while its reads are being found (``View.probing``)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        super().__init__(f"{len(keys)} keys not read yet")
+        self.keys = keys
+
+
+# Rounds of an async call's reads (``RedisLedger.prefetch``): each depends on what the previous found (a parent,
+# then its ancestors; an item's location, then its entry). Past this, what is left unread is absent.
+_MAX_ROUNDS = 32
+
+
 class View:
     """The shared ledger as one call sees it (``RedisLedger.for_call``): whether a read made for this call could not
-    reach Redis (``unavailable``, this call's alone), and, for a call whose reads were awaited already
-    (``local_only``), answers from the local tier without asking Redis. Writes go to the ledger."""
+    reach Redis (``unavailable``, this call's alone). For an async call, ``awaited`` holds the values its reads found
+    (``prefetch``): reads are answered from them, never from Redis (a key not read is absent), and while those reads
+    are being found (``probing``) a key not read yet raises ``Unread``. Writes go to the ledger."""
 
-    __slots__ = ("_ledger", "local_only", "unavailable")
+    __slots__ = ("_ledger", "awaited", "probing", "unavailable")
 
-    def __init__(self, ledger: RedisLedger, local_only: bool = False) -> None:
+    def __init__(self, ledger: RedisLedger) -> None:
         self._ledger = ledger
-        self.local_only = local_only
+        self.awaited: dict[str, Any] | None = None
+        self.probing = False
         self.unavailable = False
+
+    def found(self, keys: list[str]) -> list[Any]:
+        """The values the awaited reads found for ``keys``."""
+        awaited = self.awaited or {}
+        if self.probing:
+            unread = [key for key in keys if key not in awaited]
+            if unread:
+                raise Unread(unread)
+        return [awaited.get(key) for key in keys]
 
     def get(self, response_id: str) -> Entry | None:
         return self._ledger._get(response_id, self)
@@ -861,7 +859,7 @@ class View:
     def leave(self, key: str) -> None:
         self._ledger.leave(key)
 
-    async def prefetch(self, reads: Reads) -> None:
+    async def prefetch(self, reads: Callable[[LedgerView], object]) -> None:
         """This call's reads, awaited (see ``RedisLedger.prefetch``)."""
         await self._ledger.prefetch(reads, self)
 
