@@ -277,12 +277,14 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
 
 def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenAI) -> None:
     stored: Any = client.responses.create(model=REASONER, input="Choose a code word.")
+    reasoning_id, answer_id = stored.output[0].id, stored.output[1].id
+    answer: Any = {"type": "item_reference", "id": answer_id}
     by_reference = client.responses.create(
-        model=REASONER, input=[{"type": "item_reference", "id": stored.output[0].id}, user("code word?")]
+        model=REASONER, input=[{"type": "item_reference", "id": reasoning_id}, answer, user("code word?")]
     )
     assert CODE_WORD.match(by_reference.output_text)
     bare_id = client.responses.create(
-        model=REASONER, input=[{"type": "reasoning", "id": stored.output[0].id, "summary": []}, user("code word?")]
+        model=REASONER, input=[{"type": "reasoning", "id": reasoning_id, "summary": []}, answer, user("code word?")]
     )
     assert bare_id.output_text == by_reference.output_text
 

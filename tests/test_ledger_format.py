@@ -98,7 +98,7 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
         instructed_id="resp_first", instructed_turn=1, system_in_state=True,
         held_calls=("call_old", "call_abc"), held_outputs=("call_old",), held_partial=False,
-        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2,
+        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2, given_messages=2**63 + 5,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
 
@@ -158,6 +158,7 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     assert stored[f"{ns}:{{rs_1}}:i"].endswith(b".0,4:resp_rich")  # both positions of the repeated id
     assert stored[f"{ns}:{{function_call:call_abc}}:t"].endswith(b".2:resp_rich")
     assert stored[f"{ns}:{{{2**64 - 1:016x}}}:f"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{{2**63 + 5:016x}}}:f"].endswith(b".0:resp_rich")  # the messages it was given: the entry
     assert stored[f"{ns}:{{resp_parent}}:k"].endswith(b".1")
     assert ledger.stats()["writes"] == 1
     # Read back by another process of the fleet: every field, marked as read from a shared store.
@@ -487,6 +488,12 @@ HOSTILE_FIELDS: dict[str, object] = {
     "systems-negative": with_field("sy", -1),
     "systems-null": with_field("sy", None),
     "systems-bool": with_field("sy", True),
+    # The app messages the request was given, one keyed fingerprint.
+    "given-messages-too-big": with_field("gm", 2**64),
+    "given-messages-negative": with_field("gm", -1),
+    "given-messages-string": with_field("gm", "ffffffffffffffff"),
+    "given-messages-list": with_field("gm", [1]),
+    "given-messages-bool": with_field("gm", True),
 }
 HOSTILE_BYTES: dict[str, bytes] = {
     "not-json": b"not json at all",

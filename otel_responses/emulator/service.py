@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import model, schema, tokens
+from . import model, replay_rules, schema, tokens
 from .config import EmulatorConfig
 from .context import Context, chain_history, resolve_input, seal_compaction
 from .crypto import Sealer
@@ -188,9 +188,26 @@ class Service:
             if conversation is None:
                 raise not_found(f"Conversation with id '{conversation_id}' not found.", param="conversation")
             history = list(conversation.items)
+        self._check_replayed(body.get("input"), history, chained=previous is not None)
         current = resolve_input(body.get("input"), self.store, self.sealer, new_id)
         context = Context(history=[] if self.config.drop_context else history, current=current)
         return _Prepared(request, previous, conversation_id, conversation, store, history, context)
+
+    def _check_replayed(self, raw: Any, history: list[Entry], *, chained: bool) -> None:
+        """The API's rules on the items a request replays (``replay_rules``), against the state it continues."""
+        if not isinstance(raw, list):
+            return
+        held = frozenset(i for entry in history if isinstance(i := entry.item.get("id"), str))
+        items = [item for item in raw if isinstance(item, Mapping)]
+        replay_rules.check(
+            replay_rules.Replay(
+                items,
+                conversation_ids=frozenset() if chained else held,
+                chain_ids=held if chained else frozenset(),
+                store=self.store,
+                config=self.config,
+            )
+        )
 
     def _previous_history(self, previous: str, connection: ConnectionCache | None) -> list[Entry]:
         """The context a `previous_response_id` stands for: the connection's cached last response (WebSocket
@@ -284,6 +301,7 @@ class Service:
         instructions = _instructions_text(body.get("instructions"))
         with self.store.lock:
             history = self._previous_history(previous, None) if previous is not None else []
+            self._check_replayed(body.get("input"), history, chained=previous is not None)
             current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new)
             if self.config.drop_context:
                 history = []
