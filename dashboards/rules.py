@@ -137,6 +137,22 @@ def alert_rules(docs_url: str = DOCS_URL) -> dict[str, Any]:
             },
         },
         {
+            "alert": "OpenAIResponsesDuplicateItemId",
+            "expr": f"{counted(SIGNALS, eq(SIGNAL_NAME, 'duplicate_item_id'), by=(SERVICE, MODEL))} > 0",
+            "labels": {"severity": "critical"},
+            "annotations": {
+                "summary": "{{ $labels.job }} sends item ids the API refuses as duplicates",
+                "description": (
+                    f"{JOB} sent {TIMES} request(s) in the last {WINDOW} on {ON_MODEL} with one item id twice, "
+                    "or with an id the conversation or chain it continues already holds: the API refuses them with "
+                    '400 "Duplicate item found", and the conversation stops until its history is mended. Send each '
+                    "item once: only new items beside a conversation or previous_response_id, and no client-made id "
+                    "that can collide."
+                ),
+                "runbook_url": runbook("duplicate_item_id", docs_url),
+            },
+        },
+        {
             "alert": "OpenAIResponsesReasoningDropped",
             "expr": (f"{counted(SIGNALS, matches(SIGNAL_NAME, REASONING_SIGNALS), by=RULE_LABELS)} > 0"),
             "labels": {"severity": "warning"},

@@ -6,8 +6,9 @@
 A generated block sits between ``<!-- generated: NAME -->`` and ``<!-- end generated: NAME -->`` in a page; the
 text around it is written by hand. ``options``: every setting of ``otel_responses.config.OPTIONS``; ``names``:
 every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``); ``ledger-fields``: the
-key of every field of a shared-ledger entry (``otel_responses.ledger._codec.FIELDS``). tests/test_docs.py runs the
-check.
+key of every field of a shared-ledger entry (``otel_responses.ledger._codec.FIELDS``); ``replay_rules``: the
+emulator's table of the API's rules on replayed items (``otel_responses.emulator.replay_rules.RULES``).
+tests/test_docs.py runs the check.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from otel_responses import attributes, config
+from otel_responses.emulator import replay_rules
 from otel_responses.ledger import Entry
 from otel_responses.ledger._codec import FIELDS
 
@@ -77,6 +79,17 @@ def names_table() -> str:
     return "\n".join(rows)
 
 
+def replay_rules_table() -> str:
+    """The API's rules on replayed items as the emulator keeps them, in the order they are checked: each with the
+    API's answer and where that answer is known from."""
+    rows = ["| rule | the API's answer | known from |", "|---|---|---|"]
+    for rule in replay_rules.RULES:
+        code = f"`{rule.code}`" if rule.code else "`null`"
+        answer = f"{rule.status} `{rule.type}`, code {code}, param `{rule.param}`: {rule.message}"
+        rows.append(f"| `{rule.name}` | {_cell(answer)} | {_cell(rule.source)} |")
+    return "\n".join(rows)
+
+
 def ledger_fields_table() -> str:
     """Every shared field of an entry: its key, the ``Entry`` field, and its default as JSON (a writer leaves the key
     out then; a reader that misses the key gives the field that value)."""
@@ -96,6 +109,7 @@ BLOCKS: dict[str, dict[str, Callable[[], str]]] = {
     "configuration.md": {"options": options_table},
     "ledger.md": {"ledger-fields": ledger_fields_table},
     "records.md": {"names": names_table},
+    "emulator.md": {"replay_rules": replay_rules_table},
 }
 
 

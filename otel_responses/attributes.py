@@ -108,6 +108,17 @@ INCOMPLETE_REASON: Final = "openai_responses.incomplete.reason"
 REASONING_COUNT: Final = "openai_responses.reasoning.count"
 # `reasoning_dropped`: the reasoning left out could never have been replayed (an unstored response, no payload).
 REASONING_UNREPLAYABLE: Final = "openai_responses.reasoning.unreplayable"
+# `replay_incomplete`: the replay kept only the app's messages of the turn it continues, none of what it returned.
+REPLAY_MESSAGES_ONLY: Final = "openai_responses.replay.messages_only"
+# `duplicate_item_id`: where the API finds the other copy of each id (`input`, `conversation`, `previous_response`).
+DUPLICATE_HELD_BY: Final = "openai_responses.duplicate.held_by"
+# `reasoning_pair_broken`: for each item named, what of its pair is missing (`reasoning`, `follower`).
+PAIR_MISSING: Final = "openai_responses.pair.missing"
+# `malformed_item_id`: the input positions of the ids the API refuses, their items' types and what is wrong (`prefix`,
+# `characters`, `length`); never the ids themselves, which a client made and may have put anything in.
+MALFORMED_POSITIONS: Final = "openai_responses.malformed.positions"
+MALFORMED_ITEM_TYPES: Final = "openai_responses.malformed.item_types"
+MALFORMED_PROBLEMS: Final = "openai_responses.malformed.problems"
 CONFIRMED: Final = "openai_responses.confirmed"  # the API's own error confirmed the signal
 LEDGER_SHARED: Final = "openai_responses.ledger.shared"
 
@@ -397,7 +408,12 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "INSTRUCTIONS_LAST_TURN": ("event", "int", "`instructions_dropped`: the latest turn that had them"),
     "MISSING_COUNT": ("event", "int", "replay signals: how many items of the earlier response are missing"),
     "MISSING_ITEM_TYPES": ("event", "string[]", "replay signals: the missing items' types"),
-    "ITEM_IDS": ("event", "string[]", "the items concerned (`encrypted_content_modified`, `phase_dropped`)"),
+    "ITEM_IDS": (
+        "event",
+        "string[]",
+        "the items concerned (`encrypted_content_modified`, `phase_dropped`, `duplicate_item_id`, "
+        "`reasoning_pair_broken`)",
+    ),
     "CALL_IDS": ("event", "string[]", "tool signals: the `call_id`s concerned"),
     "HISTORY_EXPECTED_APP_MESSAGES": ("event", "int", "`history_truncated`: app messages the replayed response had"),
     "HISTORY_APP_MESSAGES": ("event", "int", "`history_truncated`: app messages the replay kept"),
@@ -412,6 +428,20 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
         "`reasoning_dropped`: the reasoning left out could never have been replayed (its response unstored, "
         "no `encrypted_content`)",
     ),
+    "REPLAY_MESSAGES_ONLY": (
+        "event",
+        "bool",
+        "`replay_incomplete`: the replay kept only the app's messages of the turn it continues, none of its output",
+    ),
+    "DUPLICATE_HELD_BY": (
+        "event",
+        "string[]",
+        "`duplicate_item_id`: where the other copy is (`input`, `conversation`, `previous_response`)",
+    ),
+    "PAIR_MISSING": ("event", "string[]", "`reasoning_pair_broken`: per item named, `reasoning` or `follower` missing"),
+    "MALFORMED_POSITIONS": ("event", "int[]", "`malformed_item_id`: the input positions of the ids refused"),
+    "MALFORMED_ITEM_TYPES": ("event", "string[]", "`malformed_item_id`: their items' types"),
+    "MALFORMED_PROBLEMS": ("event", "string[]", "`malformed_item_id`: `prefix`, `characters` or `length`, per id"),
     "CONFIRMED": ("event", "bool", "the API's own error confirmed the signal"),
     "LEDGER_SHARED": ("event", "bool", "the signal rests on an entry another process wrote to a shared ledger"),
     "METRIC_OPERATION_DURATION": (

@@ -18,6 +18,7 @@ from .attributes import (
     PARENT_OTHER_ORGANIZATION,
     REASONING_UNREPLAYABLE,
     REASONING_WITHHELD_REASONS,
+    REPLAY_MESSAGES_ONLY,
 )
 from .docs_links import signal_doc_url
 
@@ -153,6 +154,26 @@ CATALOGUE: Final[dict[str, Kind]] = {
             WARNING,
             "a replay carries some output items of an earlier response but not all",
             "append the whole `response.output` to the history, not only `output_text` or `output[0]`",
+            {
+                REPLAY_MESSAGES_ONLY: (
+                    "a replay continues a request this process recorded (its whole input, then one new user message) "
+                    "with none of the output items its response returned: only the user's messages are kept",
+                    "append each response's whole `response.output` to the history after its turn, not only the "
+                    "user's messages",
+                )
+            },
+            server_premised=True,
+        ),
+        Kind(
+            "reasoning_pair_broken",
+            WARNING,
+            "an item replayed under the server id of an item its response returned right after a reasoning item, "
+            "without that reasoning item; or a reasoning item replayed without the item that followed it (the API "
+            'refuses both for a stored response: "provided without its required \'reasoning\' item", "without its '
+            'required following item")',
+            "replay a reasoning item and the item after it together, in the order returned, each as returned; to "
+            "leave reasoning out, leave out the ids of the items that followed it too; never keep a turn that ended "
+            "on its reasoning item",
             server_premised=True,
         ),
         Kind(
@@ -226,6 +247,28 @@ CATALOGUE: Final[dict[str, Kind]] = {
             tool_pairing=True,
         ),
         Kind(
+            "duplicate_item_id",
+            ERROR,
+            "two input items with one `id`, or an item sent under an id the server-side state already holds (an item "
+            "of the conversation beside `conversation`, a reference to an output of the chain beside "
+            '`previous_response_id`): the API answers 400 "Duplicate item found"',
+            "send each item once: give items the API did not return no `id` (or a unique one), and beside "
+            "`conversation` or `previous_response_id` send only the new items, not the state's items nor references "
+            "to them",
+            strict=True,
+            server_premised=True,
+        ),
+        Kind(
+            "malformed_item_id",
+            WARNING,
+            "an input item's `id` has a shape the API refuses: not the prefix its type takes (`msg`, `rs`, `fc`, "
+            "`ctc`, `ws`), characters other than letters, digits, `_` and `-`, or more than 64 of them (the API "
+            'answers 400 "Expected an ID that begins with …")',
+            "send an item without an `id` (the API gives it one) or with the one the API returned, never an id "
+            "another provider or library made for it",
+            server_premised=True,
+        ),
+        Kind(
             "history_truncated",
             WARNING,
             "a replay dropped earlier history without a compaction item in its place",
@@ -264,7 +307,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
             "context_duplicated",
             WARNING,
             "a request continuing server state (`previous_response_id` or `conversation`) also re-sends items that "
-            "state already holds",
+            "state already holds, rebuilt without their ids (or under them beside `previous_response_id`): the API "
+            "accepts them, and the model reads those turns twice",
             "send only the new items (the user's message, tool outputs) beside `previous_response_id` or "
             "`conversation`; or keep the history yourself and drop the server state",
             server_premised=True,

@@ -60,6 +60,17 @@ SCENARIO_SPANS: dict[str, list[tuple[str, ...]]] = {
     "replay_phase_lost": [(), ("phase_dropped",), ("phase_dropped",), ("phase_dropped",)],
     "replay_tool_pair_broken": [(), (), ("replay_incomplete", "orphan_tool_output")],
     "replay_history_cut": [(), (), (), ("history_truncated",)],
+    # Only the user's messages and the tool call kept: both later replays continue the tool turn (a second child).
+    "replay_user_messages_only": [
+        (),
+        ("replay_incomplete",),
+        ("reasoning_dropped", "replay_incomplete"),
+        ("reasoning_dropped", "replay_incomplete", "concurrent_branch"),
+    ],
+    # The API refuses the request that breaks its rules on replayed items: the session ends there.
+    "replay_stored_reasoning_dropped": [(), ("reasoning_dropped", "reasoning_pair_broken")],
+    "replay_foreign_call_ids": [(), (), ("malformed_item_id",)],
+    "conversation_items_resent": [(), (), (), ("duplicate_item_id",)],
 }
 
 
@@ -295,8 +306,8 @@ def test_ledger_keeps_at_most_its_capacity_and_cleans_its_indexes(emulator: Emul
         assert len(ledger) == 5
         assert [e for e in (ledger.get(i) for i in ids[:15]) if e is not None] == []
         assert all(ledger.get(i) is not None for i in ids[15:])
-        # 5 entries x (reasoning id + message id + message text fingerprint)
-        assert len(ledger._locations) == 15
+        # 5 entries x (reasoning id + message id + message text fingerprint + the messages the turn was given)
+        assert len(ledger._locations) == 20
         # An evicted parent is unknown: chaining to it raises nothing, even when it was unstored.
         unstored = client.responses.create(model=sc.MODEL, input="x", store=False)
         for i in range(5):

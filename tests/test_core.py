@@ -6,7 +6,9 @@ is the shape the real API or a real client library sends, and the signals the ca
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,8 +173,10 @@ def ledger_with(*responses: tuple[str, list[dict[str, Any]], dict[str, Any]]) ->
 
 
 class _Response:
-    def __init__(self, response_id: str, output: list[dict[str, Any]], store: bool | None = None) -> None:
-        self.id, self.output, self.status = response_id, output, "completed"
+    def __init__(
+        self, response_id: str, output: list[dict[str, Any]], store: bool | None = None, status: str = "completed"
+    ) -> None:
+        self.id, self.output, self.status = response_id, output, status
         self.__pydantic_extra__ = {"store": store} if store is not None else {}
 
 
@@ -199,9 +203,15 @@ SYSTEM_EMPTY = {"role": "system", "content": ""}  # what a prompt middleware sen
 ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
     # (name, outputs of resp_1 (asked with `input=[user("q")]`), the next request, expected signals)
     (
-        "replay with the call's id stripped is whole",
+        "replay with the call's id stripped is whole, but its reasoning keeps its id: the API misses the call after it",
         [REASONING, CALL],
         {"input": [user("q"), REASONING, STRIPPED_CALL, OUTPUT]},
+        {"reasoning_pair_broken"},
+    ),
+    (
+        "near miss: replay with the call's id stripped, of an unstored response (nothing pairs by id)",
+        [REASONING, CALL],
+        {"input": [user("q"), REASONING, STRIPPED_CALL, OUTPUT], "parent_store": False},
         set(),
     ),
     (
@@ -227,7 +237,7 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         "output without its call in a replay",
         [REASONING, CALL],
         {"input": [user("q"), REASONING, OUTPUT]},
-        {"replay_incomplete", "orphan_tool_output"},
+        {"replay_incomplete", "orphan_tool_output", "reasoning_pair_broken"},
     ),
     ("chained output answers the parent's call", [CALL], {"previous_response_id": "resp_1", "input": [OUTPUT]}, set()),
     (
@@ -359,17 +369,23 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         {"previous_response_id": "resp_1", "input": [user("q")]},
         set(),
     ),
-    # An id the API never returned: recognised by its text, in the response the replay links by another item.
+    # An assistant message under an id the API never returned is known by its text, as one without an id is.
     (
-        "a streamed answer replayed under the client's own id",
+        "a streamed answer replayed under the client's own id (unstored: nothing pairs by id)",
+        [REASONING, ANSWER],
+        {"input": [user("q"), REASONING, LOCAL_ANSWER, user("n")], "parent_store": False},
+        set(),
+    ),
+    (
+        "the same, stored: the reasoning keeps its server id, and the API misses the message after it",
         [REASONING, ANSWER],
         {"input": [user("q"), REASONING, LOCAL_ANSWER, user("n")]},
-        set(),
+        {"reasoning_pair_broken"},
     ),
     (
         "another text under the client's own id",
         [REASONING, ANSWER],
-        {"input": [user("q"), REASONING, OTHER_LOCAL_ANSWER, user("n")]},
+        {"input": [user("q"), REASONING, OTHER_LOCAL_ANSWER, user("n")], "parent_store": False},
         {"replay_incomplete"},
     ),
     (
@@ -379,9 +395,27 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
         set(),
     ),
     (
-        "the client's own id alone links nothing",
+        "the client's own id, its reasoning dropped: the text links as a text without an id does",
         [REASONING, ANSWER],
         {"input": [user("q"), LOCAL_ANSWER, user("n")]},
+        {"reasoning_dropped"},
+    ),
+    (
+        "near miss: the same without an id",
+        [REASONING, ANSWER],
+        {"input": [user("q"), {"role": "assistant", "content": "ok"}, user("n")]},
+        {"reasoning_dropped"},
+    ),
+    (
+        "near miss: the client's own id on a text no response of this conversation said",
+        [REASONING, ANSWER],
+        {"input": [user("q"), OTHER_LOCAL_ANSWER, user("n")]},
+        set(),
+    ),
+    (
+        "near miss: a call under an unknown id stays a fallback, linking nothing",
+        [REASONING, CALL],
+        {"input": [user("q"), {**CALL, "id": "fc_renumbered"}, OUTPUT]},
         set(),
     ),
     # One id at two positions of a response (a compatible server's habit): consumed in order, judged against both.
@@ -413,13 +447,13 @@ ROWS: list[tuple[str, list[Any], dict[str, Any], set[str]]] = [
     (
         "a call id rewritten on the call and its output",
         [REASONING, CALL],
-        {"input": [user("q"), REASONING, REWRITTEN_CALL, REWRITTEN_OUTPUT]},
+        {"input": [user("q"), REASONING, REWRITTEN_CALL, REWRITTEN_OUTPUT], "parent_store": False},
         set(),
     ),
     (
         "a rewritten call id, the call itself dropped",
         [REASONING, CALL],
-        {"input": [user("q"), REASONING, REWRITTEN_OUTPUT]},
+        {"input": [user("q"), REASONING, REWRITTEN_OUTPUT], "parent_store": False},
         {"replay_incomplete", "orphan_tool_output"},
     ),
     # A system or developer message the replayed response was given, dropped or emptied: history lost; changed: not.
@@ -507,6 +541,8 @@ def test_request_against_the_ledger(
     first: dict[str, Any] = {"input": kwargs.pop("first_input", [user("q")])}
     if "parent_instructions" in kwargs:
         first["instructions"] = kwargs.pop("parent_instructions")
+    if "parent_store" in kwargs:
+        first["store"] = kwargs.pop("parent_store")
     ledger = ledger_with(("resp_1", outputs, first))
     assert signals(ledger, **kwargs) == expected
 
@@ -545,7 +581,7 @@ def test_sequential_turns_with_stripped_ids_link_to_the_latest_response() -> Non
 
 def test_stream_copies_of_a_payload_are_all_accepted() -> None:
     """A copy of another shape seen in the stream (`output_item.done`) counts as returned too."""
-    final = response_facts(_Response("resp_1", [REASONING]), SETTINGS)
+    final = response_facts(_Response("resp_1", [REASONING, ANSWER]), SETTINGS)
     other = "x" * 10
     streamed = with_stream_items(final, (meta({**REASONING, "encrypted_content": other}, sent=False),))
     assert streamed.copies == ((0, payload_shape(other)),)
@@ -553,8 +589,9 @@ def test_stream_copies_of_a_payload_are_all_accepted() -> None:
     req = request_facts("chat", {"model": "m", "input": [user("q")]}, SETTINGS)
     remember_created(Ended(ledger, req, analyse(req, ledger)), streamed)
     for payload in (TOKEN, other):
-        assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": payload}, user("n")]) == set()
-    assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": "y" * 11}, user("n")]) == {
+        sent = {**REASONING, "encrypted_content": payload}
+        assert signals(ledger, input=[user("q"), sent, ANSWER, user("n")]) == set()
+    assert signals(ledger, input=[user("q"), {**REASONING, "encrypted_content": "y" * 11}, ANSWER, user("n")]) == {
         "encrypted_content_modified"
     }
 
@@ -957,9 +994,23 @@ def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
     A request may be ``{"create_conversation": "conv_1"}``: the conversation made here (its state known from the
     start), or ``{"conversation_items": "conv_1"}``: items written to it; either may carry ``items``, read as the
     Conversations methods' wrappers read them."""
-    ledger = InMemoryLedger()
+    return session_in(InMemoryLedger(), *steps)
+
+
+def session_in(ledger: InMemoryLedger, *steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
+    """``session`` against a given ledger. A step may also be ``{"delete_item": "msg_1", "conversation_id":
+    "conv_1"}`` (a conversation item the app deleted); a request may name its ``operation`` (`chat` unless said) and
+    its response's ``status`` (`completed` unless said)."""
     raised: list[list[str]] = []
-    for number, (kwargs, outputs) in enumerate(steps, 1):
+    for number, (step, outputs) in enumerate(steps, 1):
+        kwargs = dict(step)
+        if "delete_item" in kwargs:
+            deleting = OPERATIONS["delete_conversation_item"]
+            facts = deleting.facts((kwargs["delete_item"],), {"conversation_id": kwargs["conversation_id"]}, SETTINGS)
+            assert deleting.remember is not None
+            deleting.remember(Ended(ledger, facts, analyse(facts, ledger)), ResponseFacts.empty())
+            raised.append([])
+            continue
         if "create_conversation" in kwargs or "conversation_items" in kwargs:
             written = {"items": kwargs["items"]} if "items" in kwargs else {}
             if "create_conversation" in kwargs:
@@ -974,11 +1025,13 @@ def session(*steps: tuple[dict[str, Any], list[Any]]) -> list[list[str]]:
             remember_conversation_items(Ended(ledger, created, analyse(created, ledger)), made)
             raised.append([])
             continue
-        req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+        operation, status = kwargs.pop("operation", "chat"), kwargs.pop("status", "completed")
+        req = request_facts(operation, {"model": "m", **kwargs}, SETTINGS)
         an = analyse(req, ledger)
         raised.append([s.name for s in run_request_checks(req, an, Situation(zdr=False, concurrent=False))])
-        resp = response_facts(_Response(f"resp_{number}", outputs), SETTINGS)
-        remember_created(Ended(ledger, req, an, lineage=lineage_of(req, an)), resp)
+        if operation == "chat":
+            resp = response_facts(_Response(f"resp_{number}", outputs, status=status), SETTINGS)
+            remember_created(Ended(ledger, req, an, lineage=lineage_of(req, an)), resp)
     return raised
 
 
@@ -1339,7 +1392,10 @@ def test_reasoning_dropped_says_when_the_reasoning_could_never_be_replayed(
 ) -> None:
     ledger = ledger_with(("resp_1", [reasoning, ANSWER], {"input": [user("q")], "store": stored}))
     req = request_facts("chat", {"model": "m", "input": [user("q"), ANSWER, user("n")]}, SETTINGS)
-    (signal,) = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    # A stored response's message under its id, without its reasoning: the API refuses that pair too.
+    assert [s.name for s in raised] == ["reasoning_dropped"] + (["reasoning_pair_broken"] if stored else [])
+    signal = raised[0]
     expected: dict[str, Any] = {"openai_responses.missing.count": 1}
     if unreplayable:
         expected["openai_responses.reasoning.unreplayable"] = True
@@ -1359,3 +1415,308 @@ def test_reasoning_dropped_under_zdr_is_never_replayable_without_its_payload() -
     req = request_facts("chat", {"model": "m", "input": [user("q"), ANSWER, user("n")]}, zdr)
     (signal,) = run_request_checks(req, analyse(req, ledger), Situation(zdr=True, concurrent=False))
     assert signal.detail.get("openai_responses.reasoning.unreplayable") is True
+
+
+# -- the API's rules on replayed items: ids and reasoning pairs ------------------------------------------------------
+
+CODEX_MESSAGE = {  # the Codex CLI gives every input message an id of its own
+    "type": "message",
+    "id": "msg_0199a6b2-6f4e-7c21-9d3a-2b8f5e1c4a70",
+    "role": "user",
+    "content": [{"type": "input_text", "text": "q"}],
+}
+CODEX_OUTPUT = {**OUTPUT, "id": "fco_0199a6b2-7a10-7e55-8c2d-91f0aa3b6c11"}  # and every function call output
+COLLIDING = {"type": "message", "id": "msg_4", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]}
+
+# (case, outputs of resp_1 (asked `[user("q")]`, stored unless said), the next request, the signals it raises)
+ITEM_RULES: list[tuple[str, list[Any], dict[str, Any], list[str]]] = [
+    # One id twice in one input.
+    ("a client's fallback id colliding with a kept one (pi's `msg_${index}`)", [ANSWER],
+     {"input": [user("q"), COLLIDING, user("n"), {**COLLIDING, "content": "b"}, user("m")]}, ["duplicate_item_id"]),
+    ("near miss: the fallback ids distinct", [ANSWER],
+     {"input": [user("q"), COLLIDING, user("n"), {**COLLIDING, "id": "msg_5", "content": "b"}, user("m")]}, []),
+    ("one reasoning item copied into two history messages (a cache kept its id)", [REASONING, ANSWER],
+     {"input": [user("q"), REASONING, ANSWER, user("n"), REASONING, ANSWER, user("m")], "parent_store": False},
+     ["duplicate_item_id"]),
+    ("an item and an item reference to it", [REASONING, ANSWER],
+     {"input": [user("q"), REASONING, ANSWER, {"type": "item_reference", "id": "msg_1"}, user("n")]},
+     ["duplicate_item_id"]),
+    ("near miss: an id a server returned twice in one response, replayed twice", [REASONING, REPEATED, ANSWER],
+     {"input": [user("q"), REASONING, REPEATED, ANSWER, user("n")]}, []),
+    ("the same id on two calls (two histories merged)", [CALL],
+     {"input": [user("q"), CALL, OUTPUT, user("n"), {**CALL, "call_id": "call_2"}, OUTPUT_2]},
+     ["duplicate_item_id"]),
+    # A follower under its server id without its reasoning; a reasoning item without its follower.
+    ("a function call under its server id, its reasoning dropped", [REASONING, CALL],
+     {"input": [user("q"), CALL, OUTPUT]}, ["reasoning_dropped", "reasoning_pair_broken"]),
+    ("near miss: the reasoning sent without its id (the Agents SDK's `omit` policy)", [REASONING, CALL],
+     {"input": [user("q"), {k: v for k, v in REASONING.items() if k != "id"}, CALL, OUTPUT]}, []),
+    ("near miss: the call's id dropped with its reasoning (replayed as a new item)", [REASONING, CALL],
+     {"input": [user("q"), STRIPPED_CALL, OUTPUT]}, ["reasoning_dropped"]),
+    ("near miss: the response unstored (the API holds nothing to pair by id)", [REASONING, CALL],
+     {"input": [user("q"), CALL, OUTPUT], "parent_store": False}, ["reasoning_dropped"]),
+    ("an item reference to a message, its reasoning left out (the AI SDK with store)", [REASONING, ANSWER],
+     {"input": [user("q"), {"type": "item_reference", "id": "msg_1"}, user("n")]},
+     ["reasoning_dropped", "reasoning_pair_broken"]),
+    ("the message after a reasoning item replaced by other text (pydantic-ai's modified history)", [REASONING, ANSWER],
+     {"input": [user("q"), REASONING, {"role": "assistant", "content": "The meaning of life is 42"}, user("n")]},
+     ["replay_incomplete", "reasoning_pair_broken"]),
+    ("a turn stored after its reasoning item was cut", [REASONING],
+     {"input": [user("q"), REASONING, user("n")]}, ["reasoning_pair_broken"]),
+    ("near miss: the same turn unstored", [REASONING],
+     {"input": [user("q"), REASONING, user("n")], "parent_store": False}, []),
+    ("near miss: reasoning and its call in order, each under its id", [REASONING, CALL],
+     {"input": [user("q"), REASONING, CALL, OUTPUT]}, []),
+    # Ids of a shape the API refuses.
+    ("a call under another provider's id", [ANSWER],
+     {"input": [user("q"), ANSWER, user("n"), {**CALL, "id": "toolu_01A09q90qw90lq917835lq9", "call_id": "c9"},
+                {**OUTPUT, "call_id": "c9"}]}, ["malformed_item_id"]),
+    ("the Agents SDK's placeholder id on a call", [ANSWER],
+     {"input": [user("q"), ANSWER, user("n"), {**CALL, "id": "__fake_id__", "call_id": "c9"},
+                {**OUTPUT, "call_id": "c9"}]}, ["malformed_item_id"]),
+    ("a gateway's `item_…` id on a reasoning item", [ANSWER],
+     {"input": [user("q"), ANSWER, {**REASONING, "id": "item_df7e40c3f04fc8ade5c3800e"}, user("n")]},
+     ["malformed_item_id"]),
+    ("a message id with a character the API refuses", [ANSWER],
+     {"input": [user("q"), ANSWER, {**user("n"), "type": "message", "id": "msg.local.2"}]}, ["malformed_item_id"]),
+    ("a message id over 64 characters", [ANSWER],
+     {"input": [user("q"), ANSWER, {**user("n"), "type": "message", "id": "msg_" + "a" * 61}]},
+     ["malformed_item_id"]),
+    ("near miss: the Codex CLI's own ids on every message and function call output", [CALL],
+     {"input": [CODEX_MESSAGE, CALL, CODEX_OUTPUT, {**CODEX_MESSAGE, "id": "msg_0199a6b2-8b3c-7f00-a1e4-5d6c7b8a"}]},
+     []),
+    ("near miss: an empty id (the Codex CLI on a message it writes after compacting)", [ANSWER],
+     {"input": [{**CODEX_MESSAGE, "id": ""}, ANSWER, {**CODEX_MESSAGE, "id": "", "content": "n"}]}, []),
+    ("near miss: a custom tool call's output under Codex's `ctco_…` id", [ANSWER],
+     {"input": [user("q"), ANSWER, {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c5", "input": "x"},
+                {"type": "custom_tool_call_output", "id": "ctco_019ff2c9", "call_id": "c5", "output": "y"}]}, []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "outputs", "request_kwargs", "expected"), ITEM_RULES, ids=[r[0] for r in ITEM_RULES])
+def test_the_apis_rules_on_replayed_items(
+    case: str, outputs: list[Any], request_kwargs: dict[str, Any], expected: list[str]
+) -> None:
+    kwargs = dict(request_kwargs)
+    first: dict[str, Any] = {"input": [user("q")], "store": kwargs.pop("parent_store", True)}
+    ledger = ledger_with(("resp_1", outputs, first))
+    req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+    raised = run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+    assert [s.name for s in raised] == expected
+
+
+CODEX_REQUESTS = Path(__file__).resolve().parent / "codex" / "requests"
+
+
+@pytest.mark.parametrize("recorded", sorted(p.name for p in CODEX_REQUESTS.glob("*.json")))
+def test_the_codex_clis_own_ids_on_its_recorded_requests_are_healthy(recorded: str) -> None:
+    """The Codex CLI's real requests (tests/codex/requests): an id of its own on every input message and tool output,
+    the server's on every item it replays, an empty one after a local compaction: none the API refuses."""
+    ledger = InMemoryLedger()
+    calls = json.loads((CODEX_REQUESTS / recorded).read_text())["calls"]
+    assert calls
+    for call in calls:
+        body = call["body"]
+        assert any(isinstance(item, dict) and item.get("id") for item in body["input"])
+        req = request_facts("chat", body, SETTINGS)
+        assert run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False)) == []
+
+
+def raised_by(ledger: InMemoryLedger, **kwargs: Any) -> list[Signal]:
+    req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+    return run_request_checks(req, analyse(req, ledger), Situation(zdr=False, concurrent=False))
+
+
+def test_each_rule_names_the_items_and_never_a_clients_odd_id() -> None:
+    ledger = ledger_with(("resp_1", [REASONING, CALL], {"input": [user("q")]}))
+    (dropped, broken) = raised_by(ledger, input=[user("q"), CALL, OUTPUT])
+    assert dropped.name == "reasoning_dropped"
+    assert (broken.name, broken.detail) == (
+        "reasoning_pair_broken",
+        {"openai_responses.item.ids": ["fc_1"], "openai_responses.pair.missing": ["reasoning"]},
+    )
+    odd = {**COLLIDING, "id": "msg john@example.com"}
+    (duplicate, bad) = raised_by(ledger, input=[user("q"), odd, user("n"), odd, COLLIDING, COLLIDING, user("m")])
+    assert (duplicate.name, duplicate.detail) == (
+        "duplicate_item_id",
+        {"openai_responses.item.ids": ["(malformed id)", "msg_4"], "openai_responses.duplicate.held_by": ["input"]},
+    )
+    assert (bad.name, bad.detail) == (
+        "malformed_item_id",
+        {
+            "openai_responses.malformed.positions": [1, 3],
+            "openai_responses.malformed.item_types": ["message", "message"],
+            "openai_responses.malformed.problems": ["characters", "characters"],
+        },
+    )
+    assert "john" not in repr([s.detail for s in (duplicate, bad)])
+
+
+def test_an_id_the_server_returned_is_never_judged_by_its_shape() -> None:
+    """A compatible server's own ids (another prefix, another alphabet) are its to accept: an id the ledger knows is
+    one the server made."""
+    odd_call = {**CALL, "id": "call.0001", "call_id": "call_1"}
+    ledger = ledger_with(("resp_1", [odd_call], {"input": [user("q")]}))
+    assert raised_by(ledger, input=[user("q"), odd_call, OUTPUT]) == []
+    # Near miss: the same shape under an id no response returned.
+    assert [s.name for s in raised_by(ledger, input=[user("q"), odd_call, OUTPUT, {**odd_call, "id": "call.2"}])] == [
+        "duplicate_call_id",
+        "malformed_item_id",
+    ]
+
+
+def test_a_single_turn_with_ids_is_checked_too() -> None:
+    ledger = InMemoryLedger()
+    assert [s.name for s in raised_by(ledger, input=[{**CODEX_MESSAGE, "id": "review_rollout_user"}])] == [
+        "malformed_item_id"
+    ]
+    assert raised_by(ledger, input=[CODEX_MESSAGE]) == []
+    developer = {**CODEX_MESSAGE, "role": "developer"}
+    assert [s.name for s in raised_by(ledger, input=[developer, CODEX_MESSAGE])] == ["duplicate_item_id"]
+
+
+# (case, the session's steps, what the last request raises): ids the server-side state already holds
+HELD_IDS: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[str]]] = [
+    ("an output re-sent under its server id beside the conversation that holds it (agents SDK before #1827)",
+     [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [REASONING, CALL]),
+      ({"conversation": "conv_1", "input": [REASONING, CALL, OUTPUT]}, [ANSWER])],
+     ["duplicate_item_id"]),
+    ("near miss: the same rebuilt without its ids (accepted, read twice)",
+     [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [ANSWER]),
+      ({"conversation": "conv_1", "input": [user("q"), {"role": "assistant", "content": "ok"}, user("n")]}, [ANSWER])],
+     ["context_duplicated"]),
+    ("near miss: only the new items beside the conversation",
+     [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [REASONING, CALL]),
+      ({"conversation": "conv_1", "input": [OUTPUT]}, [ANSWER])],
+     []),
+    ("near miss: an item the app deleted from the conversation, sent again under its id",
+     [({"create_conversation": "conv_1"}, []), ({"conversation": "conv_1", "input": [user("q")]}, [ANSWER]),
+      ({"delete_item": "msg_1", "conversation_id": "conv_1"}, []),
+      ({"conversation": "conv_1", "input": [ANSWER, user("n")]}, [ANSWER])],
+     []),
+    ("an item reference to an output the chain holds (the AI SDK with previousResponseId)",
+     [({"input": [user("q")]}, [REASONING, ANSWER]),
+      ({"previous_response_id": "resp_1", "input": [{"type": "item_reference", "id": "rs_1"},
+                                                    {"type": "item_reference", "id": "msg_1"}, user("n")]}, [ANSWER])],
+     ["duplicate_item_id"]),
+    ("an item reference to an output two turns up the chain",
+     [({"input": [user("q")]}, [ANSWER]), ({"previous_response_id": "resp_1", "input": [user("n")]}, [ANSWER]),
+      ({"previous_response_id": "resp_2", "input": [{"type": "item_reference", "id": "msg_1"}, user("m")]}, [ANSWER])],
+     ["duplicate_item_id"]),
+    ("near miss: an item re-sent under its id beside previous_response_id (accepted: the agents SDK's #1827)",
+     [({"input": [user("q")]}, [REASONING, ANSWER]),
+      ({"previous_response_id": "resp_1", "input": [REASONING, ANSWER, user("n")]}, [ANSWER])],
+     ["context_duplicated"]),
+    ("near miss: an item reference to a response the chain does not hold",
+     [({"input": [user("q")]}, [{**ANSWER, "id": "msg_other"}]), ({"input": [user("p")]}, [ANSWER]),
+      ({"previous_response_id": "resp_2", "input": [{"type": "item_reference", "id": "msg_other"}, user("n")]},
+       [ANSWER])],
+     []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "steps", "expected"), HELD_IDS, ids=[r[0] for r in HELD_IDS])
+def test_an_id_the_state_already_holds_is_a_duplicate(
+    case: str, steps: list[tuple[dict[str, Any], list[Any]]], expected: list[str]
+) -> None:
+    raised = session(*steps)
+    assert raised[-1] == expected
+    assert all(earlier == [] for earlier in raised[:-1]), raised
+
+
+def test_strict_mode_refuses_a_duplicate_in_the_input_always_and_one_held_by_the_state_when_recorded_here() -> None:
+    ledger = ledger_with(("resp_1", [REASONING, ANSWER], {"input": [user("q")]}))
+    reference = {"type": "item_reference", "id": "msg_1"}
+    for target, shared in ((ledger, False), (shared_copy(ledger), True)):
+        (in_input,) = raised_by(target, input=[user("q"), COLLIDING, user("n"), COLLIDING, user("m")])
+        assert in_input.name == "duplicate_item_id"
+        assert in_input.refusable  # the request itself shows it
+        (held,) = raised_by(target, previous_response_id="resp_1", input=[reference, user("n")])
+        assert held.detail["openai_responses.duplicate.held_by"] == ["previous_response"]
+        assert held.refusable is not shared  # on a shared entry alone it is raised, never refused
+        assert (held.detail.get(SHARED_FACT) is True) is shared
+    for name in ("reasoning_pair_broken", "malformed_item_id"):
+        assert not CATALOGUE[name].strict  # warnings: never refused
+
+
+# (case, the steps, what each request raises): a replay of the user's messages alone, and its near misses
+MESSAGES_ONLY: list[tuple[str, list[tuple[dict[str, Any], list[Any]]], list[list[str]]]] = [
+    ("only the user's messages kept (a reasoning model)",
+     [({"input": [user("q")]}, [REASONING, ANSWER]), ({"input": [user("q"), user("n")]}, [ANSWER])],
+     [[], ["replay_incomplete"]]),
+    ("only the user's messages kept (no reasoning), turn after turn",
+     [({"input": [SYSTEM, user("q")]}, [ANSWER]), ({"input": [SYSTEM, user("q"), user("n")]}, [ANSWER]),
+      ({"input": [SYSTEM, user("q"), user("n"), user("m")]}, [ANSWER])],
+     [[], ["replay_incomplete"], ["replay_incomplete"]]),
+    ("near miss: the answer replayed", [({"input": [user("q")]}, [ANSWER]),
+                                        ({"input": [user("q"), ANSWER, user("n")]}, [ANSWER])],
+     [[], []]),
+    ("near miss: a response with no output item (Codex's `generate: false` warm-up, a prompt-cache prewarm)",
+     [({"input": [user("q")]}, []), ({"input": [user("q"), user("n")]}, [ANSWER])], [[], []]),
+    ("near miss: a failed response", [({"input": [user("q")], "status": "failed"}, [ANSWER]),
+                                      ({"input": [user("q"), user("n")]}, [ANSWER])], [[], []]),
+    ("near miss: a cancelled response", [({"input": [user("q")], "status": "cancelled"}, [REASONING]),
+                                         ({"input": [user("q"), user("n")]}, [ANSWER])], [[], []]),
+    ("near miss: an incomplete response", [({"input": [user("q")], "status": "incomplete"}, [REASONING, ANSWER]),
+                                           ({"input": [user("q"), user("n")]}, [ANSWER])], [[], []]),
+    ("near miss: a guardrail call on the same input, then the real call",
+     [({"input": [user("q")], "instructions": "Is this safe?"}, [{**ANSWER, "id": "msg_g"}]),
+      ({"input": [user("q")]}, [ANSWER])], [[], []]),
+    ("near miss: a classifier of the user's messages beside the real call: the opening names two responses",
+     [({"input": [user("q")], "instructions": "Classify."}, [{**ANSWER, "id": "msg_c"}]),
+      ({"input": [user("q")]}, [ANSWER]),
+      ({"input": [user("q"), user("n")], "instructions": "Classify."}, [{**ANSWER, "id": "msg_c2"}])],
+     [[], [], []]),
+    ("near miss: a query rewrite and a retry on the same input",
+     [({"input": [user("q")], "instructions": "Rewrite the query."}, [{**ANSWER, "id": "msg_r"}]),
+      ({"input": [user("q")]}, []), ({"input": [user("q")]}, [ANSWER])], [[], [], []]),
+    ("near miss: a regenerate", [({"input": [user("q"), user("n")]}, [ANSWER]),
+                                 ({"input": [user("q"), user("n")]}, [{**ANSWER, "id": "msg_2"}])], [[], []]),
+    ("near miss: a first message reused by a new conversation",
+     [({"input": [user("hi")]}, [ANSWER]), ({"input": [user("hi")]}, [{**ANSWER, "id": "msg_2"}]),
+      ({"input": [user("hi"), {**ANSWER, "id": "msg_2"}, user("n")]}, [ANSWER])], [[], [], []]),
+    ("near miss: an eval harness with a fixed opening", [({"input": [SYSTEM, user("a"), user("case 1")]}, [ANSWER]),
+                                                         ({"input": [SYSTEM, user("a"), user("case 2")]}, [ANSWER])],
+     [[], []]),
+    ("near miss: a batch whose inputs share a prefix", [({"input": [user("doc"), user("summarise")]}, [ANSWER]),
+                                                        ({"input": [user("doc"), user("translate")]}, [ANSWER])],
+     [[], []]),
+    ("near miss: a token count and a compaction of the next input",
+     [({"input": [user("q")]}, [ANSWER]), ({"input": [user("q"), user("n")], "operation": "count_input_tokens"}, []),
+      ({"input": [user("q"), user("n")], "operation": "compact_response"}, [])], [[], [], []]),
+    ("near miss: a client-side summary replacing earlier turns (Codex's local compaction: two new messages)",
+     [({"input": [user("q")]}, [ANSWER]), ({"input": [user("q"), user("summary of the turns"), user("n")]}, [ANSWER])],
+     [[], []]),
+    ("near miss: the new message is not the user's", [({"input": [user("q")]}, [ANSWER]),
+                                                      ({"input": [user("q"), SYSTEM]}, [ANSWER])], [[], []]),
+    ("near miss: earlier messages changed", [({"input": [user("q"), user("n")]}, [ANSWER]),
+                                             ({"input": [user("Q"), user("n"), user("m")]}, [ANSWER])], [[], []]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "steps", "expected"), MESSAGES_ONLY, ids=[r[0] for r in MESSAGES_ONLY])
+def test_a_replay_of_the_users_messages_alone(
+    case: str, steps: list[tuple[dict[str, Any], list[Any]]], expected: list[list[str]]
+) -> None:
+    assert session(*steps) == expected
+
+
+def test_a_messages_only_replay_names_what_it_lost_and_its_own_text() -> None:
+    ledger = InMemoryLedger()
+    session_in(ledger, ({"input": [user("q")]}, [REASONING, CALL]))
+    (signal,) = raised_by(ledger, input=[user("q"), user("n")])
+    assert (signal.name, signal.detail) == (
+        "replay_incomplete",
+        {
+            "openai_responses.parent.id": "resp_1",
+            "openai_responses.missing.count": 2,
+            "openai_responses.missing.item_types": ["reasoning", "function_call"],
+            "openai_responses.replay.messages_only": True,
+        },
+    )
+    assert "only the user's messages" in signal.meaning
+    assert signal.fix != CATALOGUE["replay_incomplete"].fix
+    entry = ledger.get("resp_1")
+    assert entry is not None
+    assert entry.given_messages is not None
+    assert FP.number("q") != entry.given_messages  # a fold of the fingerprints, not one of them

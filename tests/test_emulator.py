@@ -287,9 +287,11 @@ def test_encrypted_content_only_when_included(client: openai.OpenAI) -> None:
 
 def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenAI) -> None:
     stored: Any = client.responses.create(model=REASONER, input="Choose a code word.")
+    reasoning_id, answer_id = stored.output[0].id, stored.output[1].id
+    answer: Any = {"type": "item_reference", "id": answer_id}
     by_reference = client.responses.create(
         model=REASONER,
-        input=[user("Choose a code word."), {"type": "item_reference", "id": stored.output[0].id}, user("code word?")],
+        input=[user("Choose a code word."), {"type": "item_reference", "id": reasoning_id}, answer, user("code word?")],
         reasoning=ALL_TURNS,
     )
     assert CODE_WORD.match(by_reference.output_text)
@@ -297,7 +299,8 @@ def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenA
         model=REASONER,
         input=[
             user("Choose a code word."),
-            {"type": "reasoning", "id": stored.output[0].id, "summary": []},
+            {"type": "reasoning", "id": reasoning_id, "summary": []},
+            answer,
             user("code word?"),
         ],
         reasoning=ALL_TURNS,

@@ -64,6 +64,20 @@ SINGLE_TURN_REQUESTS: list[dict[str, Any]] = [
     {"input": []},
     {"input": "hi", "include": ["reasoning.encrypted_content"], "reasoning": {"effort": "high"}},
     {"input": "hi", "store": False, "background": True},
+    # Ids on the messages (the Codex CLI gives every message one): checked by shape and for duplicates (what they
+    # raise under `raises`).
+    {"input": [{"type": "message", "id": "msg_0199a6b2", "role": "user", "content": "hi"}]},
+    {
+        "input": [{"type": "message", "id": "review_rollout_user", "role": "user", "content": "hi"}],
+        "raises": ["malformed_item_id"],
+    },
+    {
+        "input": [
+            {"role": "developer", "id": "msg_1", "content": "x"},
+            {"role": "user", "id": "msg_1", "content": "y"},
+        ],
+        "raises": ["duplicate_item_id"],
+    },
 ]
 
 
@@ -73,13 +87,15 @@ SINGLE_TURN_REQUESTS: list[dict[str, Any]] = [
 def test_only_the_single_turn_checks_can_raise_on_a_single_turn_request(
     kwargs: dict[str, Any], zdr: bool, concurrent: bool
 ) -> None:
-    req = request_facts("chat", {"model": "m", **kwargs}, SETTINGS)
+    sent = dict(kwargs)
+    raises = sent.pop("raises", [])
+    req = request_facts("chat", {"model": "m", **sent}, SETTINGS)
     assert req.state_mode == SINGLE_TURN
     analysis = analyse(req, _ledger_with_history())
     situation = Situation(zdr, concurrent)
     everything = [s for check in REQUEST_CHECKS if (s := check(req, analysis, situation)) is not None]
     assert run_request_checks(req, analysis, situation) == everything
-    assert [s.name for s in everything] == (["concurrent_branch"] if concurrent else [])
+    assert [s.name for s in everything] == raises + (["concurrent_branch"] if concurrent else [])
     assert set(SINGLE_TURN_CHECKS) <= set(REQUEST_CHECKS)
 
 

@@ -98,9 +98,10 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         turn=7, lineage_id="conv_1", trace_id=2**128 - 1, span_id=2**64 - 1,
         instructed_id="resp_first", instructed_turn=1, system_in_state=True,
         held_calls=("call_old", "call_abc"), held_outputs=("call_old",), held_partial=False,
-        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2,
+        given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2, given_messages=2**63 + 5,
         model="gpt-5.4", resolved_model="gpt-5.4-2026-03-05", reasoning_context="current_turn", input_tokens=1200,
         output_tokens=340, reasoning_held=900, reasoning_turn=300, tools_fingerprint=2**64 - 1,
+        organization=2**32 - 1, project=7, credential=8, endpoint=9,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
 
@@ -160,6 +161,7 @@ def test_every_value_kind_is_sealed_as_documented(admin: redis.Redis, make: Call
     assert stored[f"{ns}:{{rs_1}}:i"].endswith(b".0,4:resp_rich")  # both positions of the repeated id
     assert stored[f"{ns}:{{function_call:call_abc}}:t"].endswith(b".2:resp_rich")
     assert stored[f"{ns}:{{{2**64 - 1:016x}}}:f"].endswith(b".1:resp_rich")
+    assert stored[f"{ns}:{{{2**63 + 5:016x}}}:f"].endswith(b".0:resp_rich")  # the messages it was given: the entry
     assert stored[f"{ns}:{{resp_parent}}:k"].endswith(b".1")
     assert ledger.stats()["writes"] == 1
     # Read back by another process of the fleet: every field, marked as read from a shared store.
@@ -489,6 +491,12 @@ HOSTILE_FIELDS: dict[str, object] = {
     "systems-negative": with_field("sy", -1),
     "systems-null": with_field("sy", None),
     "systems-bool": with_field("sy", True),
+    # The app messages the request was given, one keyed fingerprint.
+    "given-messages-too-big": with_field("gm", 2**64),
+    "given-messages-negative": with_field("gm", -1),
+    "given-messages-string": with_field("gm", "ffffffffffffffff"),
+    "given-messages-list": with_field("gm", [1]),
+    "given-messages-bool": with_field("gm", True),
     # What the response was made by and what its usage said.
     "model-brace": with_field("md", "gpt-{5}"),
     "model-injection": with_field("md", "gpt-5\nopenai_responses.signals=x"),
@@ -502,6 +510,11 @@ HOSTILE_FIELDS: dict[str, object] = {
     "reasoning-turn-null": with_field("rt", None),
     "tools-fingerprint-too-big": with_field("tf", 2**64),
     "tools-fingerprint-hex": with_field("tf", "ffff"),
+    # Whom the request was made as: keyed fingerprints of 32 bits.
+    "organization-too-big": with_field("og", 2**32),
+    "project-string": with_field("pj", "proj_1"),
+    "credential-negative": with_field("cr", -1),
+    "endpoint-list": with_field("ep", [1]),
 }
 HOSTILE_BYTES: dict[str, bytes] = {
     "not-json": b"not json at all",

@@ -238,9 +238,9 @@ def test_a_refused_model_switch_is_foreign_and_a_cut_payload_modified(refusing: 
     with capture() as telemetry, refusing.client() as client:
         with pytest.raises(openai.BadRequestError) as refused:
             _switch(client, client, ("gpt-5.4", "gpt-5.5"))
-        opening = {"role": "user", "content": "Choose a code word."}
+        opening: Any = {"role": "user", "content": "Choose a code word."}
         chose = client.responses.create(model="gpt-5.4", input=[opening], store=False, include=ENCRYPTED)
-        items = [item.model_dump(exclude_none=True) for item in chose.output]
+        items: Any = [item.model_dump(exclude_none=True) for item in chose.output]
         items[0]["encrypted_content"] = items[0]["encrypted_content"][:-8]
         with pytest.raises(openai.BadRequestError) as cut:
             client.responses.create(model="gpt-5.4", input=[opening, *items, {"role": "user", "content": "?"}])
@@ -277,7 +277,7 @@ def test_a_compaction_item_of_another_organization_is_refused(emulated: Emulator
     ):
         first = a_client.responses.create(model="gpt-5.4", input="Remember this: the marker is C-1.")
         compacted = a_client.responses.compact(model="gpt-5.4", previous_response_id=first.id)
-        window = [item.model_dump(exclude_none=True, warnings=False) for item in compacted.output]
+        window: Any = [item.model_dump(exclude_none=True, warnings=False) for item in compacted.output]
         window.append({"role": "user", "content": "What is the marker?"})
         with pytest.raises(openai.BadRequestError) as refused:
             b_client.responses.create(model="gpt-5.4", input=window, store=False, include=ENCRYPTED)

@@ -153,6 +153,68 @@ def test_strict_mode_refuses_what_a_chained_request_proves_whatever_its_shared_p
     assert b.stats()["reads"] >= 1  # the parent came from the shared store
 
 
+def test_a_duplicate_id_resting_on_a_shared_entry_is_raised_never_refused(
+    store: Store, emulator: Emulator, client: openai.OpenAI, ledgers: list[RedisLedger]
+) -> None:
+    """Worker A writes a turn to a conversation; worker B, in strict mode, re-sends that turn's items under their ids
+    beside the conversation. Only the shared entry says the conversation holds them: raised (the API then refuses
+    it), never refused. One id twice in B's own input is refused before sending, whatever the ledger holds."""
+    a = new_ledger(ledgers, store.url, **store.options)
+    conversation = client.conversations.create().id
+    with capture(ledger=a, hash_key=KEY):
+        first: Any = client.responses.create(model=MODEL, input="Remember: M-1.", conversation=conversation)
+    assert a.flush(5)
+    b = new_ledger(ledgers, store.url, **store.options)
+    with capture(ledger=b, hash_key=KEY, strict=True) as cap:
+        with pytest.raises(openai.BadRequestError, match="Duplicate item found"):
+            client.responses.create(model=MODEL, conversation=conversation, input=[*first.output, user("And?")])
+        said: Any = {"type": "message", "id": "msg_4", "role": "assistant", "content": "Noted."}
+        sent = len(emulator.requests)
+        with pytest.raises(ContextLossError) as refused:
+            client.responses.create(model=MODEL, input=[user("Hi."), said, user("And?"), said, user("Bye.")])
+        assert refused.value.signal == "duplicate_item_id"
+        assert len(emulator.requests) == sent
+    (held, twice) = cap.chat_spans()
+    events = [
+        [dict(e.attributes or {}) for e in span.events if e.name == "openai_responses.signal"] for span in (held, twice)
+    ]
+    assert [[e["openai_responses.signal.name"] for e in span] for span in events] == [["duplicate_item_id"]] * 2
+    assert events[0][0].get(SHARED_FACT) is True
+    assert events[0][0]["openai_responses.duplicate.held_by"] == ("conversation",)
+    assert SHARED_FACT not in events[1][0]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_replay_of_the_users_messages_alone_is_named_across_processes(
+    store: Store, emulator: Emulator, client: openai.OpenAI, ledgers: list[RedisLedger], asynchronous: bool
+) -> None:
+    """Worker A answers a turn; worker B gets the replay that kept only the user's messages. The messages A's turn was
+    given are a key of its shared entry: B finds it (a sync read, or the async call's awaited ones) and names it."""
+    a = new_ledger(ledgers, store.url, **store.options)
+    ask = user("Remember this: the marker is S-9.")
+    with capture(ledger=a, hash_key=KEY):
+        first = client.responses.create(model=MODEL, input=[ask])
+    assert a.flush(5)
+    b = new_ledger(ledgers, store.url, **store.options)
+    kwargs: dict[str, Any] = {"model": MODEL, "input": [ask, user("The marker?")]}
+    with capture(ledger=b, hash_key=KEY) as cap:
+        if asynchronous:
+            asyncio.run(_create_async(emulator, kwargs))
+        else:
+            client.responses.create(**kwargs)
+    (span,) = cap.chat_spans()
+    (event,) = [dict(e.attributes or {}) for e in span.events if e.name == "openai_responses.signal"]
+    assert event == {
+        "openai_responses.signal.name": "replay_incomplete",
+        "openai_responses.signal.severity": "warning",
+        "openai_responses.parent.id": first.id,
+        "openai_responses.missing.count": 1,
+        "openai_responses.missing.item_types": ("message",),
+        "openai_responses.replay.messages_only": True,
+        SHARED_FACT: True,
+    }
+
+
 async def _create_async(emulator: Emulator, kwargs: dict[str, Any]) -> None:
     async with emulator.async_client() as client:
         await client.responses.create(**kwargs)

@@ -158,6 +158,7 @@ def test_a_filter_in_the_url_fragment_hides_what_it_should(demo: Demo) -> None:
             "chain_tool_output_missing",
             "chain_unstored_parent",
             "conversation_and_previous_id",
+            "conversation_items_resent",
             "replay_reasoning_altered",
             "replay_tool_pair_broken",
         ]

@@ -144,6 +144,29 @@ def test_the_runs_of_one_lineage_id_are_headed_as_runs_and_a_guess_is_said(recor
     assert ["placed in this run by time" in n for n in notes] == [False, True]
 
 
+def test_a_replay_of_the_users_messages_alone_shows_its_own_meaning_and_fix_in_its_conversation(
+    emulator: Any,
+) -> None:
+    """The replay that kept only the user's messages continues the turn it replays: one conversation, the signal with
+    the meaning and fix of its variant."""
+    from otel_responses.signals import CATALOGUE
+
+    client = emulator.client()
+    try:
+        with capture() as telemetry:
+            ask = {"role": "user", "content": "Remember this: the marker is W-1."}
+            client.responses.create(model="gpt-5.4", input=[ask])
+            client.responses.create(model="gpt-5.4", input=[ask, {"role": "user", "content": "The marker?"}])
+        root = parse(render(list(from_sdk(telemetry.spans()))))
+    finally:
+        client.close()
+    assert len(root.find_all("section", class_="conv")) == 1
+    meaning, fix = CATALOGUE["replay_incomplete"].variants["openai_responses.replay.messages_only"]
+    (shown,) = [li for li in root.find_all("li") if li.attrs.get("data-signal") == "replay_incomplete"]
+    assert meaning in shown.text()
+    assert shown.find_all("small")[0].text() == f"Fix: {fix}"
+
+
 def test_a_signal_shows_the_meaning_and_fix_of_the_variant_its_event_names(emulator: Any) -> None:
     """Reasoning that could never have been replayed (an unstored response without `encrypted_content`): the page
     gives that variant's meaning and fix; reasoning left out that could have been, in another conversation, the

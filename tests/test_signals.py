@@ -153,7 +153,7 @@ def instrumented(**config: Any) -> Iterator[Captured]:
 
 
 def test_catalogue_matches_the_design_table() -> None:
-    """The 20 names and severities of DESIGN.md section 4: the signals every test below raises."""
+    """The 23 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
         "state_mode_conflict": ERROR,
         "unstored_parent": ERROR,
@@ -163,12 +163,15 @@ def test_catalogue_matches_the_design_table() -> None:
         "reasoning_not_replayable": WARNING,
         "reasoning_dropped": WARNING,
         "replay_incomplete": WARNING,
+        "reasoning_pair_broken": WARNING,
         "encrypted_content_modified": ERROR,
         "phase_dropped": WARNING,
         "orphan_tool_output": ERROR,
         "missing_tool_output": ERROR,
         "tool_output_before_call": ERROR,
         "duplicate_call_id": WARNING,
+        "duplicate_item_id": ERROR,
+        "malformed_item_id": WARNING,
         "history_truncated": WARNING,
         "concurrent_branch": INFO,
         "response_incomplete": WARNING,
@@ -726,12 +729,12 @@ def test_phase_dropped(client: openai.OpenAI, captured: Captured) -> None:
 def test_phase_dropped_rebuilt_role_content_message(client: openai.OpenAI, captured: Captured) -> None:
     """Rebuilding the answer as ``{role, content}`` from ``output_text`` keeps the text, loses the phase."""
     history: list[Any] = [user("Remember this: the marker is P-1.")]
-    first = client.responses.create(model=REASONING_MODEL, input=history)
+    first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
     reasoning, message = first.output
     assert message.type == "message"
     assert message.phase == "final_answer"
     history += [reasoning, {"role": "assistant", "content": first.output_text}, user("What is the marker?")]
-    second = client.responses.create(model=REASONING_MODEL, input=history)
+    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
     assert "marker=P-1" in second.output_text
     first_span, span = captured.spans()
     assert_clean(first_span)
@@ -1003,26 +1006,53 @@ def test_tool_output_before_call_near_miss_call_then_output(client: openai.OpenA
     assert_clean(captured.spans()[1], tool_check="ok")
 
 
+def rebuilt(item: Any) -> Item:
+    """An output item as a library rebuilds it: its fields kept, its id not."""
+    dumped: Item = item.model_dump(exclude_none=True)
+    dumped.pop("id", None)
+    return dumped
+
+
 def test_duplicate_call_id_one_call_sent_twice(client: openai.OpenAI, captured: Captured) -> None:
     history: list[Any] = [tool_request()]
     first = client.responses.create(model=MODEL, input=history, store=False, tools=TOOLS)
-    call = function_call(first)
-    history += [call, call, tool_output(call.call_id)]
+    call = rebuilt(function_call(first))
+    history += [call, call, tool_output(call["call_id"])]
     client.responses.create(model=MODEL, input=history, store=False, tools=TOOLS)
     span = captured.spans()[1]
     assert signals_of(span) == ("duplicate_call_id",)
     assert_signal(captured, span, "duplicate_call_id", mode="client_replay", model=MODEL)
     assert attrs(span)[TOOL_CHECK] == "duplicate_call_id"
     (event,) = span.events
-    assert (event.attributes or {})["openai_responses.call.ids"] == (call.call_id,)
+    assert (event.attributes or {})["openai_responses.call.ids"] == (call["call_id"],)
 
 
-def test_duplicate_call_id_tool_turn_replayed_twice(client: openai.OpenAI, captured: Captured) -> None:
-    """The catalogue's own example: a tool turn replayed twice (call, output, call, output)."""
+def test_duplicate_call_id_the_call_twice_under_its_id_is_a_duplicate_item_too(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """Under its server id the same call twice is one id twice: the API refuses it before reading the calls."""
     history: list[Any] = [tool_request()]
     first = client.responses.create(model=MODEL, input=history, store=False, tools=TOOLS)
     call = function_call(first)
-    turn = [call, tool_output(call.call_id)]
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(model=MODEL, input=[*history, call, call, tool_output(call.call_id)], tools=TOOLS)
+    assert refused.value.body == {
+        "message": f"Duplicate item found with id {call.id}. Remove duplicate items from your input and try again.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    span = captured.spans()[1]
+    assert signals_of(span) == ("duplicate_call_id", "duplicate_item_id")
+    assert attrs(span)[TOOL_CHECK] == "duplicate_call_id"
+
+
+def test_duplicate_call_id_tool_turn_replayed_twice(client: openai.OpenAI, captured: Captured) -> None:
+    """The catalogue's own example: a tool turn replayed twice (call, output, call, output), rebuilt without ids."""
+    history: list[Any] = [tool_request()]
+    first = client.responses.create(model=MODEL, input=history, store=False, tools=TOOLS)
+    call = rebuilt(function_call(first))
+    turn = [call, tool_output(call["call_id"])]
     history += [*turn, *turn]
     client.responses.create(model=MODEL, input=history, store=False, tools=TOOLS)
     span = captured.spans()[1]
@@ -1063,11 +1093,11 @@ def test_tool_check_reports_the_first_failing_signal_in_catalogue_order(
     _, orphan_and_missing, missing_and_duplicate = captured.spans()
     assert signals_of(orphan_and_missing) == ("orphan_tool_output", "missing_tool_output")
     assert attrs(orphan_and_missing)[TOOL_CHECK] == "orphan_tool_output"
-    assert signals_of(missing_and_duplicate) == ("missing_tool_output", "duplicate_call_id")
+    assert signals_of(missing_and_duplicate) == ("missing_tool_output", "duplicate_call_id", "duplicate_item_id")
     assert attrs(missing_and_duplicate)[TOOL_CHECK] == "missing_tool_output"
     for name in ("orphan_tool_output", "missing_tool_output"):
         assert_signal(captured, orphan_and_missing, name, mode="client_replay", model=MODEL)
-    for name in ("missing_tool_output", "duplicate_call_id"):
+    for name in ("missing_tool_output", "duplicate_call_id", "duplicate_item_id"):
         assert_signal(captured, missing_and_duplicate, name, mode="client_replay", model=MODEL)
 
 
@@ -1635,14 +1665,41 @@ def test_context_duplicated_server_chain(client: openai.OpenAI, captured: Captur
 
 
 def test_context_duplicated_conversation(client: openai.OpenAI, captured: Captured) -> None:
+    """The answer rebuilt as text beside the conversation that holds it: accepted, read twice."""
     conversation = client.conversations.create().id
     first: Any = client.responses.create(
         model=MODEL, input="Remember this: the marker is R-2.", conversation=conversation
     )
-    client.responses.create(model=MODEL, input=[*first.output, user("What is the marker?")], conversation=conversation)
+    rebuilt_answer: Item = {"role": "assistant", "content": first.output_text}
+    client.responses.create(model=MODEL, input=[rebuilt_answer, user("What is the marker?")], conversation=conversation)
     span = captured.chat_spans()[1]
     assert signals_of(span) == ("context_duplicated",)
     assert_signal(captured, span, "context_duplicated", mode="conversation", model=MODEL)
+
+
+def test_context_duplicated_under_the_conversations_ids_is_a_duplicate_item(
+    client: openai.OpenAI, captured: Captured
+) -> None:
+    """The same items under the ids the conversation holds them by: the API refuses them ("Duplicate item found")."""
+    conversation = client.conversations.create().id
+    first: Any = client.responses.create(
+        model=MODEL, input="Remember this: the marker is R-2.", conversation=conversation
+    )
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.create(
+            model=MODEL, input=[*first.output, user("What is the marker?")], conversation=conversation
+        )
+    assert f"Duplicate item found with id {first.output[0].id}." in refused.value.message
+    span = captured.chat_spans()[1]
+    assert signals_of(span) == ("duplicate_item_id",)
+    assert_signal(captured, span, "duplicate_item_id", mode="conversation", model=MODEL)
+    (event,) = span.events
+    assert dict(event.attributes or {}) == {
+        "openai_responses.signal.name": "duplicate_item_id",
+        "openai_responses.signal.severity": "error",
+        "openai_responses.item.ids": (first.output[0].id,),
+        "openai_responses.duplicate.held_by": ("conversation",),
+    }
 
 
 def test_context_duplicated_near_misses(client: openai.OpenAI, captured: Captured) -> None:

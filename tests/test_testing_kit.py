@@ -166,6 +166,33 @@ def test_the_kit_gives_the_fix_of_reasoning_that_could_never_be_replayed(
     assert CATALOGUE["reasoning_dropped"].fix not in message
 
 
+def test_the_kit_names_the_apis_refusals_and_a_replay_of_the_users_messages_alone(
+    responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
+) -> None:
+    """Only the user's messages replayed (the variant's own meaning and fix); a turn's items re-sent under their ids
+    beside the conversation that holds them (the API's 400, named with where the other copy is)."""
+    ask: Any = {"role": "user", "content": "Remember this: the marker is K-3."}
+    responses_client.responses.create(model=MODEL, input=[ask])
+    question: Any = {"role": "user", "content": "The marker?"}
+    responses_client.responses.create(model=MODEL, input=[ask, question])
+    conversation = responses_client.conversations.create().id
+    first: Any = responses_client.responses.create(model=MODEL, input=[ask], conversation=conversation)
+    with pytest.raises(openai.BadRequestError):
+        responses_client.responses.create(model=MODEL, input=[*first.output], conversation=conversation)
+    assert responses_telemetry.signals() == ["replay_incomplete", "duplicate_item_id"]
+    with pytest.raises(AssertionError) as info:
+        assert_no_context_loss(responses_telemetry)
+    message = _without_report(str(info.value))
+    meaning, fix = CATALOGUE["replay_incomplete"].variants["openai_responses.replay.messages_only"]
+    assert f": {meaning} [parent.id=" in message
+    assert f"replay.messages_only=True]\n  Fix: {fix}." in message
+    duplicate = CATALOGUE["duplicate_item_id"]
+    assert f"- duplicate_item_id (error) on span 'chat {MODEL}'" in message
+    held = ",".join(item.id for item in first.output)
+    assert f"{duplicate.meaning} [item.ids={held}, duplicate.held_by=conversation]" in message
+    assert message.endswith(f"  Fix: {duplicate.fix}.")
+
+
 def test_assert_signal_returns_the_spans_and_names_what_was_raised_instead(
     responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
 ) -> None:

@@ -39,7 +39,8 @@ def overview() -> Section:
             big_number(
                 "Warning signals",
                 f"Warning-severity signals in the selected range ({_names(WARNING)}). Context was probably lost "
-                "silently: the API accepted the request, but the model did not see everything it saw before.",
+                "silently: the API accepted the request, but the model did not see everything it saw before (or, "
+                "for a reasoning pair or an item id of a shape the API refuses, the request was refused).",
                 total(SIGNALS, eq(SEVERITY, WARNING)),
                 unit="short",
                 steps=thresholds((None, "green"), (1, "orange")),

@@ -12,7 +12,10 @@ rewrite ids, the server gives items written to a conversation new ones); else by
   payload and phase of each item matched are judged against what the API returned. A text links only when the
   response was asked one of the app messages that stand before it (short answers are returned to many
   conversations), and is first taken as the text of a response the request already links.
-- A **fallback** match (an item whose id the ledger does not know, found by its call, its text, or by type and
+- An **assistant message under an id the ledger does not know** (a client's own numbering, `msg_1`) is known by its
+  text exactly as one without an id is, with the same guards: a client that renumbers its messages still replays
+  what the response said (or drops what went with it).
+- A **fallback** match (a call item whose id the ledger does not know, found by its call; an item found by type and
   position beside an item already matched) or an **ambiguous** one (a key naming several responses) links nothing by
   itself: it marks the item replayed in every candidate the request already links, and judges nothing. A fallback can
   clear a missing-item signal; it never causes one, nor any other.
@@ -27,10 +30,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
-from ..attributes import OPERATION_CHAT, OPERATION_CREATE_CONVERSATION_ITEMS
-from ..ledger import Entry, LedgerView, Place
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_CREATE_CONVERSATION_ITEMS
+from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id
 from .boundaries import BEFORE_SENDING, crossed
-from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Lookup, RequestFacts
+from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, Lookup, RequestFacts
+from .item_ids import input_duplicates, malformed, own_ids
 from .tool_outputs import NONE, Outputs, tool_outputs
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
@@ -54,11 +58,12 @@ class Replayed:
 
     def missing(self) -> list[ItemMeta]:
         """Output items of the response that the replay does not carry, one per position."""
-        return [
-            m
-            for i, m in enumerate(self.entry.outputs)
-            if i not in self.seen and (m.type in _ALWAYS_REPLAYED or m.awaits)
-        ]
+        return owed(self.entry, self.seen)
+
+
+def owed(entry: Entry, seen: set[int]) -> list[ItemMeta]:
+    """Output items of a response a replay must carry back, but those at the positions ``seen``."""
+    return [m for i, m in enumerate(entry.outputs) if i not in seen and (m.type in _ALWAYS_REPLAYED or m.awaits)]
 
 
 @dataclass(slots=True)
@@ -101,6 +106,13 @@ class Analysis:
     resolved_shared: set[int] = field(default_factory=set)  # positions of ``resolved`` read from a shared store
     duplicated: dict[str, int] = field(default_factory=dict)  # items server state already holds, by type
     outputs: Outputs = NONE  # a replay's tool outputs against the copies first sent
+    # What the API checks of the items' ids and reasoning pairs before reading them (``item_ids``, ``_pairs``):
+    duplicate_ids: list[str] = field(default_factory=list)  # ids it finds twice, in the input or the state as well
+    duplicate_held_by: list[str] = field(default_factory=list)  # where: `input`, `conversation`, `previous_response`
+    duplicates_shared: bool = False  # none in the input, and every copy in server state known from a shared entry
+    malformed_ids: list[tuple[int, str, str]] = field(default_factory=list)  # (input position, item type, problem)
+    broken_pairs: list[tuple[str, str]] = field(default_factory=list)  # (item id, `reasoning` or `follower` missing)
+    continued: Entry | None = None  # the response a replay of its messages alone continues (``Entry.given_messages``)
     # The boundaries replayed encrypted payloads crossed since they were minted (`model`, `organization`, `project`,
     # `endpoint`, `credential`): the first three raise `encrypted_content_foreign`; all are its detail once the API
     # confirms a crossing.
@@ -155,7 +167,7 @@ def _as_judged(entry: Entry) -> tuple[object, ...]:
 class _Matcher:
     """One replay matched against the ledger, by the rule in the module docstring."""
 
-    __slots__ = ("analysis", "items", "matched", "prompts", "replayed", "req")
+    __slots__ = ("analysis", "items", "matched", "own", "prompts", "replayed", "req")
 
     def __init__(self, req: RequestFacts, analysis: Analysis) -> None:
         self.req = req
@@ -163,6 +175,7 @@ class _Matcher:
         self.analysis = analysis
         self.replayed: dict[str, Replayed] = {}
         self.matched: dict[int, tuple[Replayed, int]] = {}  # input position -> the output it was recognised as
+        self.own: dict[int, tuple[Replayed, int]] = {}  # of them, those recognised by the server id they carry
         self.prompts: dict[int, int] | None = None  # app message fingerprint -> its first position, on first need
 
     def _link(self, entry: Entry, lookup: Lookup) -> Replayed:
@@ -187,6 +200,8 @@ class _Matcher:
         seen = replayed.seen
         index = next((i for _, i in places if i not in seen), places[0][1])
         self._judge(replayed, lookup.position, index)
+        if type(lookup.key) is str:
+            self.own[lookup.position] = (replayed, index)
 
     def _judge(self, replayed: Replayed, position: int, index: int) -> None:
         """What the item recognised as output ``index`` kept and lost of it; reasoning replayed without an id right
@@ -335,6 +350,38 @@ class _Matcher:
             self.matched[position - back] = (replayed, index - back)
             back += 1
 
+    def pairs(self) -> list[tuple[str, str]]:
+        """Reasoning pairs the API refuses, among items replayed under the server ids of a stored response (the API
+        finds them by id): an item the response returned right after a reasoning item, that reasoning absent from the
+        replay (present without its id is not absent); a reasoning item not followed by the item the response returned
+        after it, or by nothing (a turn stored after its reasoning was cut). (item id, what is missing)."""
+        broken: list[tuple[str, str]] = []
+        items = self.items
+        sent: set[str | None] | None = None  # the ids the input carries, on first need
+        for position, (replayed, index) in self.own.items():
+            entry = replayed.entry
+            if not entry.store:
+                continue  # ids of an unstored response name nothing the API holds: it pairs nothing
+            outputs = entry.outputs
+            returned = outputs[index]
+            if returned.type == "reasoning":
+                after = index + 1
+                if after < len(outputs):
+                    expected = outputs[after].id
+                    if expected is None or expected == returned.id:
+                        continue  # nothing to tell the follower by (a server that repeats an id pairs nothing by it)
+                    if position + 1 < len(items) and items[position + 1].id == expected:
+                        continue
+                elif len(outputs) >= MAX_OUTPUT_ITEMS:
+                    continue  # its follower may be past the items kept
+                broken.append((returned.id or returned.type, "follower"))
+            elif index > 0 and outputs[index - 1].type == "reasoning" and index - 1 not in replayed.seen:
+                if sent is None:
+                    sent = {meta.id for meta in items}
+                if outputs[index - 1].id not in sent:
+                    broken.append((returned.id or returned.type, "reasoning"))
+        return broken
+
     def by_position(self) -> None:
         """Items left unrecognised (messages aside) that stand right after (or before) an item recognised as output
         ``i`` of a linked response, with the type of output ``i + 1`` (or ``i - 1``): that output, under ids or call
@@ -367,15 +414,17 @@ def _by_position(meta: ItemMeta) -> bool:
 _NOT_BY_POSITION = APP_OUTPUTS | {"message", "item_reference"}
 
 
-def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
-    """Match replayed items to the responses that returned them; note modified payloads and lost phases."""
+def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis, found: list[tuple[Place, ...]]) -> None:
+    """Match replayed items to the responses that returned them; note modified payloads, lost phases and broken
+    reasoning pairs."""
     lookups = req.lookups
     if not lookups:
         return
-    found = ledger.places([lookup.key for lookup in lookups])
     matcher = _Matcher(req, analysis)
     texts: list[tuple[Lookup, tuple[Place, ...]]] = []
     later: list[tuple[Lookup, tuple[Place, ...]]] = []
+    renamed: list[Lookup] = []  # assistant messages under ids the ledger does not know
+    items = req.input_items
     for lookup, places in zip(lookups, found, strict=True):
         if type(lookup.key) is int:
             texts.append((lookup, places))  # decided once the ids and calls have linked what they link
@@ -383,8 +432,12 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         one = _one_response(places) if places else None
         if one is not None:
             matcher.identity(lookup, one)
+        elif not places and lookup.fallback is None and items[lookup.position].role == "assistant":
+            renamed.append(lookup)
         else:
             later.append((lookup, places))
+    if renamed:
+        texts.extend(_by_text(req, ledger, renamed))
     for lookup, places in texts:
         matcher.text(lookup, places)
     if matcher.replayed:  # fallbacks only clear items of linked responses: with none, nothing to do (no hashing)
@@ -393,8 +446,35 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
         matcher.by_position()
     analysis.replayed = list(matcher.replayed.values())
     _own_copies(req, analysis.replayed)
+    if matcher.own:
+        analysis.broken_pairs = matcher.pairs()
     matched = matcher.matched
     _boundaries(req, analysis, [(p, matched[p][0].entry) for p in _payloads(req) if p in matched])
+
+
+def _by_text(req: RequestFacts, ledger: LedgerView, renamed: list[Lookup]) -> list[tuple[Lookup, tuple[Place, ...]]]:
+    """Assistant messages under ids the ledger does not know, looked up by their text as messages without an id are
+    (their text is read only now: an id the ledger knows is all that is needed of the others)."""
+    reader = req.texts
+    if reader is None:
+        return []
+    keyed = [lookup._replace(key=text) for lookup in renamed if (text := reader(lookup.position)) is not None]
+    if not keyed:
+        return []
+    return list(zip(keyed, ledger.places([lookup.key for lookup in keyed]), strict=True))
+
+
+def _continued(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> None:
+    """A replay made of the app messages one recorded turn was given, in order, then one new user message, and
+    nothing else: it continues that turn without any of what it returned. Only one turn given exactly those messages
+    counts (an opening many conversations share names several)."""
+    wanted = req.continues
+    if wanted is None:
+        return
+    (places,) = ledger.places([wanted])
+    entries = {place[0].response_id: place[0] for place in places if place[0].given_messages == wanted}
+    if len(entries) == 1:
+        (analysis.continued,) = entries.values()
 
 
 def _payloads(req: RequestFacts) -> list[int]:
@@ -406,15 +486,16 @@ def _payloads(req: RequestFacts) -> list[int]:
 _MINTED = frozenset({"reasoning", "compaction"})
 
 
-def _minted_by_id(req: RequestFacts, ledger: LedgerView) -> list[tuple[int, Entry]]:
+def _minted_by_id(req: RequestFacts, found: list[tuple[Place, ...]]) -> list[tuple[int, Entry]]:
     """The response that returned each payload replayed beside server state (found by its id alone: one response)."""
-    positions = [p for p in _payloads(req) if req.input_items[p].id is not None]
-    if not positions:
-        return []
-    found = ledger.places([req.input_items[p].id or "" for p in positions])
-    return [
-        (p, one[0][0]) for p, places in zip(positions, found, strict=True) if places and (one := _one_response(places))
-    ]
+    payloads = set(_payloads(req))
+    minted: list[tuple[int, Entry]] = []
+    for lookup, places in zip(req.lookups, found, strict=True):
+        if lookup.position in payloads and type(lookup.key) is str and places:
+            one = _one_response(places)
+            if one is not None:
+                minted.append((lookup.position, one[0][0]))
+    return minted
 
 
 def _boundaries(req: RequestFacts, analysis: Analysis, minted: list[tuple[int, Entry]]) -> None:
@@ -553,29 +634,42 @@ def _state(parent: Entry, ledger: LedgerView) -> tuple[set[str], set[int]]:
     return responses, messages
 
 
-def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry, analysis: Analysis) -> dict[str, int]:
+def _duplicated(
+    req: RequestFacts, ledger: LedgerView, parent: Entry, analysis: Analysis, found: list[tuple[Place, ...]]
+) -> dict[str, int]:
     """Items a request continuing server state sends although that state already holds them, by type.
 
     An output item of the chain, known by its own identity (id, call or text), counts on its own; a user message only
     inside a run of at least two consecutive items the state holds (the previous turn sent again, not a user typing
     "yes" twice). System and developer messages are left out: apps send their instructions that way every turn. A
-    re-sent assistant message that lost its `phase` is noted too: that copy reads as a final answer."""
+    re-sent assistant message that lost its `phase` is noted too: that copy reads as a final answer.
+
+    The API refuses some of them outright ("Duplicate item found"): beside a conversation, an item under the id the
+    conversation holds it by (unless the app deleted it from the conversation since); beside `previous_response_id`,
+    an item reference to an output of the chain. Those are noted as duplicate ids, not counted here (an item re-sent
+    under its id beside `previous_response_id` is accepted, and counted)."""
     responses, messages = _state(parent, ledger)
     conversation = req.conversation_id if req.state_mode == CONVERSATION else None
     held: dict[int, str] = {}
-    if req.lookups:
-        found = ledger.places([lookup.key for lookup in req.lookups])
-        for lookup, places in zip(req.lookups, found, strict=True):
-            for entry, index in places:
-                if entry.response_id in responses or (
-                    conversation is not None and entry.conversation_id == conversation
-                ):
-                    returned = entry.outputs[index]
-                    held[lookup.position] = returned.type
-                    sent = req.input_items[lookup.position]
-                    if returned.phase is not None and sent.type != "item_reference" and sent.phase != returned.phase:
-                        analysis.phase_dropped.append(returned.id or sent.type)  # a copy that reads otherwise
+    refused: list[tuple[str, bool]] = []  # (id, known from a shared entry only)
+    for lookup, places in zip(req.lookups, found, strict=True):
+        for entry, index in places:
+            if entry.response_id in responses or (conversation is not None and entry.conversation_id == conversation):
+                sent = req.input_items[lookup.position]
+                if type(lookup.key) is str and (conversation is not None or sent.type == "item_reference"):
+                    if conversation is None or ledger.get(deleted_item_id(conversation, lookup.key)) is None:
+                        refused.append((lookup.key, entry.shared))
                     break
+                returned = entry.outputs[index]
+                held[lookup.position] = returned.type
+                if returned.phase is not None and sent.type != "item_reference" and sent.phase != returned.phase:
+                    analysis.phase_dropped.append(returned.id or sent.type)  # a copy that reads otherwise
+                break
+    if refused:
+        in_input = bool(analysis.duplicate_ids)
+        analysis.duplicate_ids.extend(item_id for item_id, _ in refused if item_id not in analysis.duplicate_ids)
+        analysis.duplicate_held_by.append(_CONVERSATION if conversation is not None else _PREVIOUS_RESPONSE)
+        analysis.duplicates_shared = not in_input and all(shared for _, shared in refused)
     counts: dict[str, int] = {}
     run: list[tuple[str, bool]] = []  # (type, whether an app message) of consecutive items the state holds
     for position, meta in enumerate((*req.input_items, None)):
@@ -596,6 +690,35 @@ def _duplicated(req: RequestFacts, ledger: LedgerView, parent: Entry, analysis: 
     return counts
 
 
+# Where the API finds the other copy of a duplicate id (`openai_responses.duplicate.held_by`).
+_INPUT, _CONVERSATION, _PREVIOUS_RESPONSE = "input", "conversation", "previous_response"
+# Operations whose `input` the API checks item by item (a turn, its token count, a compaction).
+_SENDS_INPUT = frozenset({OPERATION_CHAT, OPERATION_COMPACT, "count_input_tokens"})
+
+
+def _item_ids(req: RequestFacts, analysis: Analysis, found: list[tuple[Place, ...]]) -> None:
+    """The ids of the input against the API's rules: each at most once, each of its type's shape."""
+    ids = own_ids(req.lookups)
+    if not ids:
+        return
+    repeated = input_duplicates(ids, found)
+    if repeated:
+        analysis.duplicate_ids.extend(repeated)
+        analysis.duplicate_held_by.append(_INPUT)
+    analysis.malformed_ids = malformed(ids, req.lookups, req.input_items, found)
+
+
+def _places(req: RequestFacts, ledger: LedgerView) -> list[tuple[Place, ...]]:
+    """Where the ledger knows each input item from, by its lookup, for a request whose input the API reads. A single
+    turn's app messages were returned by no response: its ids are judged without asking."""
+    lookups = req.lookups
+    if not lookups or req.operation not in _SENDS_INPUT:
+        return []
+    if req.state_mode == SINGLE_TURN:
+        return [NOWHERE] * len(lookups)
+    return ledger.places([lookup.key for lookup in lookups])
+
+
 def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     """The request's relation to what the ledger remembers."""
     analysis = Analysis()
@@ -609,17 +732,22 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     elif req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
         analysis.written_after = ledger.latest_in_conversation(req.conversation_id)
     replay = req.state_mode == CLIENT_REPLAY
+    found = _places(req, ledger)
+    if found:
+        _item_ids(req, analysis, found)
     if replay:
-        _replays(req, ledger, analysis)
+        _replays(req, ledger, analysis, found)
         latest = analysis.latest_replayed
         analysis.parent = latest.entry if latest is not None else None
+        if req.operation == OPERATION_CHAT and req.continues is not None:
+            _continued(req, ledger, analysis)
     elif (
         analysis.parent is not None
         and req.operation == OPERATION_CHAT
         and (req.lookups or req.app_messages >= 2)
         and req.state_mode in (SERVER_CHAIN, CONVERSATION)
     ):
-        analysis.duplicated = _duplicated(req, ledger, analysis.parent, analysis)
+        analysis.duplicated = _duplicated(req, ledger, analysis.parent, analysis, found)
     continues = req.state_mode in (SERVER_CHAIN, CONVERSATION)
     analysis.tools.from_latest = req.state_mode == CONVERSATION and analysis.parent is not None
     _tools(req, analysis.parent, analysis, replay, parent_known=analysis.parent is not None or not continues)
@@ -630,8 +758,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
             duplicated[kind] = duplicated.get(kind, 0) + count
     if replay and req.operation == OPERATION_CHAT:
         analysis.outputs = tool_outputs(req, analysis.parent)
-    if not replay and req.operation == OPERATION_CHAT and (req.encrypted_input_count or req.compaction):
-        _boundaries(req, analysis, _minted_by_id(req, ledger))  # payloads replayed beside server state
+    if found and not replay and req.operation == OPERATION_CHAT and (req.encrypted_input_count or req.compaction):
+        _boundaries(req, analysis, _minted_by_id(req, found))  # payloads replayed beside server state
     return analysis
 
 

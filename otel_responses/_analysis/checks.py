@@ -15,6 +15,7 @@ from .._items import CALL_TYPES, pending_calls
 from ..attributes import (
     CALL_IDS,
     CONFIRMED,
+    DUPLICATE_HELD_BY,
     DUPLICATED_COUNT,
     DUPLICATED_COUNTS,
     DUPLICATED_ITEM_TYPES,
@@ -27,10 +28,14 @@ from ..attributes import (
     INSTRUCTIONS_LAST_RESPONSE_ID,
     INSTRUCTIONS_LAST_TURN,
     ITEM_IDS,
+    MALFORMED_ITEM_TYPES,
+    MALFORMED_POSITIONS,
+    MALFORMED_PROBLEMS,
     MISSING_COUNT,
     MISSING_ITEM_TYPES,
     OPERATION_CHAT,
     OPERATION_COMPACT,
+    PAIR_MISSING,
     PARENT_DELETED,
     PARENT_ID,
     PARENT_OTHER_ORGANIZATION,
@@ -38,11 +43,12 @@ from ..attributes import (
     REASONING_UNREPLAYABLE,
     REASONING_WITHHELD,
     REASONING_WITHHELD_REASONS,
+    REPLAY_MESSAGES_ONLY,
     ZDR,
 )
 from ..ledger import MAX_OUTPUT_ITEMS, Entry
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
-from .analysis import Analysis
+from .analysis import Analysis, owed
 from .boundaries import BEFORE_SENDING
 from .facts import (
     CLIENT_REPLAY,
@@ -56,6 +62,7 @@ from .facts import (
     ResponseFacts,
     effective_store,
 )
+from .item_ids import well_formed
 from .reasoning_context import ALL_TURNS, effective_context, latest_user_message
 
 
@@ -163,12 +170,32 @@ def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
 
 
 def replay_incomplete(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """Output items of a replayed response left out (its reasoning aside: ``reasoning_dropped``); or, for a replay of
+    the app's messages alone, every item the turn it continues returned (``Analysis.continued``)."""
     missing = [m.type for replayed in an.replayed for m in replayed.missing() if m.type != "reasoning"]
-    if not missing:
+    if missing:
+        return Signal("replay_incomplete", {MISSING_COUNT: len(missing), MISSING_ITEM_TYPES: missing[:16]})
+    continued = an.continued
+    if continued is None:
+        return None
+    lost = [m.type for m in owed(continued, set())]
+    if not lost:
+        return None
+    detail: dict[str, AttributeValue] = {
+        PARENT_ID: continued.response_id,
+        MISSING_COUNT: len(lost),
+        MISSING_ITEM_TYPES: lost[:16],
+        REPLAY_MESSAGES_ONLY: True,
+    }
+    return Signal("replay_incomplete", _on_entry(detail, continued.shared))
+
+
+def reasoning_pair_broken(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    pairs = an.broken_pairs
+    if not pairs:
         return None
     return Signal(
-        "replay_incomplete",
-        {MISSING_COUNT: len(missing), MISSING_ITEM_TYPES: missing[:16]},
+        "reasoning_pair_broken", {ITEM_IDS: [i for i, _ in pairs[:16]], PAIR_MISSING: [m for _, m in pairs[:16]]}
     )
 
 
@@ -229,6 +256,36 @@ def tool_output_before_call(req: RequestFacts, an: Analysis, sit: Situation) -> 
 def duplicate_call_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
     ids = an.tools.duplicates
     return Signal("duplicate_call_id", {CALL_IDS: ids[:16]}) if ids else None
+
+
+# What an id the API would refuse by its shape is named by on a duplicate's event (a client made it: it may hold
+# anything).
+MALFORMED_ID = "(malformed id)"
+
+
+def duplicate_item_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """An id the API would find twice: twice in the input (refusable whatever the ledger holds), or in the input and
+    in the server-side state the request continues (refusable on what this process recorded)."""
+    ids = an.duplicate_ids
+    if not ids:
+        return None
+    named: list[str] = [i if well_formed(i) else MALFORMED_ID for i in ids[:16]]
+    detail: dict[str, AttributeValue] = {ITEM_IDS: named, DUPLICATE_HELD_BY: list(an.duplicate_held_by)}
+    return Signal("duplicate_item_id", _on_entry(detail, an.duplicates_shared))
+
+
+def malformed_item_id(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    bad = an.malformed_ids[:16]
+    if not bad:
+        return None
+    return Signal(
+        "malformed_item_id",
+        {
+            MALFORMED_POSITIONS: [position for position, _, _ in bad],
+            MALFORMED_ITEM_TYPES: [kind for _, kind, _ in bad],
+            MALFORMED_PROBLEMS: [problem for _, _, problem in bad],
+        },
+    )
 
 
 def history_truncated(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -385,6 +442,7 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     instructions_changed,
     reasoning_dropped,
     replay_incomplete,
+    reasoning_pair_broken,
     encrypted_content_foreign,
     encrypted_content_modified,
     phase_dropped,
@@ -392,6 +450,8 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     missing_tool_output,
     tool_output_before_call,
     duplicate_call_id,
+    duplicate_item_id,
+    malformed_item_id,
     history_truncated,
     concurrent_branch,
     context_duplicated,
@@ -407,9 +467,9 @@ RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (
 
 
 # A single-turn request (app messages only, at most one user message, no state parameter) continues nothing and
-# carries no tool item: of the catalogue, only these can raise on it. `tests/test_hot_path.py` runs the whole
-# catalogue on every kind of single-turn request to hold this list to it.
-SINGLE_TURN_CHECKS: tuple[RequestCheck, ...] = (concurrent_branch,)
+# carries no tool item: of the catalogue, only these can raise on it (on the ids of its messages, if it gives them
+# any). `tests/test_hot_path.py` runs the whole catalogue on every kind of single-turn request to hold this list to it.
+SINGLE_TURN_CHECKS: tuple[RequestCheck, ...] = (duplicate_item_id, malformed_item_id, concurrent_branch)
 
 
 def run_request_checks(req: RequestFacts, an: Analysis, sit: Situation) -> list[Signal]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Protocol
 
-from .._fingerprint import Fingerprinter
+from .._fingerprint import SEQUENCE_START, Fingerprinter, next_in_sequence
 from .._items import (
     APP_ROLES,
     NOT_BY_CALL,
@@ -93,6 +93,7 @@ class RequestFacts:
     system_app_messages: int = 0  # of ``app_messages``, the distinct system and developer ones
     last_messages: tuple[int, ...] = ()  # fingerprints of the last app messages, oldest first
     target_response_id: str | None = None  # the response a retrieve or input-items call reads
+    target_item_id: str | None = None  # the conversation item a call reads or deletes
     # Found in the same pass over the items, for the analysis against the ledger:
     lookups: tuple[Lookup, ...] = ()  # items the ledger may know: by id, by call, by assistant-text fingerprint
     texts: TextReader | None = None  # assistant messages' text fingerprints and tool outputs' texts, on demand
@@ -110,6 +111,10 @@ class RequestFacts:
     prompt_name: str | None = None
     prompt_version: str | None = None
     stream_cursor: str | None = None
+    # The input as a whole-input prefix (see ``ledger.Entry.given_messages``): the fold of every app message in order
+    # when the input holds app messages only, each with a text; and of all of them but the last, a user message.
+    given: int | None = None
+    continues: int | None = None
     # A keyed fingerprint of the tool definitions, only under `truncation: "auto"`: the usage of two turns is compared
     # only when they had the same tools.
     tools_fingerprint: int | None = None
@@ -185,6 +190,8 @@ class _Scan(NamedTuple):
     tool_positions: tuple[int, ...]
     texts_with_ids: bool  # an assistant message with an id (its text is fingerprinted only if the id is unknown)
     system_messages_count: int  # distinct system and developer messages with text since the latest compaction
+    given: int | None  # every app message in order (``next_in_sequence``), when the input holds nothing else
+    continues: int | None  # the same of every app message but the last, a user message
 
 
 def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
@@ -205,6 +212,9 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
     tool_positions: list[int] = []
     not_by_call, new_lookup = NOT_BY_CALL, _new_tuple  # locals: this loop runs once per replayed item
     texts_with_ids = False
+    # Every app message in order (``next_in_sequence``), while the input holds nothing else and each has a text.
+    sequence: int | None = SEQUENCE_START
+    before_last: int | None = None
     for position, meta in enumerate(items):
         kind, item_id, call_id, role = meta[:4]
         # How the ledger may know the item: by its id, else its call (see items.NOT_BY_CALL), else its text.
@@ -230,6 +240,9 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
             lookups.append(new_lookup(Lookup, lookup))
         if kind == "message" and role in APP_ROLES:
             text = meta.fingerprint
+            if sequence is not None:
+                before_last = sequence
+                sequence = None if text is None else next_in_sequence(sequence, text)
             if role == "user":
                 user_messages += 1
             elif text is not None and text == empty:
@@ -250,6 +263,11 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
             compactions += 1
             distinct = set()  # a compaction item stands for everything before it
             systems = set()
+    given = continues = None
+    if only_app and sequence is not None and items:
+        given = sequence
+        if len(items) > 1 and items[-1].role == "user":
+            continues = before_last
     return _Scan(
         encrypted_in,
         compactions,
@@ -262,6 +280,8 @@ def _scan(items: tuple[ItemMeta, ...], empty: int | None) -> _Scan:
         tuple(tool_positions),
         texts_with_ids,
         len(systems),
+        given,
+        continues,
     )
 
 
@@ -351,7 +371,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         items: tuple[ItemMeta, ...] = (
             _new_tuple(ItemMeta, ("message", None, None, "user", None, False, text, False, None)),
         )
-        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), (), False, 0))
+        given = next_in_sequence(SEQUENCE_START, text)
+        scan = _new_tuple(_Scan, (0, 0, 1, 1, True, False, (text,), (), (), False, 0, given, None))
         texts = None
     else:
         fingerprints = settings.fingerprinter
@@ -396,6 +417,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
         texts=texts,
+        given=scan.given,
+        continues=scan.continues,
         reasoning=reasoning_settings(kwargs),
         truncation=truncation,
         tools_fingerprint=tools_fingerprint(kwargs, settings.fingerprinter) if truncation == "auto" else None,
@@ -408,8 +431,11 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
     )
 
 
-def conversation_facts(operation: str, conversation_id: object, items: tuple[ItemMeta, ...]) -> RequestFacts:
-    """Facts of a Conversations API call; ``items`` are those it writes into the conversation."""
+def conversation_facts(
+    operation: str, conversation_id: object, items: tuple[ItemMeta, ...], item_id: object = None
+) -> RequestFacts:
+    """Facts of a Conversations API call; ``items`` are those it writes into the conversation, ``item_id`` the item
+    it reads or deletes."""
     scan = _scan(items, None)
     return RequestFacts(
         operation=operation,
@@ -430,6 +456,7 @@ def conversation_facts(operation: str, conversation_id: object, items: tuple[Ite
         system_messages=scan.system_messages,
         lookups=scan.lookups,
         tool_positions=scan.tool_positions,
+        target_item_id=_str(item_id),
     )
 
 

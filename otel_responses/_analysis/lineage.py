@@ -4,7 +4,8 @@ continues, so that every turn of one conversation can be found and followed acro
 A turn is 1 for a first call (one that continues nothing) and the parent's turn + 1 for a call that continues a
 response the ledger knows: the parent of a chained call, the latest earlier response a replay carries, the previous
 turn of a conversation. The lineage id is the conversation's id in ``conversation`` mode, else the id of the first
-response of the chain or replay. When the parent is unknown (evicted, made by another process the ledger cannot
+response of the chain or replay (a replay of the app's messages alone continues the turn they were given to, see
+``Analysis.continued``). When the parent is unknown (evicted, made by another process the ledger cannot
 reach, another key) the turn is unknown too: never a false 1 that would start a new lineage.
 """
 
@@ -75,6 +76,8 @@ def lineage_of(req: RequestFacts, an: Analysis) -> Lineage:
         return Lineage(1)
     if mode == CONVERSATION:
         return _after(an.parent, req.conversation_id)
+    if mode == CLIENT_REPLAY and an.parent is None:
+        return _after(an.continued, None)  # a replay of the messages alone still continues its turn (or nothing)
     if mode in (SERVER_CHAIN, CLIENT_REPLAY):
         return _after(an.parent, None)
     return Lineage()  # conflict: the API refuses it

@@ -25,7 +25,7 @@ from .._analysis.reasoning_context import latest_user_message
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
 from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_FETCH
 from ..config import Settings
-from ..ledger import CallLedger, Entry, outputs_to_keep
+from ..ledger import CallLedger, Entry, deleted_item_id, outputs_to_keep
 
 if TYPE_CHECKING:
     from .._analysis.analysis import Analysis
@@ -101,7 +101,7 @@ def _conversation_facts(name: str, items_param: str | None = None, by_item: bool
         items = (
             tuple(item_meta(i, settings.fingerprinter) for i in elements(raw_items)) if is_sequence(raw_items) else ()
         )
-        return conversation_facts(name, conversation, items)
+        return conversation_facts(name, conversation, items, _first(args, kwargs, "item_id") if by_item else None)
 
     return build
 
@@ -169,6 +169,7 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         held_partial=held.partial,
         given_outputs=an.outputs.given,
         input_system_messages=req.system_app_messages,
+        given_messages=_given_messages(req, resp, kept),
         reasoning_context=resp.reasoning_context,
         input_tokens=resp.input_tokens,
         output_tokens=resp.output_tokens,
@@ -178,6 +179,19 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         **_minted_by(req, resp),
     )
     ledger.record(entry, parent_id)
+
+
+# What a response must have returned for a replay that keeps none of it to have lost something.
+_ANSWERS = frozenset({"message", "reasoning"})
+
+
+def _given_messages(req: RequestFacts, resp: ResponseFacts, kept: tuple[ItemMeta, ...]) -> int | None:
+    """The app messages a turn was given (``Entry.given_messages``), kept only where a replay that drops all of the
+    response loses something: a completed response that returned a message or reasoning (not a warm-up without output,
+    nor a failed, cancelled or cut response the app may rightly retry without)."""
+    if req.given is None or resp.status != "completed":
+        return None
+    return req.given if any(meta.type in _ANSWERS for meta in kept) else None
 
 
 def _minted_by(req: RequestFacts, resp: ResponseFacts) -> dict[str, Any]:
@@ -351,6 +365,16 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
     ledger.record(entry, None)
 
 
+def remember_conversation_item_deleted(call: CallState, resp: ResponseFacts) -> None:
+    """The conversation holds the item no more: sent again under its id beside it, it is no duplicate."""
+    req = call.req
+    if req.conversation_id is None or req.target_item_id is None:
+        return
+    ledger = call.ledger
+    name = deleted_item_id(req.conversation_id, req.target_item_id)
+    ledger.record(Entry(name, ledger.next_sequence(), True, None, None, (), 0, 0, written_by_app=True), None)
+
+
 # -- the table ------------------------------------------------------------------------------------------
 
 CHAT = OPERATION_CHAT
@@ -389,7 +413,10 @@ OPERATIONS: dict[str, Operation] = {
             "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), _read_nothing
         ),
         Operation(
-            "delete_conversation_item", _conversation_facts("delete_conversation_item", by_item=True), _read_nothing
+            "delete_conversation_item",
+            _conversation_facts("delete_conversation_item", by_item=True),
+            _read_nothing,
+            remember_conversation_item_deleted,
         ),
     )
 }

@@ -25,7 +25,8 @@ encrypts afresh (other bytes, same length: a stream's `output_item.done` and `re
 retrieves and listings); `phase` only from the models that have it (`EmulatorConfig.phase_models`); the model
 alone decides whether it reasons (a `reasoning` parameter does not); items written without an id get one;
 `EmulatorConfig.store_default` is the organisation's `store` for requests that omit it (the body reports the
-effective one); `text.format` JSON schemas are answered with JSON that fits them.
+effective one); `text.format` JSON schemas are answered with JSON that fits them; replayed items are held to the
+API's rules on their ids and reasoning pairs, one table of them (`replay_rules`), each answered as the API does.
 
 Endpoints (under `/v1`; errors are `{"error": {message, type, param, code}}` with the API's status):
 - `POST /responses` (`stream: true` -> SSE; `background: true` -> `queued` at once, needs `store`; each

@@ -59,16 +59,9 @@ def chain_history(store: Store, previous_response_id: str) -> list[Entry]:
 
 
 def resolve_input(
-    raw: Any,
-    store: Store,
-    sealer: Sealer,
-    new_id: Callable[[str], str],
-    *,
-    param: str = "input",
-    caller: Caller | None = None,
+    raw: Any, store: Store, sealer: Sealer, new_id: Callable[[str], str], *, param: str = "input"
 ) -> list[Entry]:
-    """The request's `input` as typed entries with ids, references resolved, reasoning verified; a compaction item
-    made for another organization than ``caller``'s is refused (`compaction_foreign`)."""
+    """The request's `input` as typed entries with ids, references resolved, reasoning verified."""
     if raw is None:
         return []
     if isinstance(raw, str):
@@ -80,29 +73,10 @@ def resolve_input(
         if not isinstance(raw_item, dict):
             raise bad_request(f"Invalid type for '{param}[{index}]': expected an object.", param=f"{param}[{index}]")
         if kind(raw_item) == "compaction":
-            expanded, made_for = open_compaction(raw_item, sealer)
-            if caller is not None and made_for is not None and _other_organization(made_for, caller):
-                raise compaction_foreign(raw_item)
-            entries.extend(expanded)
+            entries.extend(expand_compaction(raw_item, sealer))
         else:
             entries.append(_resolve_item(raw_item, store, sealer, new_id))
     return entries
-
-
-def _other_organization(made_for: Caller, caller: Caller) -> bool:
-    if made_for.organization != caller.organization:
-        return True
-    return made_for.project is not None and caller.project is not None and made_for.project != caller.project
-
-
-def compaction_foreign(raw: Mapping[str, Any]) -> ApiError:
-    """The API's 400 for a compaction item made for another organization: a compacted context has no reasoning item
-    to withhold, so it is refused (openai/codex#13724 names the organization in the same answer for reasoning)."""
-    return bad_request(
-        f"The encrypted content for item {raw.get('id')} could not be verified. Reason: Encrypted content "
-        "organization_id did not match the target organization.",
-        code="invalid_encrypted_content",
-    )
 
 
 def _minted(minted: Minted | None) -> list[Any] | None:
@@ -170,6 +144,15 @@ def open_compaction(raw: Mapping[str, Any], sealer: Sealer) -> tuple[list[Entry]
 def expand_compaction(raw: dict[str, Any], sealer: Sealer) -> list[Entry]:
     """The entries a replayed compaction item stands for; 400 when its content does not verify."""
     return open_compaction(raw, sealer)[0]
+
+
+def compaction_caller(raw: Mapping[str, Any], sealer: Sealer) -> Caller | None:
+    """Whom a replayed compaction item was made for; None when that cannot be read (its content does not verify:
+    resolving it answers that)."""
+    try:
+        return open_compaction(raw, sealer)[1]
+    except (ApiError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _resolve_item(raw: dict[str, Any], store: Store, sealer: Sealer, new_id: Callable[[str], str]) -> Entry:

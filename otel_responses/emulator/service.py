@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from . import model, prompt_cache, rendering, schema, tokens, withholding
+from . import model, prompt_cache, rendering, replay_rules, schema, tokens
 from .config import REFUSE, EmulatorConfig
 from .context import Context, chain_history, previous_not_found, resolve_input, seal_compaction, seal_reasoning
 from .crypto import Sealer
@@ -224,7 +224,8 @@ class Service:
             if conversation is None:
                 raise not_found(f"Conversation with id '{conversation_id}' not found.", param="conversation")
             history = list(conversation.items)
-        current = resolve_input(body.get("input"), self.store, self.sealer, new_id, caller=who)
+        self._check_replayed(body.get("input"), history, chained=previous is not None, caller=who)
+        current = resolve_input(body.get("input"), self.store, self.sealer, new_id)
         context = Context(history=[] if self.config.drop_context else history, current=current)
         reasoning_context = rendering.effective_context(body.get("reasoning"), model_name, request.reasoning)
         model.check_tool_pairs(context.entries)
@@ -233,13 +234,31 @@ class Service:
             request, previous, conversation_id, conversation, store, history, context, who, reasoning_context, shown
         )
 
+    def _check_replayed(self, raw: Any, history: list[Entry], *, chained: bool, caller: Caller) -> None:
+        """The API's rules on the items a request replays (``replay_rules``), against the state it continues."""
+        if not isinstance(raw, list):
+            return
+        held = frozenset(i for entry in history if isinstance(i := entry.item.get("id"), str))
+        items = [item for item in raw if isinstance(item, Mapping)]
+        replay_rules.check(
+            replay_rules.Replay(
+                items,
+                conversation_ids=frozenset() if chained else held,
+                chain_ids=held if chained else frozenset(),
+                store=self.store,
+                config=self.config,
+                caller=caller,
+                sealer=self.sealer,
+            )
+        )
+
     def _shown(
         self, context: Context, request: model.Request, caller: Caller, reasoning_context: str | None, auto: bool
     ) -> rendering.Rendered:
-        """What the model reads of ``context``: the reasoning the rules withhold (``withholding``) left out, then the
+        """What the model reads of ``context``: the reasoning the rules withhold (``replay_rules``) left out, then the
         oldest items `truncation: "auto"` drops to fit the context window."""
         entries = context.entries
-        reading = withholding.Reading(
+        reading = replay_rules.Reading(
             request.model,
             caller,
             reasoning_context,
@@ -247,7 +266,7 @@ class Service:
             rendering.prefix_digests(entries),
             rendering.turn_start(entries),
         )
-        withheld = withholding.withheld(reading, refuse=self.config.foreign_reasoning == REFUSE)
+        withheld = replay_rules.withheld(reading, refuse=self.config.foreign_reasoning == REFUSE)
         shown = rendering.without(context, withheld)
         return rendering.truncate(shown, self.config.context_window, auto, request.instructions)
 
@@ -352,7 +371,8 @@ class Service:
         who = self._caller(caller, body)
         with self.store.lock:
             history = self._previous_history(previous, None, who) if previous is not None else []
-            current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new, caller=who)
+            self._check_replayed(body.get("input"), history, chained=previous is not None, caller=who)
+            current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new)
             if self.config.drop_context:
                 history = []
             entries = [*history, *current]

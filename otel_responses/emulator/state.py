@@ -23,6 +23,13 @@ class Caller:
     project: str | None = None
     end_user: str | None = None
 
+    def crosses(self, other: Caller) -> bool:
+        """A payload made for this caller replayed by ``other`` crosses an organization: another one, or another
+        project where both name one."""
+        if self.organization != other.organization:
+            return True
+        return self.project is not None and other.project is not None and self.project != other.project
+
 
 @dataclass(frozen=True)
 class Minted:
@@ -137,6 +144,7 @@ class Store:
         self.lock = threading.RLock()
         self._responses: dict[str, StoredResponse] = {}
         self._items: dict[str, tuple[Entry, str]] = {}
+        self._outputs: dict[str, tuple[list[Entry], int]] = {}  # output item id -> its response's output, its index
         self._conversations: dict[str, Conversation] = {}
 
     def put_response(self, response: StoredResponse) -> None:
@@ -145,6 +153,19 @@ class Store:
             self._responses[response.id] = response
             for entry in [*response.input, *response.output]:
                 self._register(entry, response.id)
+            self._place_outputs(response.output)
+
+    def _place_outputs(self, output: list[Entry]) -> None:
+        for index, entry in enumerate(output):
+            item_id = entry.item.get("id")
+            if isinstance(item_id, str) and item_id:
+                self._outputs.setdefault(item_id, (output, index))  # a repeated id: its first position
+
+    def output_place(self, item_id: str) -> tuple[list[Entry], int] | None:
+        """The output of the stored response that returned ``item_id``, and its position in it (what the API pairs a
+        replayed reasoning item and the item after it by)."""
+        with self.lock:
+            return self._outputs.get(item_id)
 
     def get_response(self, response_id: str) -> StoredResponse | None:
         """The stored response, or None (never stored, `store=false`, or deleted)."""
@@ -154,10 +175,13 @@ class Store:
     def delete_response(self, response_id: str) -> bool:
         """Forget a response and the items only it owned; False when it did not exist."""
         with self.lock:
-            if self._responses.pop(response_id, None) is None:
+            response = self._responses.pop(response_id, None)
+            if response is None:
                 return False
             for item_id in [k for k, (_, owner) in self._items.items() if owner == response_id]:
                 del self._items[item_id]
+            for item_id in [k for k, (output, _) in self._outputs.items() if output is response.output]:
+                del self._outputs[item_id]
             return True
 
     def get_item(self, item_id: str) -> Entry | None:
@@ -207,6 +231,7 @@ class Store:
             response.output = pending.output
             for entry in pending.output:
                 self._register(entry, response.id)
+            self._place_outputs(pending.output)
             if pending.conversation_id is not None and pending.conversation_id in self._conversations:
                 self.append_to_conversation(pending.conversation_id, pending.conversation_items, persist=True)
 
@@ -230,6 +255,7 @@ class Store:
         with self.lock:
             self._responses.clear()
             self._items.clear()
+            self._outputs.clear()
             self._conversations.clear()
 
     def _register(self, entry: Entry, owner: str) -> None:

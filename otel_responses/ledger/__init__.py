@@ -112,6 +112,11 @@ class Entry:
     # Distinct system and developer messages with text in the input after its latest compaction item (counted in
     # ``input_app_messages`` too): a replay must keep as many, whatever their text (an empty one counts as none).
     input_system_messages: int = 0
+    # Every app message the request was given, in order, folded into one keyed fingerprint (``_fingerprint.
+    # next_in_sequence``): kept when its input held app messages only and the response completed with a message or
+    # reasoning. It is also a key of the entry (``entry_keys``): a replay made of those messages and one new user
+    # message continues this response without carrying any of its output (only the user's messages kept).
+    given_messages: int | None = None
     # The model the request named and the one the response says answered (what its payloads were minted for), and
     # the effective `reasoning.context` the response returned.
     model: str | None = None
@@ -161,6 +166,8 @@ class Entry:
 
 Place = tuple[Entry, int]  # an entry and the index of one of its output items
 NOWHERE: tuple[Place, ...] = ()
+# The place a key of the entry itself names (``Entry.given_messages``): its first output item.
+WHOLE_ENTRY = 0
 
 
 def location_keys(meta: ItemMeta) -> list[Key]:
@@ -172,6 +179,24 @@ def location_keys(meta: ItemMeta) -> list[Key]:
         keys.append((meta.type, meta.call_id))
     if meta.role == "assistant" and meta.fingerprint is not None:
         keys.append(meta.fingerprint)
+    return keys
+
+
+def deleted_item_id(conversation_id: str, item_id: str) -> str:
+    """The name of the entry that says the app deleted ``item_id`` from a conversation (it holds it no more: sent
+    again under that id, it is no duplicate)."""
+    return f"conversation-item-deleted:{conversation_id}:{item_id}"
+
+
+def entry_keys(entry: Entry) -> list[tuple[Key, int]]:
+    """Every key an entry is found by, with the index of the output item it names: its output items' keys
+    (``location_keys``), and the fingerprint of the messages it was given (``Entry.given_messages``). None for items
+    the app wrote (``Entry.written_by_app``)."""
+    if entry.written_by_app:
+        return []
+    keys = [(key, index) for index, meta in enumerate(entry.outputs) for key in location_keys(meta)]
+    if entry.given_messages is not None and entry.outputs:
+        keys.append((entry.given_messages, WHOLE_ENTRY))
     return keys
 
 
@@ -321,10 +346,8 @@ class InMemoryLedger:
         if response_id in self._entries:
             self._forget(response_id)
         self._entries[response_id] = entry
-        if not entry.written_by_app:
-            for index, meta in enumerate(entry.outputs):
-                for key in location_keys(meta):
-                    self._index(key, response_id, index)
+        for key, index in entry_keys(entry):
+            self._index(key, response_id, index)
         conversation = entry.conversation_id
         if conversation is not None and (not newer_only or self._older(self._conversations.get(conversation), entry)):
             self._conversations[conversation] = response_id
@@ -350,24 +373,22 @@ class InMemoryLedger:
 
     def _forget(self, response_id: str) -> None:
         entry = self._entries.pop(response_id)
-        if not entry.written_by_app:
-            locations = self._locations
-            for meta in entry.outputs:
-                for key in location_keys(meta):
-                    where = locations.get(key)
-                    if where is None:
-                        continue
-                    if len(where) == 1:
-                        if where[0][0] == response_id:
-                            del locations[key]
-                        continue
-                    kept = tuple([place for place in where if place[0] != response_id])
-                    if len(kept) == len(where):
-                        continue
-                    if kept:
-                        locations[key] = kept
-                    else:
-                        del locations[key]
+        locations = self._locations
+        for key, _ in entry_keys(entry):
+            where = locations.get(key)
+            if where is None:
+                continue
+            if len(where) == 1:
+                if where[0][0] == response_id:
+                    del locations[key]
+                continue
+            kept = tuple([place for place in where if place[0] != response_id])
+            if len(kept) == len(where):
+                continue
+            if kept:
+                locations[key] = kept
+            else:
+                del locations[key]
         if entry.conversation_id is not None and self._conversations.get(entry.conversation_id) == response_id:
             del self._conversations[entry.conversation_id]
         self._children.discard(response_id)

@@ -43,7 +43,7 @@ from . import (
     Entry,
     GivenOutput,
     Key,
-    location_keys,
+    entry_keys,
 )
 
 if TYPE_CHECKING:
@@ -325,6 +325,7 @@ FIELDS: tuple[Field, ...] = (
     Field("held_partial", "hp", _flag, int),
     Field("given_outputs", "g", _list(_given, MAX_GIVEN_OUTPUTS), _write_given),
     Field("input_system_messages", "sy", _count),
+    Field("given_messages", "gm", _optional(_fingerprint)),
     Field("model", "md", _optional_id, _id_or_none),
     Field("resolved_model", "rm", _optional_id, _id_or_none),
     Field("reasoning_context", "rc", _optional(_token)),
@@ -598,8 +599,8 @@ class Codec:
         commands = [(name, self.seal(name, content))]
         if not entry.written_by_app:  # never a place a replayed item is found (see ``Entry.written_by_app``)
             positions: dict[Key, list[int]] = {}
-            for index, meta in enumerate(entry.outputs[:kept]):
-                for key in location_keys(meta):
+            for key, index in entry_keys(entry):
+                if index < kept:
                     positions.setdefault(key, []).append(index)
             for key, indexes in positions.items():
                 located = location_key(namespace, key)

@@ -49,6 +49,7 @@ from . import (
     DEFAULT_CAPACITY,
     DEFAULT_TIMEOUT_SECONDS,
     DEFAULT_TTL_SECONDS,
+    WHOLE_ENTRY,
     Entry,
     InMemoryLedger,
     Key,
@@ -632,11 +633,14 @@ class RedisLedger:
 
     @staticmethod
     def _holds(entry: Entry, index: int, key: Key) -> bool:
-        """The entry's output ``index`` really is the item ``key`` names (a stale location is not)."""
+        """The entry's output ``index`` really is the item ``key`` names (a stale location is not); or, for the
+        messages it was given, the entry itself (``Entry.given_messages``, at its first output)."""
         if index >= len(entry.outputs):
             return False
         meta = entry.outputs[index]
         if isinstance(key, int):
+            if index == WHOLE_ENTRY and entry.given_messages == key:
+                return True
             return meta.role == "assistant" and meta.fingerprint == key
         if isinstance(key, tuple):
             return (meta.type, meta.call_id) == key

@@ -77,9 +77,9 @@ def _verdict(probe: Probe, answer: str, lost_fix: str) -> Check:
 
 
 def baseline(p: Probe) -> Check:
-    """Two turns of plain text, the second re-sending the app's own first message: no state involved, so a
-    failure here is the model or the endpoint, not the state handling."""
-    p.client.responses.create(model=p.model, instructions=INSTRUCTIONS, input=p.remember())
+    """Two turns of plain text in one request, continuing no earlier response: no state involved, so a failure here
+    is the model or the endpoint, not the state handling. (Sent after an answer to the first turn, the same input
+    would be a replay that kept only the user's messages.)"""
     history: Any = [{"role": "user", "content": p.remember()}, {"role": "user", "content": Probe.QUESTION}]
     answer = p.client.responses.create(model=p.model, instructions=INSTRUCTIONS, input=history).output_text
     return _verdict(p, answer, "the endpoint or model ignores the history it is given: check the model and proxy")

@@ -128,8 +128,45 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("history_truncated",),
         "oldest turn cut instead of compacted",
     ),
+    Scenario(
+        "replay_user_messages_only",
+        "client_replay",
+        "user_messages_only",
+        ("replay_incomplete",),
+        "only the user's messages kept (and the tool calls), none of the answers",
+    ),
+    Scenario(
+        "replay_stored_reasoning_dropped",
+        "client_replay",
+        "stored_reasoning_dropped",
+        ("reasoning_pair_broken",),
+        "stored turns replayed without their reasoning, the other items under their ids",
+    ),
+    Scenario(
+        "replay_foreign_call_ids",
+        "client_replay",
+        "foreign_call_ids",
+        ("malformed_item_id",),
+        "tool calls replayed under ids another provider made",
+    ),
+    Scenario(
+        "conversation_items_resent",
+        "conversation",
+        "items_resent",
+        ("duplicate_item_id",),
+        "the tool turn's output re-sent under its ids beside the conversation",
+    ),
 )
 BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+# The items an app that makes the mistake leaves out of what it replays.
+_LEFT_OUT = frozenset({("tool_pair_broken", "function_call"), ("stored_reasoning_dropped", "reasoning")})
+
+
+def _foreign_id(call_id: str) -> str:
+    """The id another provider gives a tool call (Anthropic's `toolu_…`), kept when its history is replayed here."""
+    return "toolu_" + call_id.removeprefix("call_")
 
 
 def run_tool(arguments: str) -> str:
@@ -201,7 +238,9 @@ class _Session:
             self.history += new_input
             if turn == 4 and self.mistake == "history_cut":
                 self.history = self.history[3:]  # the oldest turn: its user message, reasoning and answer
-            kwargs.update(input=list(self.history), store=False, include=[ENCRYPTED_REASONING])
+            kwargs["input"] = list(self.history)
+            if self.mistake != "stored_reasoning_dropped":  # that app leaves `store` at its default: stored
+                kwargs.update(store=False, include=[ENCRYPTED_REASONING])
             if self.scenario.compacted:  # extra_body: not in the oldest supported SDK's signature
                 kwargs["extra_body"] = {"context_management": [{"type": "compaction", "compact_threshold": 40}]}
         response = self.client.responses.create(**kwargs)
@@ -217,6 +256,8 @@ class _Session:
     def replayed(self, output: list[Any]) -> list[Any]:
         """What the app appends to its history: every item as returned, unless it makes a mistake."""
         items: list[Any] = []
+        if self.mistake == "user_messages_only":  # and the tool calls, which its tool loop needs
+            return [item for item in output if item.type == "function_call"]
         if self.mistake == "output_text_only":
             texts = "".join(p.text for m in output if m.type == "message" for p in m.content if p.type == "output_text")
             if texts:
@@ -229,8 +270,10 @@ class _Session:
                 dumped = item.model_dump(exclude_none=True)
                 dumped["encrypted_content"] = dumped["encrypted_content"][:64]
                 items.append(dumped)
-            elif self.mistake == "tool_pair_broken" and item.type == "function_call":
+            elif (self.mistake, item.type) in _LEFT_OUT:
                 continue
+            elif self.mistake == "foreign_call_ids" and item.type == "function_call":
+                items.append({**item.model_dump(exclude_none=True), "id": _foreign_id(item.call_id)})
             else:
                 items.append(item)
         return items
@@ -251,6 +294,8 @@ class _Session:
             progress = [m for m in second.output if m.type == "message"]
             resent = [{"role": "user", "content": SECOND}]
             resent += [{"role": "assistant", "content": m.content[0].text} for m in progress]
+        elif self.mistake == "items_resent":  # the turn's output again, as returned, beside the conversation
+            resent = list(second.output)
         self.create(3, [*resent, answer], tools=TOOLS)
         self.t.answer = self.create(4, [{"role": "user", "content": THIRD}]).output_text
 

@@ -63,13 +63,22 @@ AI_SDK: dict[str, list[tuple[str, ...]]] = {
     "chain_unstored_parent": [(), ("unstored_parent",)],
     "chain_instructions_dropped": NONE,
     "chain_tool_output_missing": [(), (), ("missing_tool_output",)],
-    "chain_context_duplicated": [(), (), ("context_duplicated",), ()],
+    # Its items come back as item references beside previousResponseId: a duplicate the API refuses.
+    "chain_context_duplicated": [(), (), ("duplicate_item_id", "context_duplicated")],
     "conversation_and_previous_id": [(), ("state_mode_conflict",)],
     "replay_output_text_only": TEXT_ONLY,
     "replay_reasoning_altered": [(), ("encrypted_content_modified",)],
     "replay_phase_lost": [(), PHASE, PHASE, PHASE],
     "replay_tool_pair_broken": [(), (), (), ("replay_incomplete", "orphan_tool_output")],
     "replay_history_cut": [(), (), (), ("history_truncated",)],
+    # Its tool loop replays the call and its result itself: the turns after it keep only the user's messages.
+    "replay_user_messages_only": [(), ("replay_incomplete",), (), ("replay_incomplete",)],
+    # It sends a stored item whose reasoning was left out inline, not by reference: nothing the API pairs.
+    "replay_stored_reasoning_dropped": [(), *[("reasoning_dropped",)] * 3],
+    # It sends no item id of a tool call but the one the OpenAI provider itself made, and beside a conversation only
+    # the new items.
+    "replay_foreign_call_ids": NONE,
+    "conversation_items_resent": NONE,
     STREAM: NONE,
 }
 AI_SDK_FLOOR: dict[str, list[tuple[str, ...]]] = {
@@ -78,6 +87,13 @@ AI_SDK_FLOOR: dict[str, list[tuple[str, ...]]] = {
     "replay_reasoning_altered": [(), ("phase_dropped", "encrypted_content_modified")],
     "replay_tool_pair_broken": [(), PHASE, PHASE, ("replay_incomplete", "phase_dropped", "orphan_tool_output")],
     "replay_history_cut": [(), PHASE, PHASE, ("phase_dropped", "history_truncated")],
+    "chain_context_duplicated": [(), (), ("duplicate_item_id",)],
+    "replay_user_messages_only": [(), ("replay_incomplete",), PHASE, ("replay_incomplete",)],
+    # The floor replays a stored message by reference, its reasoning left out: the API refuses the pair.
+    "replay_stored_reasoning_dropped": [(), ("reasoning_dropped", "reasoning_pair_broken")],
+    "replay_foreign_call_ids": [(), PHASE, PHASE, ("phase_dropped", "malformed_item_id")],
+    # The floor re-sends a conversation's items by reference beside it: a duplicate the API refuses.
+    "conversation_items_resent": [(), (), ("duplicate_item_id",)],
     STREAM: [(), PHASE, PHASE, PHASE],
 }
 

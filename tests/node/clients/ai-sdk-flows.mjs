@@ -63,7 +63,8 @@ class Session {
     } else if (this.mode === "conversation") {
       openai.conversation = this.conversation;
       if (turn === 2 && this.mistake === "state_mode_conflict") openai.previousResponseId = this.previous;
-    } else {
+    } else if (this.mistake !== "stored_reasoning_dropped") {
+      // (That app leaves `store` at its default: the provider then replays items by reference.)
       Object.assign(openai, { store: false, include: [this.c.encrypted] });
       if (this.scenario.compacted) openai.contextManagement = [{ type: "compaction", compactThreshold: 40 }];
     }
@@ -114,12 +115,15 @@ class Session {
       if (this.scenario.compacted) this.keepFromCompaction();
     } else if (this.mistake === "context_duplicated" && turn === 2) {
       this.resent = [...added, ...responseMessages]; // as a whole-history app would: turn 2 again
+    } else if (this.mistake === "items_resent" && turn === 2) {
+      this.resent = responseMessages; // the turn's output again, as returned
     }
     return { steps: result.steps, text: result.text, responseMessages };
   }
 
   // What the app appends to `messages`: the response's messages as returned, unless it makes a mistake.
   replayed(messages) {
+    if (this.mistake === "user_messages_only") return [];
     const out = [];
     for (const message of messages) {
       if (message.role !== "assistant" || typeof message.content === "string") {
@@ -137,6 +141,10 @@ class Session {
         parts = parts.map((p) => (p.type === "reasoning" ? cutReasoning(p) : p));
       } else if (this.mistake === "tool_pair_broken") {
         parts = parts.filter((p) => p.type !== "tool-call");
+      } else if (this.mistake === "stored_reasoning_dropped") {
+        parts = parts.filter((p) => p.type !== "reasoning");
+      } else if (this.mistake === "foreign_call_ids") {
+        parts = parts.map((p) => (p.type === "tool-call" ? foreignId(p) : p));
       }
       if (parts.length) out.push({ ...message, content: parts });
     }
@@ -191,6 +199,13 @@ class Session {
     const last = await this.call(4, [{ role: "user", content: this.c.third }]);
     this.t.answer = last.text;
   }
+}
+
+// A tool call kept under the id another provider gave it (Anthropic's `toolu_…`), as a gateway that mints ids does.
+function foreignId(part) {
+  const openai = part.providerOptions?.openai ?? {};
+  const itemId = `toolu_${part.toolCallId.replace(/^call_/, "")}`;
+  return { ...part, providerOptions: { ...part.providerOptions, openai: { ...openai, itemId } } };
 }
 
 function cutReasoning(part) {

@@ -48,7 +48,9 @@ class Session {
     } else {
       this.history.push(...newInput);
       if (turn === 4 && this.mistake === "history_cut") this.history = this.history.slice(3);
-      Object.assign(body, { input: [...this.history], store: false, include: [this.c.encrypted] });
+      body.input = [...this.history];
+      // That app leaves `store` at its default: stored.
+      if (this.mistake !== "stored_reasoning_dropped") Object.assign(body, { store: false, include: [this.c.encrypted] });
       if (this.scenario.compacted) body.context_management = [{ type: "compaction", compact_threshold: 40 }];
     }
     const response = this.stream
@@ -65,6 +67,7 @@ class Session {
   }
 
   replayed(output) {
+    if (this.mistake === "user_messages_only") return output.filter((item) => item.type === "function_call");
     if (this.mistake === "output_text_only") {
       const texts = output
         .filter((m) => m.type === "message")
@@ -83,6 +86,10 @@ class Session {
         items.push({ ...dumped, encrypted_content: dumped.encrypted_content.slice(0, 64) });
       } else if (this.mistake === "tool_pair_broken" && item.type === "function_call") {
         continue;
+      } else if (this.mistake === "stored_reasoning_dropped" && item.type === "reasoning") {
+        continue;
+      } else if (this.mistake === "foreign_call_ids" && item.type === "function_call") {
+        items.push({ ...withoutNulls(item), id: `toolu_${item.call_id.replace(/^call_/, "")}` });
       } else {
         items.push(item);
       }
@@ -107,6 +114,8 @@ class Session {
       for (const m of second.output.filter((item) => item.type === "message")) {
         resent.push({ role: "assistant", content: m.content[0].text });
       }
+    } else if (this.mistake === "items_resent") {
+      resent.push(...second.output); // the turn's output again, as returned, beside the conversation
     }
     await this.create(3, [...resent, answer], { tools: this.c.tools });
     const last = await this.create(4, [{ role: "user", content: this.c.third }]);
