@@ -891,6 +891,7 @@ def api_sized_entry(id_chars: int = 55, call_id_chars: int = 29) -> Entry:
         store=False, deleted=True, written_by_app=True, model="gpt-5.4-mini-2026-03-17",
         resolved_model="gpt-5.4-mini-2026-03-17", reasoning_context="current_turn", input_tokens=2**32 - 1,
         output_tokens=2**32 - 1, reasoning_held=2**32 - 1, reasoning_turn=2**32 - 1, tools_fingerprint=2**64 - 1,
+        organization=2**32 - 1, project=2**32 - 1, credential=2**32 - 1, endpoint=2**32 - 1,
     )  # fmt: skip
 
 

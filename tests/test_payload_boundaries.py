@@ -146,9 +146,9 @@ def _switch(
     """A code word chosen on turn 1 (in its reasoning only) by ``first``; turn 2 replays everything through
     ``second``, with `all_turns` so the earlier turn's reasoning is rendered back where nothing crosses."""
     options = {"store": False, "include": ENCRYPTED, "reasoning": ALL_TURNS, **options}
-    opening = {"role": "user", "content": "Choose a code word."}
+    opening: Any = {"role": "user", "content": "Choose a code word."}
     chose = first.responses.create(model=models[0], input=[opening], **options)
-    history = [opening, *(item.model_dump(exclude_none=True) for item in chose.output)]
+    history: Any = [opening, *(item.model_dump(exclude_none=True) for item in chose.output)]
     history.append({"role": "user", "content": "What is the code word?"})
     return second.responses.create(model=models[1], input=history, **options)
 
