@@ -188,6 +188,9 @@ RESPONSE_REASONING_CONTEXT: Final = "openai_responses.response.reasoning.context
 PROMPT_CACHE_DIAGNOSTIC_TYPE: Final = "openai_responses.prompt_cache.diagnostic.type"
 PROMPT_CACHE_DIAGNOSTIC_REASON: Final = "openai_responses.prompt_cache.diagnostic.reason"
 PROMPT_CACHE_MISSED_TOKENS: Final = "openai_responses.prompt_cache.diagnostic.missed_tokens"
+# Reasoning of earlier, finished turns a replay left out under an effective `current_turn`: the API renders none of
+# it back, so it is no loss (no `reasoning_dropped`), only said.
+REASONING_NOT_REPLAYED: Final = "openai_responses.reasoning.not_replayed"
 # `history_truncated` from the usage alone: the server itself dropped items (`truncation: "auto"`), and the input
 # tokens the state continued held at least.
 HISTORY_SERVER_TRUNCATED: Final = "openai_responses.history.server_truncated"
@@ -505,6 +508,12 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
         "span",
         "string",
         "the effective `reasoning.context` the response returns: `current_turn` or `all_turns`",
+    ),
+    "REASONING_NOT_REPLAYED": (
+        "span",
+        "int",
+        "reasoning items of earlier, finished turns a replay left out under `current_turn`: the API renders none of "
+        "them back, so no `reasoning_dropped`",
     ),
     "PROMPT_CACHE_DIAGNOSTIC_TYPE": (
         "span",

@@ -30,11 +30,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
-from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_CREATE_CONVERSATION_ITEMS
+from ..attributes import (
+    OPERATION_CHAT,
+    OPERATION_COMPACT,
+    OPERATION_CREATE_CONVERSATION_ITEMS,
+    PROVIDER_AZURE_OPENAI,
+    PROVIDER_OPENAI,
+)
 from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id
 from .boundaries import BEFORE_SENDING, crossed
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, Lookup, RequestFacts
 from .item_ids import input_duplicates, malformed, own_ids
+from .reasoning_context import CURRENT_TURN, effective_context, latest_user_message
 from .tool_outputs import NONE, Outputs, tool_outputs
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
@@ -55,6 +62,7 @@ class Replayed:
     compactions_before: int
     system_messages_before: int  # of them, the system and developer messages
     seen: set[int] = field(default_factory=set)
+    last: int = -1  # the input position of the last item recognised as one of its outputs
 
     def missing(self) -> list[ItemMeta]:
         """Output items of the response that the replay does not carry, one per position."""
@@ -118,6 +126,13 @@ class Analysis:
     # confirms a crossing.
     crossed: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)  # payload items (their ids, else types) minted across one
+    # What the model is shown of replayed reasoning (``reasoning_context``): the request's effective
+    # `reasoning.context` (None: not known, every replayed reasoning item counts as seen), the replayed responses of
+    # earlier, finished turns whose reasoning it withholds anyway (under `current_turn`), and how many reasoning items
+    # of theirs the replay left out (no loss: a detail on the span).
+    reasoning_context: str | None = None
+    earlier_turns: frozenset[str] = frozenset()
+    not_replayed: int = 0
 
     @property
     def latest_replayed(self) -> Replayed | None:
@@ -449,6 +464,8 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis, found: l
     if matcher.own:
         analysis.broken_pairs = matcher.pairs()
     matched = matcher.matched
+    for position, (replayed, _) in matched.items():
+        replayed.last = max(replayed.last, position)
     _boundaries(req, analysis, [(p, matched[p][0].entry) for p in _payloads(req) if p in matched])
 
 
@@ -475,6 +492,26 @@ def _continued(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> Non
     entries = {place[0].response_id: place[0] for place in places if place[0].given_messages == wanted}
     if len(entries) == 1:
         (analysis.continued,) = entries.values()
+
+
+# The providers whose reasoning context rule is the API's: a compatible server keeps the rule that every replayed
+# reasoning item is seen.
+_RENDERING_PROVIDERS = frozenset({PROVIDER_OPENAI, PROVIDER_AZURE_OPENAI})
+
+
+def _earlier_turns(req: RequestFacts, analysis: Analysis) -> None:
+    """Under an effective `current_turn`, the replayed responses of earlier, finished turns (every item of them
+    before the latest user message the app wrote): the API renders none of their reasoning back, so reasoning of
+    theirs left out loses nothing."""
+    if req.provider not in _RENDERING_PROVIDERS:
+        return
+    context = analysis.reasoning_context = effective_context(req, analysis.parent)
+    start = latest_user_message(req) if context == CURRENT_TURN else None
+    if start is None:
+        return
+    earlier = [r for r in analysis.replayed if 0 <= r.last < start]
+    analysis.earlier_turns = frozenset(r.entry.response_id for r in earlier)
+    analysis.not_replayed = sum(1 for r in earlier for m in r.missing() if m.type == "reasoning")
 
 
 def _payloads(req: RequestFacts) -> list[int]:
@@ -741,6 +778,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         analysis.parent = latest.entry if latest is not None else None
         if req.operation == OPERATION_CHAT and req.continues is not None:
             _continued(req, ledger, analysis)
+        if analysis.replayed:
+            _earlier_turns(req, analysis)
     elif (
         analysis.parent is not None
         and req.operation == OPERATION_CHAT

@@ -156,7 +156,10 @@ def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     response), the event says so: the fix is then on the earlier request, not the replay."""
     dropped = 0
     replayable = False
+    earlier = an.earlier_turns
     for replayed in an.replayed:
+        if earlier and replayed.entry.response_id in earlier:
+            continue  # an earlier turn's reasoning: under current_turn the API renders none of it back
         for m in replayed.missing():
             if m.type == "reasoning":
                 dropped += 1

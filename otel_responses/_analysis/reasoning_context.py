@@ -46,13 +46,15 @@ def model_default(model: str | None) -> str | None:
 
 
 def effective_context(req: RequestFacts, earlier: Entry | None = None) -> str | None:
-    """The request's ``reasoning.context``: as sent when explicit, else its model's default; for a model this table
-    does not know, the context the API returned to an earlier request of the same model (``earlier``, a response this
-    request continues). None when unknown."""
+    """The request's ``reasoning.context``: as sent when explicit (`auto` leaves it to the model: unknown here), else
+    its model's default; for a model this table does not know, the context the API returned to an earlier request of
+    the same model (``earlier``, a response this request continues). None when unknown."""
     reasoning = req.reasoning
     sent = reasoning.context if reasoning is not None else None
     if sent in _EXPLICIT:
         return sent
+    if sent is not None:
+        return None  # `auto`, or a value this table does not know: the model decides, and nothing here says how
     default = model_default(req.model)
     if default is not None:
         return default

@@ -73,6 +73,8 @@ def request_attributes(call: Call, max_item_types: int, zdr: bool) -> tuple[Attr
     if call.ledger.unavailable:
         attrs[a.LEDGER_UNAVAILABLE] = True
     _put_reasoning(attrs, req.reasoning)
+    if call.analysis.not_replayed:
+        attrs[a.REASONING_NOT_REPLAYED] = call.analysis.not_replayed
     _put(attrs, a.TRUNCATION, req.truncation)
     _put(attrs, a.GEN_AI_REQUEST_MAX_TOKENS, req.max_output_tokens)
     if req.stream:
