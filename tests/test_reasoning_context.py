@@ -190,10 +190,6 @@ CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f",
 OUTPUT = {"type": "function_call_output", "call_id": "call_1", "output": "42"}
 
 
-def user(text: str) -> dict[str, Any]:
-    return {"role": "user", "content": text}
-
-
 def _after(
     output: list[Any], model: str, request: dict[str, Any], returned: str | None = None, provider: str = "openai"
 ) -> tuple[list[str], int]:
