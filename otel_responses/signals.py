@@ -136,7 +136,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
         Kind(
             "reasoning_dropped",
             WARNING,
-            "a replay carries items of an earlier response but not its reasoning items",
+            "a replay carries items of an earlier response but not its reasoning items, where the model would have "
+            "seen them (under `all_turns`, or within the current turn)",
             "replay every output item, reasoning included, not just the message text",
             {
                 REASONING_UNREPLAYABLE: (
