@@ -45,6 +45,7 @@ OPERATION_CHAT: Final = "chat"
 OPERATION_COMPACT: Final = "compact_response"
 OPERATION_FETCH: Final = "fetch_response"
 OPERATION_CREATE_CONVERSATION_ITEMS: Final = "create_conversation_items"
+OPERATION_DELETE_CONVERSATION_ITEM: Final = "delete_conversation_item"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 
@@ -349,6 +350,7 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "OPERATION_COMPACT": ("value", "", "of `gen_ai.operation.name`: `responses.compact`"),
     "OPERATION_FETCH": ("value", "", "of `gen_ai.operation.name`: `responses.retrieve`"),
     "OPERATION_CREATE_CONVERSATION_ITEMS": ("value", "", "of `gen_ai.operation.name`: `conversations.items.create`"),
+    "OPERATION_DELETE_CONVERSATION_ITEM": ("value", "", "of `gen_ai.operation.name`: `conversations.items.delete`"),
     "TOKEN_TYPE_INPUT": ("value", "", "of `gen_ai.token.type`"),
     "TOKEN_TYPE_OUTPUT": ("value", "", "of `gen_ai.token.type`"),
     "REQUEST_ID": ("span", "string", "the `x-request-id` of the HTTP response (also on errors)"),

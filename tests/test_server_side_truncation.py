@@ -227,3 +227,36 @@ def test_without_auto_truncation_an_overflow_is_refused(window: int) -> None:
         _chain(client, "disabled")
     assert refused.value.code == "context_length_exceeded"
     assert chat_signals(telemetry) == [(), (), ()]
+
+
+def _conversation(client: openai.OpenAI, delete_opening: bool) -> Any:
+    """The same three turns in a conversation; with ``delete_opening`` the app deletes the opening message from it
+    before the question."""
+    conversation = client.conversations.create()
+    options: dict[str, Any] = {"model": PLAIN, "truncation": "auto", "conversation": conversation.id}
+    client.responses.create(input=OPENING, **options)
+    client.responses.create(input="Noted?", **options)
+    if delete_opening:
+        items = client.conversations.items.list(conversation.id, order="asc")
+        opening = next(item for item in items if getattr(item, "role", None) == "user")
+        client.conversations.items.delete(opening.id, conversation_id=conversation.id)
+    return client.responses.create(input="What is the marker?", **options)
+
+
+def test_a_conversation_the_server_cut_says_so(window: int) -> None:
+    with (
+        Emulator(EmulatorConfig(context_window=window)) as emulator,
+        capture() as telemetry,
+        emulator.client() as client,
+    ):
+        third = _conversation(client, delete_opening=False)
+    assert third.output_text == "marker=unknown"
+    assert chat_signals(telemetry) == [(), (), ("history_truncated",)]
+
+
+def test_items_the_app_deleted_from_a_conversation_are_no_truncation(window: int) -> None:
+    """The near miss: the conversation holds fewer tokens than its latest response said, by the app's own doing."""
+    with Emulator() as emulator, capture() as telemetry, emulator.client() as client:
+        third = _conversation(client, delete_opening=True)
+    assert third.output_text == "marker=unknown"  # the app deleted the message that held it
+    assert chat_signals(telemetry) == [(), (), ()]

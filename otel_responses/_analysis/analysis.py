@@ -34,10 +34,11 @@ from ..attributes import (
     OPERATION_CHAT,
     OPERATION_COMPACT,
     OPERATION_CREATE_CONVERSATION_ITEMS,
+    OPERATION_DELETE_CONVERSATION_ITEM,
     PROVIDER_AZURE_OPENAI,
     PROVIDER_OPENAI,
 )
-from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id
+from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id, items_deleted_id
 from .boundaries import BEFORE_SENDING, crossed
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, Lookup, RequestFacts
 from .item_ids import input_duplicates, malformed, own_ids
@@ -104,8 +105,10 @@ class Analysis:
     """Everything the request-side checks read."""
 
     parent: Entry | None = None
-    # A request writing items into a conversation: its latest turn, which the items are remembered after.
+    # A request writing items into a conversation (or deleting one): its latest turn, which they are remembered after.
     written_after: Entry | None = None
+    # The app deleted items from the conversation since its latest response: the state holds less than it said.
+    items_deleted: bool = False
     replayed: list[Replayed] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     phase_dropped: list[str] = field(default_factory=list)
@@ -765,8 +768,11 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
         analysis.parent = ledger.get(req.previous_response_id)
     elif req.state_mode == CONVERSATION and req.conversation_id is not None:
-        analysis.parent = ledger.latest_in_conversation(req.conversation_id)
-    elif req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
+        analysis.parent = parent = ledger.latest_in_conversation(req.conversation_id)
+        if req.truncation == "auto" and parent is not None:  # the only call that compares the state's numbers
+            deleted = ledger.get(items_deleted_id(req.conversation_id))
+            analysis.items_deleted = deleted is not None and deleted.parent_id == parent.response_id
+    elif req.conversation_id is not None and _writes(req):
         analysis.written_after = ledger.latest_in_conversation(req.conversation_id)
     replay = req.state_mode == CLIENT_REPLAY
     found = _places(req, ledger)
@@ -804,3 +810,10 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
 
 # Conversations API operations that write items: remembered against the conversation's latest entry.
 _WRITES_ITEMS = frozenset({OPERATION_CREATE_CONVERSATION_ITEMS})
+
+
+def _writes(req: RequestFacts) -> bool:
+    """Whether the call changes what a conversation holds after its latest response (items written or deleted)."""
+    if req.operation == OPERATION_DELETE_CONVERSATION_ITEM:
+        return True
+    return bool(req.input_items) and req.operation in _WRITES_ITEMS

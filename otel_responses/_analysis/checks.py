@@ -382,7 +382,8 @@ def reasoning_withheld(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit
 
 def history_truncated_by_server(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     """Under ``truncation: "auto"`` the server drops the oldest items itself, silently: a response that read fewer
-    input tokens than the chain or conversation it continues already held (``held_tokens``) had items dropped."""
+    input tokens than the chain or conversation it continues already held (``held_tokens``) had items dropped. Not
+    where the app deleted items from the conversation since: it holds less by the app's own doing."""
     if (
         req.truncation != "auto"
         or req.operation != OPERATION_CHAT
@@ -390,7 +391,7 @@ def history_truncated_by_server(req: RequestFacts, an: Analysis, resp: ResponseF
     ):
         return None
     parent = an.parent
-    if parent is None or resp.input_tokens is None or resp.compaction:
+    if parent is None or resp.input_tokens is None or resp.compaction or an.items_deleted:
         return None
     held = held_tokens(req, parent)
     if held is None or resp.input_tokens >= held:

@@ -23,9 +23,9 @@ from .._analysis.facts import (
 from .._analysis.held import held_after
 from .._analysis.reasoning_context import latest_user_message
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
-from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_FETCH
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_DELETE_CONVERSATION_ITEM, OPERATION_FETCH
 from ..config import Settings
-from ..ledger import CallLedger, Entry, deleted_item_id, outputs_to_keep
+from ..ledger import CallLedger, Entry, deleted_item_id, items_deleted_id, outputs_to_keep
 
 if TYPE_CHECKING:
     from .._analysis.analysis import Analysis
@@ -373,6 +373,22 @@ def remember_conversation_item_deleted(call: CallState, resp: ResponseFacts) -> 
     ledger = call.ledger
     name = deleted_item_id(req.conversation_id, req.target_item_id)
     ledger.record(Entry(name, ledger.next_sequence(), True, None, None, (), 0, 0, written_by_app=True), None)
+    latest = call.analysis.written_after
+    if latest is not None:  # what the conversation held after its latest response is known no more
+        marker = items_deleted_id(req.conversation_id)
+        deleted = Entry(
+            marker,
+            ledger.next_sequence(),
+            True,
+            None,
+            None,
+            (),
+            0,
+            0,
+            parent_id=latest.response_id,
+            written_by_app=True,
+        )
+        ledger.record(deleted, None)
 
 
 # -- the table ------------------------------------------------------------------------------------------
@@ -413,8 +429,8 @@ OPERATIONS: dict[str, Operation] = {
             "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), _read_nothing
         ),
         Operation(
-            "delete_conversation_item",
-            _conversation_facts("delete_conversation_item", by_item=True),
+            OPERATION_DELETE_CONVERSATION_ITEM,
+            _conversation_facts(OPERATION_DELETE_CONVERSATION_ITEM, by_item=True),
             _read_nothing,
             remember_conversation_item_deleted,
         ),

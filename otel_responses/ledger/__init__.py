@@ -188,6 +188,12 @@ def deleted_item_id(conversation_id: str, item_id: str) -> str:
     return f"conversation-item-deleted:{conversation_id}:{item_id}"
 
 
+def items_deleted_id(conversation_id: str) -> str:
+    """The name of the entry that says the app deleted items from a conversation after its latest response (its
+    ``parent_id``): that state holds fewer tokens than the response's numbers say."""
+    return f"conversation-items-deleted:{conversation_id}"
+
+
 def entry_keys(entry: Entry) -> list[tuple[Key, int]]:
     """Every key an entry is found by, with the index of the output item it names: its output items' keys
     (``location_keys``), and the fingerprint of the messages it was given (``Entry.given_messages``). None for items
