@@ -21,7 +21,9 @@ from otel_responses._analysis.analysis import Analysis
 from otel_responses._analysis.checks import Situation, reasoning_withheld, run_response_checks
 from otel_responses._analysis.facts import CacheDiagnostic, ResponseFacts, request_facts, response_facts
 from otel_responses.config import settings_from
-from otel_responses.emulator import Emulator
+from otel_responses.emulator import Emulator, replay_rules
+from otel_responses.emulator.rendering import prefix_digests
+from otel_responses.emulator.state import Caller, Entry, Minted
 from otel_responses.signals import CATALOGUE, WITHHELD_FIXES, Signal
 from otel_responses.testing import CapturedTelemetry, assert_no_reasoning_withheld, capture
 from otel_responses.tools.report import from_sdk, render
@@ -299,6 +301,44 @@ def test_an_edited_prefix_has_the_reasoning_withheld(emulated: Emulator) -> None
     assert chat_signals(telemetry) == [(), ("reasoning_withheld",), (), (), (), ()]
     (event,) = signal_events(telemetry.chat_spans()[1], "reasoning_withheld")
     assert Signal("reasoning_withheld", event).fix == WITHHELD_FIXES["prefix_mismatch"]
+
+
+def _said(role: str, text: str, compacted: str | None = None) -> Entry:
+    return Entry({"type": "message", "role": role, "content": text}, compacted=compacted)
+
+
+_ASKED, _ANSWERED, _NEXT = _said("user", "Choose a code word."), _said("assistant", "Chosen."), _said("user", "Next?")
+_HELD = [_said("user", "Choose a code word.", "cmp_1"), _said("assistant", "Chosen.", "cmp_1")]
+_COMPACTED = Entry({"type": "compaction", "id": "cmp_1"})
+_REASONING = Entry({"type": "reasoning"})
+
+
+# What the reasoning after a compaction followed when it was made (the response returned the compaction item, then
+# the reasoning), and a replay of it; whether the API would read the replay's prefix as edited.
+COMPACTION_PREFIXES = [
+    ("the compaction replayed: its entries", [*_HELD, _REASONING], False),
+    ("the compacting turn's message sent again after it (the AI SDK)", [*_HELD, _ASKED, _REASONING], False),
+    ("near miss: a new message after it", [*_HELD, _NEXT, _REASONING], True),
+    ("near miss: the compacted items sent without it", [_ASKED, _ANSWERED, _REASONING], True),
+]
+
+
+@pytest.mark.parametrize(("case", "replayed", "edited"), COMPACTION_PREFIXES, ids=[c[0] for c in COMPACTION_PREFIXES])
+def test_a_compaction_item_starts_the_prefix_afresh(case: str, replayed: list[Entry], edited: bool) -> None:
+    minted = prefix_digests([_ASKED, _ANSWERED, _COMPACTED, _REASONING])[-1]
+    assert (prefix_digests(replayed)[-1] != minted) is edited
+
+
+def test_reasoning_held_in_a_compaction_is_not_judged_by_its_prefix() -> None:
+    """Reasoning a replayed compaction holds is beyond the client's reach: its prefix is never read as edited."""
+    (rule,) = [rule for rule in replay_rules.RULES if rule.name == "prefix_mismatch"]
+    assert rule.withholds is not None
+    caller = Caller("org-a")
+    made = Minted(REASONER, caller, prefix="0" * 16)
+    for compacted, edited in ((None, True), ("cmp_1", False)):  # the near miss first: replayed by the client
+        entry = Entry({"type": "reasoning"}, minted=made, compacted=compacted)
+        reading = replay_rules.Reading(REASONER, caller, "all_turns", [entry], ["1" * 16], 0)
+        assert rule.withholds(reading, 0, entry) is edited
 
 
 # -- the report and the pytest kit -------------------------------------------------------------------------------

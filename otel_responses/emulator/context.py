@@ -138,7 +138,8 @@ def open_compaction(raw: Mapping[str, Any], sealer: Sealer) -> tuple[list[Entry]
     made_for = payload.get("c") if isinstance(payload, dict) else None
     caller = Caller(made_for[0], made_for[1]) if isinstance(made_for, list) and len(made_for) == 2 else None
     entries = payload["e"] if isinstance(payload, dict) else payload
-    return [Entry(dict(e["item"]), e.get("notes"), _read_minted(e.get("m"))) for e in entries], caller
+    held = str(raw.get("id") or "compaction")
+    return [Entry(dict(e["item"]), e.get("notes"), _read_minted(e.get("m")), held) for e in entries], caller
 
 
 def expand_compaction(raw: dict[str, Any], sealer: Sealer) -> list[Entry]:

@@ -24,8 +24,11 @@ from .items import Item, is_user_message, kind, text_of
 from .state import Entry
 
 # Items a prefix digest leaves out: reasoning (whether an earlier one is replayed or left out changes nothing the
-# model reads after it) and compaction items (a replayed one stands for the items it compacted, which are read).
-_NOT_IN_PREFIX = frozenset({"reasoning", "compaction"})
+# model reads after it). A compaction item stands for every item before it: a client may keep them before it, drop
+# them, or send some again after it (the AI SDK re-sends the compacting turn's user message): what follows it is
+# digested afresh, less the items it holds.
+_NOT_IN_PREFIX = frozenset({"reasoning"})
+_COMPACTION = "compaction"
 # Messages a prefix digest leaves out: instructions sent as items, which apps and libraries re-send each turn (often
 # rewritten: a date, a profile), as `instructions` itself is.
 _INSTRUCTION_ROLES = frozenset({"system", "developer"})
@@ -56,13 +59,33 @@ def _canonical(item: Item) -> str:
 
 
 def prefix_digests(entries: Iterable[Entry]) -> list[str]:
-    """For each entry, the digest of the items before it (``_NOT_IN_PREFIX`` and instructions aside)."""
+    """For each entry, the digest of the items before it (``_NOT_IN_PREFIX`` and instructions aside). A compaction
+    item (one a response returns, or the entries a replayed one is read as: the whole context it compacted) starts
+    the digest afresh for what follows it, which leaves out the items it holds."""
     running = hashlib.sha256()
     digests: list[str] = []
+    seen: set[str] = set()  # since the digest last started afresh
+    held: set[str] = set()  # what the latest compaction item holds
+    expansion: str | None = None
     for entry in entries:
+        if entry.compacted != expansion:
+            if entry.compacted is not None:  # a replayed compaction's entries: the whole context, from its start
+                running, seen = hashlib.sha256(), set()
+            else:
+                running, held, seen = hashlib.sha256(_COMPACTION.encode()), seen, set()
+            expansion = entry.compacted
         digests.append(running.hexdigest()[:16])
-        if kind(entry.item) not in _NOT_IN_PREFIX and entry.item.get("role") not in _INSTRUCTION_ROLES:
-            running.update(_canonical(entry.item).encode() + b"\x00")
+        item_kind = kind(entry.item)
+        if item_kind == _COMPACTION:
+            running, held, seen = hashlib.sha256(_COMPACTION.encode()), seen, set()
+            continue
+        if item_kind in _NOT_IN_PREFIX or entry.item.get("role") in _INSTRUCTION_ROLES:
+            continue
+        canonical = _canonical(entry.item)
+        if entry.compacted is None and canonical in held:
+            continue  # sent again after the compaction item that holds it
+        seen.add(canonical)
+        running.update(canonical.encode() + b"\x00")
     return digests
 
 

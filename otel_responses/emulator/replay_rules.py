@@ -226,8 +226,11 @@ def _model(reading: Reading, position: int, entry: Entry) -> bool:
 
 
 def _edited_prefix(reading: Reading, position: int, entry: Entry) -> bool:
+    """Reasoning a compaction item holds is out of the client's reach: only what it replays itself is judged."""
     minted = entry.minted
-    return minted is not None and bool(minted.prefix) and minted.prefix != reading.prefixes[position]
+    if minted is None or not minted.prefix or entry.compacted is not None:
+        return False
+    return minted.prefix != reading.prefixes[position]
 
 
 _NOT_VERIFIED = "The encrypted content for item {id} could not be verified. Reason: "

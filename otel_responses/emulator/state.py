@@ -44,11 +44,12 @@ class Minted:
 @dataclass
 class Entry:
     """One item of a context; `notes` holds a reasoning item's private notes, never sent as-is; `minted`, what the
-    reasoning was made for."""
+    reasoning was made for; `compacted`, the id of the replayed compaction item it was read from."""
 
     item: Item
     notes: str | None = None
     minted: Minted | None = None
+    compacted: str | None = None
 
 
 @dataclass

@@ -58,7 +58,9 @@ class Session {
   }
 
   options(turn) {
-    const openai = {};
+    // As the Python scenario asks (earlier turns' reasoning in view). The floor's provider knows no reasoningContext
+    // and leaves it out: its model keeps its default (current_turn).
+    const openai = { reasoningContext: this.c.reasoning.context };
     if (this.mode === "server_chain") {
       if (this.previous !== null) openai.previousResponseId = this.previous;
       if (turn === 1 && this.mistake === "unstored_parent") openai.store = false;
