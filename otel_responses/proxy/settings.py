@@ -17,6 +17,10 @@ DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024  # a long replay with images inline stays well under it
+# The analysis bound: a longer body is forwarded unanalysed (counted). A long coding agent's session replayed whole is
+# a few MB; a body of 16 MiB is about 500,000 small items, whose analysis would hold a core for seconds and half a
+# gigabyte of memory.
+DEFAULT_MAX_ANALYSED_BYTES = 16 * 1024 * 1024
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0  # the SDK's own default: a reasoning model may think for minutes between events
 DEFAULT_IDLE_TIMEOUT = 75.0  # an idle keep-alive connection, or one whose request head never completes
@@ -99,13 +103,15 @@ def listen_of(text: str) -> tuple[str, int]:
 
 @dataclass(frozen=True, slots=True)
 class ProxySettings:
-    """A proxy's own settings (see the module docstring). ``record``: off, the proxy only forwards (the floor the
-    benchmark compares against)."""
+    """A proxy's own settings (see the module docstring). ``max_analysed_bytes``: the analysis bound (a longer
+    body, as sent or decompressed, is forwarded unanalysed and counted; strict mode analyses it all the same).
+    ``record``: off, the proxy only forwards (the floor the benchmark compares against)."""
 
     upstream: Upstream
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_analysed_bytes: int = DEFAULT_MAX_ANALYSED_BYTES
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
@@ -113,7 +119,14 @@ class ProxySettings:
     record: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace"):
+        for name in (
+            "max_body_bytes",
+            "max_analysed_bytes",
+            "connect_timeout",
+            "read_timeout",
+            "idle_timeout",
+            "grace",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ProxySettingsError(f"{name} must be a positive number, got {value!r}")

@@ -1,0 +1,77 @@
+"""The proxy's analysis worker process: ``python -m otel_responses.proxy.worker FD``, its spec (the proxy's settings,
+the telemetry factory and its options, as JSON) on standard input, the channel to the relay on descriptor ``FD``.
+
+It builds its telemetry (its exporters live here), greets the relay with ``[None, strict]`` (or ``[message, exit
+code]`` when the telemetry cannot be built, and exits), records what the relay hands over until the relay closes
+the channel, then flushes its exporters and exits. Ctrl-C and SIGTERM are the relay's to act on: a terminal's Ctrl-C
+reaches the whole process group, and this process must outlive the relay's drain to record it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import importlib
+import json
+import signal
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .channel import REPLY, frame, serve
+from .settings import ProxySettings, Upstream
+
+Factory = Callable[[dict[str, Any]], tuple[Any, Callable[[], None]]]
+
+
+class WorkerStartError(Exception):
+    """The telemetry cannot be built (a port in use): said by the relay, which exits with ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def settings_of(spec: dict[str, Any]) -> ProxySettings:
+    values = dict(spec)
+    return ProxySettings(upstream=Upstream(**values.pop("upstream")), **values)
+
+
+def tune_collector() -> None:
+    """What is alive once a proxy process has started (the modules of the SDK, OpenTelemetry, aiohttp) is never
+    garbage: frozen, a full collection does not walk it. And the young generation is collected less often: a call
+    allocates thousands of small objects that die with it, and the default threshold (700) would collect several
+    times per call for nothing."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+
+
+def main(argv: list[str]) -> int:
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    channel = socket.socket(fileno=int(argv[0]))
+    spec = json.loads(sys.stdin.read())
+    settings = settings_of(spec["settings"])
+    module, _, name = spec["factory"].partition(":")
+    factory: Factory = getattr(importlib.import_module(module), name)
+    try:
+        telemetry, close = factory(spec["options"])
+    except WorkerStartError as error:
+        channel.sendall(b"".join(frame((REPLY, 0, [str(error), error.exit_code]))))
+        channel.close()
+        return 1
+    from .recorder import Recorder
+
+    recorder = Recorder(settings, telemetry)
+    tune_collector()
+    try:
+        asyncio.run(serve(channel, recorder.handle, recorder.handle_async, [None, recorder.strict]))
+    finally:
+        recorder.close()
+        close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
