@@ -287,3 +287,63 @@ def _service_names(path: str, body: bytes) -> list[str]:
         for attribute in each.resource.attributes
         if attribute.key == "service.name"
     ]
+
+
+def test_a_healthy_call_is_answered_while_a_million_item_request_is_analysed() -> None:
+    """The analysis runs in a worker process of its own: a request of 10^6 items (about 30 MB, analysed for
+    seconds: the bound raised past it) holds no other client up. The healthy call is answered before either call is
+    recorded (nothing printed yet), and both are recorded, in order, before the command exits."""
+    import http.client
+
+    items = [{"role": "user", "content": "x"}] * 1_000_000
+    big = json.dumps({"model": "gpt-5.4", "input": items, "store": False}).encode()
+    healthy_body = json.dumps({"model": "gpt-5.4", "input": "hi"}).encode()
+    answer = json.dumps({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5.4"}).encode()
+
+    def script(request: Request, connection: Connection) -> bool:
+        connection.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + chunked(answer))
+        return True
+
+    def chunked(body: bytes) -> bytes:
+        return b"transfer-encoding: chunked\r\n\r\n" + chunk(body) + LAST_CHUNK
+
+    limits = ("--max-body-bytes", "67108864", "--max-analysed-bytes", "67108864")
+    with (
+        RawUpstream(script) as upstream,
+        started("--upstream", upstream.base_url, "--listen", "127.0.0.1:0", "--console", *limits) as (
+            process,
+            base_url,
+        ),
+    ):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+
+        def post(body: bytes) -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            connection.request("POST", "/v1/responses", body, {"Content-Type": "application/json"})
+            status = connection.getresponse().status
+            connection.close()
+            return status
+
+        statuses: list[int] = []
+        sender = threading.Thread(target=lambda: statuses.append(post(big)))
+        sender.start()
+        deadline = time.monotonic() + 60
+        while not upstream.received and time.monotonic() < deadline:  # forwarded: its analysis has begun
+            time.sleep(0.01)
+        started_at = time.monotonic()
+        healthy = post(healthy_body)
+        took = time.monotonic() - started_at
+        assert process.stdout is not None
+        printed_meanwhile = selectors.DefaultSelector()
+        printed_meanwhile.register(process.stdout, selectors.EVENT_READ)
+        nothing_printed = not printed_meanwhile.select(0)
+        sender.join(120)
+        code, _ = _stopped(process)
+        printed = process.stdout.read()
+    assert (statuses, healthy, code) == ([200], 200, 0)
+    assert took < 1.0, f"a healthy call took {took:.2f}s beside the analysis"
+    assert nothing_printed  # neither call was recorded yet when the healthy one was answered
+    assert printed.count('"name": "chat gpt-5.4"') == 2
+    assert printed.index('"openai_responses.input.item_count": 1000000') < printed.index(
+        '"openai_responses.input.item_count": 1,'
+    )
