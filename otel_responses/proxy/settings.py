@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import urlsplit
+
+from .._redaction import shown_url
 
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 DEFAULT_HOST = "127.0.0.1"
@@ -64,18 +66,6 @@ class Upstream:
         return self.origin + self.root
 
 
-def _shown(parts: SplitResult) -> str:
-    """A URL as a message may show it: its credentials, query and fragment replaced by ``***`` (a rejected URL may
-    carry a password, and a message goes to a terminal, a log, a CI page)."""
-    netloc = parts.netloc
-    if not netloc:  # `user:password@host` reads as a scheme and a path: nothing of it is shown
-        return "***"
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    hidden = ("?***" if parts.query else "") + ("#***" if parts.fragment else "")
-    return f"{parts.scheme}://{netloc}{parts.path}{hidden}"
-
-
 def upstream_of(url: str, allow_http: bool = False) -> Upstream:
     """The upstream a URL names; ``ProxySettingsError`` for anything but an ``http(s)`` origin with an optional path
     (no credentials, query or fragment), and for plain ``http`` to a host that is not loopback unless allowed. No
@@ -84,11 +74,11 @@ def upstream_of(url: str, allow_http: bool = False) -> Upstream:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        scheme = url.partition("://")[0] if "://" in url else ""
-        shown = f"{scheme}://***" if scheme.isalpha() and scheme.isascii() else "***"
-        raise ProxySettingsError(f"--upstream is not a URL (its host or port cannot be read): {shown}") from None
+        raise ProxySettingsError(
+            f"--upstream is not a URL (its host or port cannot be read): {shown_url(url)}"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProxySettingsError(f"--upstream must be an http(s) URL, got {_shown(parts)}")
+        raise ProxySettingsError(f"--upstream must be an http(s) URL, got {shown_url(url)}")
     if parts.username is not None or parts.password is not None:
         raise ProxySettingsError("--upstream must not carry credentials: clients send their own keys")
     if parts.query or parts.fragment:

@@ -368,10 +368,10 @@ def test_a_long_sessions_replay_stays_recorded_and_a_body_past_the_bound_is_coun
     [
         (
             "http://user:SECRET@127.0.0.1:99999/v1",
-            "--upstream is not a URL (its host or port cannot be read): http://***",
+            "--upstream is not a URL (its host or port cannot be read): http://***@127.0.0.1:99999/v1",
         ),
         ("ftp://user:SECRET@127.0.0.1/v1", "--upstream must be an http(s) URL, got ftp://***@127.0.0.1/v1"),
-        ("http://[::1:SECRET]/v1", "--upstream is not a URL (its host or port cannot be read): http://***"),
+        ("http://[::1:SECRET]/v1", "--upstream is not a URL (its host or port cannot be read): http://***/v1"),
         ("user:SECRET@example.com", "--upstream must be an http(s) URL, got ***"),
         (
             "ftp://example.com/v1?key=SECRET#SECRET",

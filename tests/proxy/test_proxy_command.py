@@ -167,6 +167,9 @@ def test_sigterm_lets_a_stream_in_flight_finish_and_takes_no_new_connection() ->
     [
         (["--upstream", "http://10.0.0.8/v1"], "plain http would send the clients' keys unencrypted"),
         (["--upstream", "https://user:pw@api.example/v1"], "must not carry credentials"),
+        (["--upstream", "http://user:SECRET@127.0.0.1:99999/v1"], "not a URL (its host or port cannot be read)"),
+        (["--upstream", "ftp://user:SECRET@127.0.0.1/v1"], "must be an http(s) URL, got ftp://***@127.0.0.1/v1"),
+        (["--upstream", "http://[::1:SECRET]/v1"], "not a URL (its host or port cannot be read): http://***/v1"),
         (["--listen", "localhost"], "--listen takes HOST:PORT"),
         (["--max-body-bytes", "0"], "must be positive"),
     ],
@@ -180,6 +183,7 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
     assert (usage.value.code if usage is not None else code) == 2
     assert said in err
     assert "Traceback" not in err
+    assert "SECRET" not in err
     assert out == ""
 
 
@@ -189,8 +193,13 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
         ("http://127.0.0.1:99999", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:99999'"),
         ("http://127.0.0.1:port", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:port'"),
         ("http://127.0.0.1:{free}", 3, "cannot reach the OTLP endpoint"),  # the near miss: a port, nobody there
+        (
+            "http://user:SECRET@127.0.0.1:99999",
+            2,
+            "--otlp-endpoint: not a valid port in URL: 'http://***@127.0.0.1:99999'",
+        ),
     ],
-    ids=["out-of-range", "not-a-number", "valid-port"],
+    ids=["out-of-range", "not-a-number", "valid-port", "credentials"],
 )
 def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: int, said: str) -> None:
     done = subprocess.run(
@@ -202,6 +211,7 @@ def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: 
     assert done.returncode == code
     assert said in done.stderr
     assert "Traceback" not in done.stderr
+    assert "SECRET" not in done.stderr
     assert done.stdout == ""
 
 
