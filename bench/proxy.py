@@ -245,37 +245,74 @@ def burst(party: Party, body: bytes, calls: int, headers: dict[str, str] | None 
 
 
 @contextlib.contextmanager
-def background(party: Party, body: bytes) -> Iterator[dict[str, Any]]:
-    """Calls of ``body`` sent back to back on a connection of their own while the block runs; the subject's resident
-    memory sampled meanwhile (``peak_rss_mib``), and how many were sent."""
+def background(party: Party, body_file: Path) -> Iterator[dict[str, Any]]:
+    """Calls of the body in ``body_file`` sent back to back, by a process of their own (this one's threads would
+    share its GIL with the calls being timed), while the block runs; the subject's resident memory sampled
+    meanwhile (``peak_rss_mib``), and how many calls were made."""
     stop = threading.Event()
     seen: dict[str, Any] = {"calls": 0, "peak_rss_mib": party.rss_mib()}
-
-    def load() -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", party.port, timeout=300)
-        try:
-            while not stop.is_set():
-                timed_call(party, body, {}, conn)
-                seen["calls"] += 1
-        except Exception as error:  # said in the results: a background that failed measured nothing
-            seen["error"] = repr(error)
-        finally:
-            conn.close()
+    loader = subprocess.Popen(
+        [sys.executable, __file__, "--background", str(party.port), str(body_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert loader.stdout is not None
+    assert loader.stdin is not None
+    loader.stdout.readline()  # its first call is under way
 
     def sample() -> None:
         while not stop.wait(0.05):
             seen["peak_rss_mib"] = max(seen["peak_rss_mib"], party.rss_mib())
 
-    threads = [threading.Thread(target=load, daemon=True), threading.Thread(target=sample, daemon=True)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.2)  # the first background call is under way
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    time.sleep(0.2)
     try:
         yield seen
     finally:
         stop.set()
-        for thread in threads:
-            thread.join(300)
+        loader.stdin.close()
+        answer = loader.stdout.read().strip()
+        loader.wait(300)
+        sampler.join()
+        seen["calls"] = int(answer) if answer.isdigit() else 0
+        if not answer.isdigit():
+            seen["error"] = answer
+
+
+def _background(port: int, body_file: str) -> None:
+    """The background load's process: calls back to back until standard input closes, then how many it made."""
+    body = Path(body_file).read_bytes()
+    closed = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    calls = 0
+    print("started", flush=True)
+    try:
+        while not closed.is_set():
+            conn.request("POST", "/v1/responses", body, {"Content-Type": "application/json"})
+            answer = conn.getresponse()
+            answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"status {answer.status}")
+            calls += 1
+        print(calls, flush=True)
+    except Exception as error:
+        print(repr(error), flush=True)
+
+
+def settle(party: Party, quiet: float = 0.005, most: float = 60.0) -> None:
+    """Wait until the subject's processes are idle (under ``quiet`` seconds of CPU in 0.2 s): the proxy's worker
+    may still be recording what an earlier load handed it, which would be counted against the next burst."""
+    deadline = time.monotonic() + most
+    before = party.cpu_seconds()
+    while time.monotonic() < deadline:
+        time.sleep(0.2)
+        now = party.cpu_seconds()
+        if now - before < quiet:
+            return
+        before = now
 
 
 async def throughput(port: int, body: bytes, clients: int, seconds: float) -> tuple[int, int, list[float]]:
@@ -355,11 +392,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="each subject's throughput burst, per round")
     parser.add_argument("--concurrent", type=int, default=100)
     parser.add_argument("--out", type=Path, default=HERE / "results")
+    parser.add_argument("--background", nargs=2, help=argparse.SUPPRESS)  # the background load's own process
     args = parser.parse_args(argv)
+    if args.background:
+        _background(int(args.background[0]), args.background[1])
+        return 0
     sizes = [int(s) for s in args.sizes.split(",")]
     bodies = {size: replay(size) for size in sizes}
-    large = many_items(args.items)
     small, mid = bodies[sizes[0]], bodies[sizes[-1]]
+    scratch = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
+    loads = {"1 MB": scratch / "mid.json", "10^6 items": scratch / "large.json"}
+    loads["1 MB"].write_bytes(mid)
+    loads["10^6 items"].write_bytes(many_items(args.items))
     cases = [(size, False) for size in sizes] + [(sizes[0], True)]  # and the first size with a gzip answer
     upstream = Party.peer("upstream")
     url = f"http://127.0.0.1:{upstream.port}/v1"
@@ -396,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
                 size, compressed = case
                 calls = args.calls if size <= 100_000 else max(10, args.calls // 4)
                 for subject, party in parties.items():
+                    settle(party)
                     before = len(party.cpu)
                     times = burst(party, bodies[size], calls, GZIP if compressed else {})
                     latency.setdefault((subject, case), []).extend(t for _, t in times)
@@ -408,11 +453,12 @@ def main(argv: list[str] | None = None) -> int:
                 sent[PROXY] += 10 if subject == PROXY else 0
             # beside: the 10 KB call alone, then beside 1 MB replays, then beside requests of 10^6 items
             for subject, party in [*((s, p) for s, p in parties.items() if s != DIRECT), (UNBOUNDED, unbounded)]:
+                settle(party)
                 beside.setdefault((subject, "alone"), []).extend(t for _, t in burst(party, small, args.calls))
-                for workload, body in (("1 MB", mid), ("10^6 items", large)):
+                for workload, body_file in loads.items():
                     if workload == "1 MB" and subject == UNBOUNDED:
                         continue
-                    with background(party, body) as seen:
+                    with background(party, body_file) as seen:
                         times = burst(party, small, args.calls)
                     beside.setdefault((subject, workload), []).extend(t for _, t in times)
                     key = (subject, workload)
@@ -427,6 +473,7 @@ def main(argv: list[str] | None = None) -> int:
             for subject, party in parties.items():
                 if subject == DIRECT:
                     continue
+                settle(party)
                 done, failed, latencies = asyncio.run(throughput(party.port, small, args.clients, args.seconds))
                 rates.setdefault(subject, []).append(done / args.seconds)
                 through_p99.setdefault(subject, []).append(percentile(latencies, 0.99))
@@ -448,6 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         spans = {PROXY: _spans_at(sink), UNBOUNDED: _spans_at(unbounded_sink)}
         sink.stop()
         unbounded_sink.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
     results = _summary(
         latency, cpu, stream_first, stream_total, concurrent, beside, memory, rates, through_p99, cases, args
     )

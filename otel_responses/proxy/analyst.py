@@ -23,8 +23,9 @@ from .recorder import Recorder
 from .settings import ProxySettings
 
 # How much the relay may have handed over that the analysis has not yet taken before it hands over no new call
-# (each then forwarded and counted, `analysis_behind`; strict mode waits instead): a few seconds of calls.
-HIGH_WATER = 256 * 1024 * 1024
+# (each then forwarded and counted, `analysis_behind`; strict mode waits instead): some seconds of calls, and a
+# bound on the memory they hold.
+HIGH_WATER = 64 * 1024 * 1024
 _WORKER = "otel_responses.proxy.worker"
 
 

@@ -5,7 +5,9 @@ strings, numbers, lists).
 One channel, read in order by one reader: what the relay sends is analysed in the order it was sent, so a
 connection's calls are recorded in order, and a turn's end (sent right after its last bytes are relayed, before the
 client's next request is read) is handled before its next turn is. The relay never waits for the analysis, except
-for the verdicts strict mode asks (:meth:`Channel.ask`); frames sent in one turn of the event loop go out together.
+for the verdicts strict mode asks (:meth:`Channel.ask`). What the analysis has not yet taken waits in the relay's
+own queue, handed to the socket a slice at a time as it drains: the event loop's transport keeps its backlog in one
+buffer that it shifts after every send, which would cost the relay time in proportion to the backlog.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Any, Final
 
 _HEADER: Final = struct.Struct("!I")
 REPLY: Final = "reply"
+_SLICE: Final = 256 * 1024  # the most handed to the transport at once
+_TRANSPORT_HIGH: Final = 1024 * 1024  # the transport's own buffer stays under about this
 
 Message = tuple[Any, ...]
 
@@ -57,6 +61,7 @@ class _Reader(asyncio.Protocol):
     """Either end's receiving side: complete frames handed on as they arrive; ``lost`` once the peer closed."""
 
     def __init__(self, received: Callable[[list[Message]], None] | None = None) -> None:
+        self.writable: Callable[[bool], None] | None = None  # told when the transport's buffer fills and drains
         self._frames = Frames()
         self._early: list[Message] = []  # arrived before anyone listened
         self._received = received
@@ -85,6 +90,14 @@ class _Reader(asyncio.Protocol):
         if not self.lost.done():
             self.lost.set_result(None)
 
+    def pause_writing(self) -> None:
+        if self.writable is not None:
+            self.writable(False)
+
+    def resume_writing(self) -> None:
+        if self.writable is not None:
+            self.writable(True)
+
 
 class ChannelClosed(ConnectionError):
     """The analysis side is gone: no verdict will come."""
@@ -97,15 +110,22 @@ class Channel:
     def __init__(self, protocol: _Reader, high_water: int) -> None:
         assert protocol.transport is not None
         self._transport = protocol.transport
+        self._transport.set_write_buffer_limits(high=_TRANSPORT_HIGH)
         self._protocol = protocol
         self._high_water = high_water
-        self._queued: list[bytes] = []
+        self._pending: deque[bytes | memoryview] = deque()
+        self._backlog = 0  # bytes in ``_pending``
+        self._scheduled = False
+        self._paused = False
+        self._drained = asyncio.Event()
+        self._drained.set()
         self._loop = asyncio.get_running_loop()
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[Any]] = {}
         self.closed = False
         protocol.lost.add_done_callback(self._lost)
         protocol.listen(self._replies)
+        protocol.writable = self._writable
 
     @classmethod
     async def open(cls, sock: Any, high_water: int) -> Channel:
@@ -124,15 +144,34 @@ class Channel:
     def send(self, message: Message) -> None:
         if self.closed:
             return
-        queued = self._queued
-        if not queued:
+        header, payload = frame(message)
+        self._pending += (header, payload)
+        self._backlog += len(header) + len(payload)
+        self._drained.clear()
+        if not self._scheduled and not self._paused:
+            self._scheduled = True
             self._loop.call_soon(self._flush)
-        queued += frame(message)
 
     def _flush(self) -> None:
-        queued, self._queued = self._queued, []
-        if queued and not self.closed:
-            self._transport.writelines(queued)
+        """Hand queued frames to the transport, a slice at a time, until its buffer is full (it says so through
+        ``pause_writing``) or nothing is left; frames queued in one turn of the event loop go out together."""
+        self._scheduled = False
+        pending, transport = self._pending, self._transport
+        while pending and not self._paused and not self.closed:
+            part = pending.popleft()
+            if len(part) > _SLICE:
+                pending.appendleft(memoryview(part)[_SLICE:])
+                part = memoryview(part)[:_SLICE]
+            self._backlog -= len(part)
+            transport.write(part)
+        if not pending:
+            self._drained.set()
+
+    def _writable(self, writable: bool) -> None:
+        self._paused = not writable
+        if writable and self._pending and not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self._flush)
 
     async def ask(self, message: Message) -> Any:
         """Send ``message`` (its second field is its id) and await the reply; ``ChannelClosed`` when the analysis is
@@ -151,7 +190,7 @@ class Channel:
         return waiter
 
     def behind(self) -> bool:
-        return self._transport.get_write_buffer_size() > self._high_water
+        return self._backlog > self._high_water
 
     def _replies(self, messages: list[Message]) -> None:
         for message in messages:
@@ -161,6 +200,8 @@ class Channel:
 
     def _lost(self, _: object) -> None:
         self.closed = True
+        self._pending.clear()
+        self._drained.set()
         waiting, self._waiting = self._waiting, {}
         for waiter in waiting.values():
             if not waiter.done():
@@ -169,6 +210,7 @@ class Channel:
     async def close(self) -> None:
         """Send what is queued, then close; returns once the analysis side has read everything and closed its end."""
         self._flush()
+        await self._drained.wait()
         self.closed = True
         with contextlib.suppress(Exception):
             self._transport.write_eof()
