@@ -60,6 +60,7 @@ FORWARDERS = (NGINX, AIOHTTP, BARE, PROXY)
 GZIP = {"Accept-Encoding": "gzip", "X-Bench-Gzip": "1"}
 Case = tuple[int, bool]  # (request body bytes, whether the answer comes gzip-compressed)
 MIB = 1024 * 1024
+LOAD_MODEL = "gpt-5.4-load"
 
 
 def _descendants(pid: int) -> list[int]:
@@ -376,9 +377,11 @@ def _ms(seconds: float) -> float:
     return round(seconds * 1000, 3)
 
 
-def _spans_at(sink: Party) -> int:
+def _spans_at(sink: Party) -> dict[str, Any]:
+    """The spans the sink was sent: ``spans`` in all, ``by_name``."""
     with urllib.request.urlopen(f"http://127.0.0.1:{sink.port}/spans", timeout=10) as answer:
-        return int(json.loads(answer.read())["spans"])
+        found: dict[str, Any] = json.loads(answer.read())
+        return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -400,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     bodies = {size: replay(size) for size in sizes}
     small, mid = bodies[sizes[0]], bodies[sizes[-1]]
+    # The throughput clients' calls name a model of their own: their spans are counted apart at the sink.
+    loaded = small.replace(b'"model": "gpt-5.4"', f'"model": "{LOAD_MODEL}"'.encode(), 1)
     scratch = Path(tempfile.mkdtemp(prefix="bench-proxy-"))
     loads = {"1 MB": scratch / "mid.json", "10^6 items": scratch / "large.json"}
     loads["1 MB"].write_bytes(mid)
@@ -426,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     rates: dict[str, list[float]] = {}
     through_p99: dict[str, list[float]] = {}
     errors: dict[str, int] = {}
+    load_calls: dict[str, int] = {}
     stream_headers = {"X-Bench-Events": str(args.events)}
     stream_body = json.dumps({"model": "gpt-5.4", "input": "Stream it.", "stream": True}).encode()
     try:
@@ -474,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
                 if subject == DIRECT:
                     continue
                 settle(party)
-                done, failed, latencies = asyncio.run(throughput(party.port, small, args.clients, args.seconds))
+                done, failed, latencies = asyncio.run(throughput(party.port, loaded, args.clients, args.seconds))
+                load_calls[subject] = load_calls.get(subject, 0) + done
                 rates.setdefault(subject, []).append(done / args.seconds)
                 through_p99.setdefault(subject, []).append(percentile(latencies, 0.99))
                 errors[subject] = errors.get(subject, 0) + failed
@@ -500,8 +507,16 @@ def main(argv: list[str] | None = None) -> int:
         latency, cpu, stream_first, stream_total, concurrent, beside, memory, rates, through_p99, cases, args
     )
     results["recorded"] = {
-        subject: {"spans": spans[subject], "calls": sent[subject], "calls_of_10^6_items": large_sent[subject]}
+        subject: {
+            "spans": spans[subject]["spans"],
+            "calls": sent[subject],
+            "calls_of_10^6_items": large_sent[subject],
+        }
         for subject in sent
+    }
+    results["throughput"]["proxy_calls_recorded"] = {
+        "calls": load_calls.get(PROXY, 0),
+        "spans": spans[PROXY]["by_name"].get(f"chat {LOAD_MODEL}", 0),
     }
     results["errors"] = errors
     args.out.mkdir(parents=True, exist_ok=True)
@@ -617,6 +632,8 @@ def _markdown(results: dict[str, Any]) -> str:
         if subject in load:
             lines.append(f"| {subject} | {load[subject]['calls_per_s']} | {load[subject]['p99_ms']} |")
     lines.append(f"| proxy / aiohttp | {load['proxy_over_aiohttp']}x | |")
+    counted = load.get("proxy_calls_recorded", {})
+    lines += ["", f"The proxy's throughput calls: {counted.get('calls')} answered, {counted.get('spans')} recorded."]
     c = results["concurrent_streams"]
     direct, proxied = c["direct"], c["proxy"]
     recorded = "; ".join(

@@ -10,7 +10,7 @@
   forwarded, the answer streamed back): what a plain Python forwarder costs, the denominator of the CPU and
   throughput targets.
 - ``sink``: a local OTLP/HTTP receiver for the recording proxy (the command, ``--otlp-endpoint``): answers every
-  export at once and counts the spans it was sent (``GET /spans``).
+  export at once and counts the spans it was sent, by name (``GET /spans``).
 
 Each prints its port on its first line of standard output, then serves until its standard input closes.
 """
@@ -136,18 +136,23 @@ class Sink:
 
     def __init__(self) -> None:
         self.spans = 0
+        self.by_name: dict[str, int] = {}
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         body = await request.content.read()  # whole, past the 1 MiB of `read()`
         if request.method == "GET":
-            return web.json_response({"spans": self.spans})
+            return web.json_response({"spans": self.spans, "by_name": self.by_name})
         if request.path == "/v1/traces":
             from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
             if body[:2] == b"\x1f\x8b":
                 body = gzip.decompress(body)
             export = ExportTraceServiceRequest.FromString(body)
-            self.spans += sum(len(scope.spans) for r in export.resource_spans for scope in r.scope_spans)
+            for resource in export.resource_spans:
+                for scope in resource.scope_spans:
+                    for span in scope.spans:
+                        self.spans += 1
+                        self.by_name[span.name] = self.by_name.get(span.name, 0) + 1
         return web.Response(status=200, body=b"", content_type="application/x-protobuf")
 
 
