@@ -171,7 +171,7 @@ class Recorder:
         wait: bool,
     ) -> Reply | None:
         settings = self.settings
-        found = route_of(method, raw_path, dict(query), settings.upstream.root)
+        found = route_of(method, raw_path, dict(reversed(query)), settings.upstream.root)  # the first of a name
         if found is None:
             return _NOTHING if wait else None
         read = CIMultiDict(headers)

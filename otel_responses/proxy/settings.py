@@ -106,6 +106,10 @@ def listen_of(text: str) -> tuple[str, int]:
     return host.strip("[]"), port
 
 
+# The settings that are positive numbers (and the command's options of the same names).
+LIMITS = ("max_body_bytes", "max_analysed_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace")
+
+
 @dataclass(frozen=True, slots=True)
 class ProxySettings:
     """A proxy's own settings (see the module docstring). ``max_analysed_bytes``: the analysis bound (a longer
@@ -124,14 +128,7 @@ class ProxySettings:
     record: bool = True
 
     def __post_init__(self) -> None:
-        for name in (
-            "max_body_bytes",
-            "max_analysed_bytes",
-            "connect_timeout",
-            "read_timeout",
-            "idle_timeout",
-            "grace",
-        ):
+        for name in LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ProxySettingsError(f"{name} must be a positive number, got {value!r}")

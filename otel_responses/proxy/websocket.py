@@ -100,7 +100,7 @@ class _Recorded:
 
     async def pending(self) -> int:
         channel = self.channel
-        return int(await channel.ask(("ws_pending", channel.next_id(), self.conn)))
+        return int(await channel.ask(("ws_pending", channel.next_id(), self.conn)) or 0)
 
 
 async def relay(request: web.BaseRequest, forwarder: Forwarder, draining: asyncio.Event) -> web.StreamResponse:

@@ -21,18 +21,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from .analyst import AnalysisUnavailable
 from .channel import REPLY, frame, serve
 from .settings import ProxySettings, Upstream
 
+# Builds the telemetry from the command's options; ``AnalysisUnavailable`` when it cannot (a port in use), said by the
+# relay, which exits with its code.
 Factory = Callable[[dict[str, Any]], tuple[Any, Callable[[], None]]]
-
-
-class WorkerStartError(Exception):
-    """The telemetry cannot be built (a port in use): said by the relay, which exits with ``exit_code``."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def settings_of(spec: dict[str, Any]) -> ProxySettings:
@@ -67,7 +62,7 @@ def main(argv: list[str]) -> int:
     factory: Factory = getattr(importlib.import_module(module), name)
     try:
         telemetry, close = factory(spec["options"])
-    except WorkerStartError as error:
+    except AnalysisUnavailable as error:
         channel.sendall(b"".join(frame((REPLY, 0, [str(error), error.exit_code]))))
         channel.close()
         return 1

@@ -133,21 +133,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return EXIT_MISSING_EXTRA
     from ..proxy import ProxySettings, ProxySettingsError, listen_of, upstream_of
+    from ..proxy.settings import LIMITS
 
     try:
         host, port = listen_of(args.listen)
-        options = {
-            name: getattr(args, name)
-            for name in (
-                "max_body_bytes",
-                "max_analysed_bytes",
-                "connect_timeout",
-                "read_timeout",
-                "idle_timeout",
-                "grace",
-            )
-            if getattr(args, name) is not None
-        }
+        options = {name: getattr(args, name) for name in LIMITS if getattr(args, name) is not None}
         settings = ProxySettings(upstream_of(args.upstream, args.allow_http_upstream), host, port, **options)
     except ProxySettingsError as error:
         err.write(f"{PREFIX}: {error}\n")
@@ -171,7 +161,7 @@ def worker_telemetry(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
     """In the worker process: the telemetry the proxy records into (the demo's exporters, the signals' log events
     beside them), and what flushes and closes it all (the ledger too) once the relay is done."""
     from ..proxy import telemetry_for
-    from ..proxy.worker import WorkerStartError
+    from ..proxy.analyst import AnalysisUnavailable
     from .demo import Exporters, MetricsPortUnavailable
 
     exporters = Exporters(
@@ -185,7 +175,7 @@ def worker_telemetry(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
         tracer_provider, meter_provider, _ = exporters.providers(sys.stdout)
     except MetricsPortUnavailable as error:
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
-        raise WorkerStartError(f"port {error.port} (--prometheus-port) {reason}", EXIT_USAGE) from None
+        raise AnalysisUnavailable(f"port {error.port} (--prometheus-port) {reason}", EXIT_USAGE) from None
     logger_provider = _logs(options["otlp_endpoint"], tracer_provider.resource)
     telemetry = telemetry_for({}, tracer_provider, meter_provider, logger_provider)
 

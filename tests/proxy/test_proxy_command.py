@@ -357,3 +357,37 @@ def test_a_healthy_call_is_answered_while_a_million_item_request_is_analysed() -
     assert printed.index('"openai_responses.input.item_count": 1000000') < printed.index(
         '"openai_responses.input.item_count": 1,'
     )
+
+
+def test_a_metrics_port_in_use_is_one_line_and_exit_code_2(emulator: Emulator) -> None:
+    """The exporters live in the analysis worker: its failure to start is the command's, said in one line."""
+    args = ["--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--prometheus-port", str(emulator.port)]
+    done = subprocess.run(
+        [COMMAND, "proxy", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"port {emulator.port} (--prometheus-port) is in use" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_worker_that_dies_stops_the_command_with_exit_code_1(emulator: Emulator) -> None:
+    """A proxy that records nothing must not go on unseen: the relay stops, and says why."""
+    with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0") as (process, base_url):
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            client.responses.create(model="gpt-5.4", input="hi")
+        children = [
+            int(child)
+            for task in Path(f"/proc/{process.pid}/task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
+        assert len(children) == 1  # the analysis worker
+        os.kill(children[0], signal.SIGKILL)
+        code = process.wait(30)
+        assert process.stderr is not None
+        err = process.stderr.read()
+    assert code == 1
+    assert "the analysis worker exited; stopping" in err
