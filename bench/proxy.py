@@ -220,8 +220,11 @@ def many_items(count: int) -> bytes:
 
 
 def timed_call(party: Party, body: bytes, headers: dict[str, str], conn: Any = None) -> tuple[float, float]:
-    """One request on the party's connection: seconds to the first byte of the body and to the last."""
+    """One request on the party's connection: seconds to the first byte of the body and to the last. A keep-alive
+    connection the subject closed while it idled (a round is longer than an idle timeout) is opened anew first."""
     conn = conn or party.conn()
+    if conn.sock is not None and _closed_by_peer(conn.sock):
+        conn.close()
     started = time.perf_counter()
     conn.request(
         "POST", "/v1/responses", body, {"Content-Type": "application/json", "Authorization": "Bearer k", **headers}
@@ -234,6 +237,13 @@ def timed_call(party: Party, body: bytes, headers: dict[str, str], conn: Any = N
     if response.status != 200:
         raise RuntimeError(f"{party.role}: {response.status}")
     return at_first - started, done - started
+
+
+def _closed_by_peer(sock: Any) -> bool:
+    import select
+
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)  # an idle connection with something to read has been closed (EOF) by the other end
 
 
 def burst(party: Party, body: bytes, calls: int, headers: dict[str, str] | None = None) -> list[tuple[float, float]]:
