@@ -58,7 +58,7 @@ class Proxy:
     ) -> None:
         self.settings = settings
         self.telemetry = telemetry
-        if analyst is None and telemetry is not None:
+        if analyst is None and telemetry is not None and settings.record:
             analyst = AnalysisThread(settings, telemetry)
         self.analyst = analyst if settings.record else None
         self.channel: Channel | None = None

@@ -386,3 +386,22 @@ def test_a_rejected_upstream_is_never_echoed_with_its_secret(url: str, said: str
         upstream_of(url)
     assert str(rejected.value) == said
     assert "SECRET" not in str(rejected.value)
+
+
+# -- order across the split ------------------------------------------------------------------------------------------
+
+
+def test_turns_sent_back_to_back_are_recorded_in_order_each_after_its_parents_entry() -> None:
+    """The analysis runs apart from the relay, fed in the order the relay sent: each turn's end is handed over
+    before the client's next turn is read, so every turn finds its parent in the ledger (its turn number, its
+    signal) however fast the client sends it."""
+    from otel_responses.emulator import Emulator
+
+    with Emulator() as emulator, proxied(emulator.base_url) as through, through.client() as client:
+        previous = client.responses.create(model="gpt-5.4", instructions="Be brief.", input="The marker is O-1.")
+        for _ in range(19):
+            previous = client.responses.create(model="gpt-5.4", input="And?", previous_response_id=previous.id)
+        through.proxy.settle()
+        attributes = [dict(s.attributes or {}) for s in through.spans()]
+    assert [a["openai_responses.turn"] for a in attributes] == list(range(1, 21))
+    assert [a["openai_responses.signals"] for a in attributes] == [(), *[("instructions_dropped",)] * 19]
