@@ -6,7 +6,8 @@ upstream of ``proxy_peers.py``.
 
 Every ``--every`` seconds it samples the resident memory and open file descriptors of the proxy's processes (the relay
 and its analysis worker) and the calls done; at the end, what they did after the warm-up (``--warmup`` minutes): flat
-is the expectation, with no error the upstream did not cause (the upstream causes none). Results: ``bench/results/proxy-soak-latest.{json,md}``.
+is the expectation, with no error the upstream did not cause (the upstream causes none). Results:
+``bench/results/proxy-soak-latest.{json,md}``.
 """
 
 from __future__ import annotations
