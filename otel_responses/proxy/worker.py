@@ -10,11 +10,9 @@ reaches the whole process group, and this process must outlive the relay's drain
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import importlib
 import json
-import os
 import signal
 import socket
 import sys
@@ -45,16 +43,9 @@ def tune_collector() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
-# The worker's scheduling priority, below the relay's: when the two contend for a core, the relay — every client's
-# latency — goes first, and the analysis takes the time left (its backlog is bounded: ``analyst.HIGH_WATER``).
-NICENESS = 10
-
-
 def main(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.nice(NICENESS)
     channel = socket.socket(fileno=int(argv[0]))
     spec = json.loads(sys.stdin.read())
     settings = settings_of(spec["settings"])
