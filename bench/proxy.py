@@ -81,7 +81,8 @@ class Party:
     process: subprocess.Popen[str]
     port: int
     connection: http.client.HTTPConnection | None = None
-    cpu: list[float] = field(default_factory=list)  # seconds per request, burst by burst
+    cpu: list[float] = field(default_factory=list)  # seconds per request, burst by burst (every process)
+    own_cpu: list[float] = field(default_factory=list)  # the same, of its first process alone (the proxy's relay)
     workdir: str | None = None
 
     @classmethod
@@ -130,11 +131,11 @@ http {{
             self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
         return self.connection
 
-    def cpu_seconds(self) -> float:
+    def cpu_seconds(self, children: bool = True) -> float:
         """Every thread's time on a CPU so far, of this process and its children (nanoseconds in ``schedstat``,
         where ``stat`` counts 10 ms ticks)."""
         total = 0
-        for pid in _descendants(self.process.pid):
+        for pid in _descendants(self.process.pid) if children else [self.process.pid]:
             for task in Path(f"/proc/{pid}/task").glob("*"):
                 with contextlib.suppress(OSError, ValueError):
                     total += int((task / "schedstat").read_text().split()[0])
@@ -247,11 +248,16 @@ def _closed_by_peer(sock: Any) -> bool:
 
 
 def burst(party: Party, body: bytes, calls: int, headers: dict[str, str] | None = None) -> list[tuple[float, float]]:
+    """``calls`` calls, one after the other; the CPU they cost every process of the subject, counted once the
+    subject is idle again (the proxy's worker records the last calls after the client has its answers)."""
     measured = party.role != DIRECT
     cpu = party.cpu_seconds() if measured else 0.0
+    own = party.cpu_seconds(children=False) if measured else 0.0
     times = [timed_call(party, body, headers or {}) for _ in range(calls)]
     if measured:
+        settle(party)
         party.cpu.append((party.cpu_seconds() - cpu) / calls)
+        party.own_cpu.append((party.cpu_seconds(children=False) - own) / calls)
     return times
 
 
@@ -434,6 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     large_sent: dict[str, int] = {PROXY: 0, UNBOUNDED: 0}  # requests of 10^6 items (past the shipped bound)
     latency: dict[tuple[str, Case], list[float]] = {}
     cpu: dict[tuple[str, Case], list[float]] = {}
+    relay_cpu: dict[Case, list[float]] = {}
     stream_total: dict[str, list[float]] = {}
     stream_first: dict[str, list[float]] = {}
     beside: dict[tuple[str, str], list[float]] = {}
@@ -449,6 +456,7 @@ def main(argv: list[str] | None = None) -> int:
             burst(party, small, 30)
             burst(party, stream_body, 5, stream_headers)
             party.cpu.clear()
+            party.own_cpu.clear()
             if party.role in sent:
                 sent[party.role] += 35
         for round_number in range(args.rounds):
@@ -461,6 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                     times = burst(party, bodies[size], calls, GZIP if compressed else {})
                     latency.setdefault((subject, case), []).extend(t for _, t in times)
                     cpu.setdefault((subject, case), []).extend(party.cpu[before:])
+                    if subject == PROXY:
+                        relay_cpu.setdefault(case, []).extend(party.own_cpu[before:])
                     sent[PROXY] += calls if subject == PROXY else 0
             for subject, party in parties.items():
                 for first, total in burst(party, stream_body, 10, stream_headers):
@@ -484,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
                     if subject in sent:
                         (large_sent if workload == "10^6 items" else sent)[subject] += seen["calls"]
                 party.cpu.clear()
+                party.own_cpu.clear()
                 if subject in sent:
                     sent[subject] += args.calls * (3 if subject == PROXY else 2)
             for subject, party in parties.items():
@@ -514,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
         unbounded_sink.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     results = _summary(
-        latency, cpu, stream_first, stream_total, concurrent, beside, memory, rates, through_p99, cases, args
+        latency, cpu, relay_cpu, stream_first, stream_total, concurrent, beside, memory, rates, through_p99, cases, args
     )
     results["recorded"] = {
         subject: {
@@ -539,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
 def _summary(
     latency: dict[tuple[str, Case], list[float]],
     cpu: dict[tuple[str, Case], list[float]],
+    relay_cpu: dict[Case, list[float]],
     stream_first: dict[str, list[float]],
     stream_total: dict[str, list[float]],
     concurrent: dict[str, Any],
@@ -561,7 +573,9 @@ def _summary(
                 row[subject]["cpu_us"] = round(statistics.median(cpu[(subject, case)]) * 1e6, 1)
                 row[subject]["added_p50_ms"] = round(row[subject]["p50_ms"] - row[DIRECT]["p50_ms"], 3)
                 row[subject]["added_p99_ms"] = round(row[subject]["p99_ms"] - row[DIRECT]["p99_ms"], 3)
+        row[PROXY]["relay_cpu_us"] = round(statistics.median(relay_cpu[case]) * 1e6, 1)
         row["cpu_proxy_over_aiohttp"] = round(row[PROXY]["cpu_us"] / row[AIOHTTP]["cpu_us"], 2)
+        row["relay_cpu_over_aiohttp"] = round(row[PROXY]["relay_cpu_us"] / row[AIOHTTP]["cpu_us"], 2)
         row["cpu_proxy_over_bare"] = round(row[PROXY]["cpu_us"] / row[BARE]["cpu_us"], 2)
         row["proxy_p99_over_p50"] = round(row[PROXY]["p99_ms"] / row[PROXY]["p50_ms"], 2)
         calls[f"{size // 1000} KB" + (", gzip answer" if compressed else "")] = row
@@ -621,6 +635,10 @@ def _markdown(results: dict[str, Any]) -> str:
         lines.append(
             f"| {case} | proxy: CPU / aiohttp's, / bare's; p99 / p50 | | | | | {row['cpu_proxy_over_aiohttp']}x, "
             f"{row['cpu_proxy_over_bare']}x; {row['proxy_p99_over_p50']}x |"
+        )
+        lines.append(
+            f"| {case} | proxy: its relay alone; / aiohttp's | | | | | {row[PROXY]['relay_cpu_us']}; "
+            f"{row['relay_cpu_over_aiohttp']}x |"
         )
     lines += ["", "| stream | first event p50 ms | whole stream p50 ms | added per event µs |", "|---|--:|--:|--:|"]
     for subject, cell in results["streams"].items():
