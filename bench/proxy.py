@@ -302,7 +302,12 @@ def _background(port: int, body_file: str) -> None:
     """The background load's process: calls back to back until standard input closes, then how many it made."""
     body = Path(body_file).read_bytes()
     closed = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), closed.set()), daemon=True).start()
+
+    def watch() -> None:
+        sys.stdin.read()
+        closed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
     calls = 0
     print("started", flush=True)
