@@ -25,6 +25,10 @@ _STATUS_ERRORS = {
 }
 
 
+# Strict mode's answer to a body the proxy cannot read: a code of the proxy's own, never a signal's name.
+UNREADABLE_BODY = "proxy_unreadable_body"
+
+
 def body(message: str, type_: str, code: str | None = None) -> bytes:
     """An error body in the API's shape."""
     return json.dumps({"error": {"message": message, "type": type_, "param": None, "code": code}}).encode()
@@ -34,6 +38,13 @@ def refusal_body(error: ContextLossError) -> bytes:
     """Strict mode's refusal, as a 400 the SDKs raise (and do not retry): the signal as the code, its meaning and fix
     as the message."""
     return body(str(error), "invalid_request_error", error.signal)
+
+
+def unreadable_event(message: str) -> str:
+    """Strict mode's refusal of a WebSocket frame it cannot read: the ``error`` event the API sends for a bad
+    frame, with the proxy's own code."""
+    inner = {"message": message, "type": "invalid_request_error", "param": None, "code": UNREADABLE_BODY}
+    return json.dumps({"type": "error", "status": 400, "error": inner})
 
 
 class _Answer(NamedTuple):
