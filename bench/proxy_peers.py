@@ -4,10 +4,13 @@
   reasoning item with its encrypted payload, a message) — gzip-compressed with ``X-Bench-Gzip`` — or, for
   ``stream: true``, an SSE stream of ``X-Bench-Events`` text deltas ``X-Bench-Delay-Ms`` apart. It reads every body
   whole and parses none: its cost is the same for every subject, and small.
-- ``bare``: the proxy forwarding only (``otel_responses.proxy.Proxy`` without telemetry): the same library and code
-  path with no analysis, the floor.
-- ``proxy``: the proxy recording every call, into the OpenTelemetry SDK (a batch span processor whose exporter drops
-  the spans, an in-memory metric reader): what a deployment pays short of the network to its Collector.
+- ``bare``: the proxy forwarding only (``otel_responses.proxy.Proxy`` without telemetry, the collector tuned as the
+  command tunes it): the same library and code path with no analysis, the recording-off proxy.
+- ``aiohttp``: a minimal forwarder of a dozen lines (aiohttp's server and pooled client, the body read whole and
+  forwarded, the answer streamed back): what a plain Python forwarder costs, the denominator of the CPU and
+  throughput targets.
+- ``sink``: a local OTLP/HTTP receiver for the recording proxy (the command, ``--otlp-endpoint``): answers every
+  export at once and counts the spans it was sent, by name (``GET /spans``).
 
 Each prints its port on its first line of standard output, then serves until its standard input closes.
 """
@@ -15,7 +18,6 @@ Each prints its port on its first line of standard output, then serves until its
 from __future__ import annotations
 
 import asyncio
-import gc
 import gzip
 import json
 import sys
@@ -65,7 +67,7 @@ class Upstream:
         self.count = 0
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        body = await request.read()
+        body = await request.content.read()  # whole, past the 1 MiB of `read()`
         self.count += 1
         number = self.count
         headers = {"x-request-id": f"req_bench_{number}"}
@@ -101,22 +103,57 @@ class Upstream:
         return stream
 
 
-def _telemetry() -> Any:
-    from opentelemetry.sdk.metrics import MeterProvider
-    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+_HOP = frozenset({"host", "content-length", "transfer-encoding", "connection", "keep-alive"})
 
-    from otel_responses.proxy import telemetry_for
 
-    class Dropped(SpanExporter):
-        def export(self, spans: Any) -> SpanExportResult:
-            return SpanExportResult.SUCCESS
+def forwarder(upstream: str) -> web.Server:
+    """The minimal aiohttp forwarder."""
+    from aiohttp import ClientSession, TCPConnector
 
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(BatchSpanProcessor(Dropped()))
-    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    return telemetry_for({}, tracer_provider, meter_provider)
+    session: list[ClientSession] = []
+
+    async def handle(request: web.BaseRequest) -> web.StreamResponse:
+        if not session:
+            session.append(ClientSession(connector=TCPConnector(limit=0), auto_decompress=False))
+        body = await request.content.read()  # whole, past the 1 MiB of `read()`
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        url = upstream.removesuffix("/v1") + request.rel_url.raw_path_qs
+        async with session[0].request(request.method, url, data=body, headers=headers) as answer:
+            out = web.StreamResponse(
+                status=answer.status, headers={k: v for k, v in answer.headers.items() if k.lower() not in _HOP}
+            )
+            await out.prepare(request)
+            async for chunk in answer.content.iter_any():
+                await out.write(chunk)
+            await out.write_eof()
+            return out
+
+    return web.Server(handle, access_log=None)
+
+
+class Sink:
+    """An OTLP/HTTP receiver: every export answered 200 at once; the spans of trace exports counted."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self.by_name: dict[str, int] = {}
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        body = await request.content.read()  # whole, past the 1 MiB of `read()`
+        if request.method == "GET":
+            return web.json_response({"spans": self.spans, "by_name": self.by_name})
+        if request.path == "/v1/traces":
+            from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+            if body[:2] == b"\x1f\x8b":
+                body = gzip.decompress(body)
+            export = ExportTraceServiceRequest.FromString(body)
+            for resource in export.resource_spans:
+                for scope in resource.scope_spans:
+                    for span in scope.spans:
+                        self.spans += 1
+                        self.by_name[span.name] = self.by_name.get(span.name, 0) + 1
+        return web.Response(status=200, body=b"", content_type="application/x-protobuf")
 
 
 async def _serve(role: str, upstream: str | None) -> None:
@@ -128,8 +165,12 @@ async def _serve(role: str, upstream: str | None) -> None:
             stop.set_result(None)
 
     loop.add_reader(sys.stdin.fileno(), closed)
-    if role == "upstream":
-        server = web.Server(Upstream().handle, access_log=None)
+    if role in ("upstream", "sink", "aiohttp"):
+        if role == "aiohttp":
+            assert upstream is not None
+            server = forwarder(upstream)
+        else:
+            server = web.Server((Upstream() if role == "upstream" else Sink()).handle, access_log=None)
         runner = web.ServerRunner(server)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -139,11 +180,12 @@ async def _serve(role: str, upstream: str | None) -> None:
         await runner.cleanup()
         return
     from otel_responses.proxy import Proxy, ProxySettings, upstream_of
+    from otel_responses.proxy.worker import tune_collector
 
     assert upstream is not None
-    proxy = Proxy(ProxySettings(upstream_of(upstream), port=0), _telemetry() if role == "proxy" else None)
+    proxy = Proxy(ProxySettings(upstream_of(upstream), port=0))
     await proxy.start()
-    gc.freeze()  # as the command does once it listens
+    tune_collector()  # as the command does once it listens
     print(proxy.port, flush=True)
     await stop
     await proxy.stop()

@@ -4,9 +4,10 @@ upstream of ``proxy_peers.py``.
 
     flock /tmp/heavy.lock .venv/bin/python bench/proxy_soak.py --clients 100 --minutes 10
 
-Every ``--every`` seconds it samples the proxy process's resident memory and open file descriptors and the calls
-done; at the end, what they did after the warm-up (``--warmup`` minutes): flat is the expectation, with no error the
-upstream did not cause (the upstream causes none). Results: ``bench/results/proxy-soak-latest.{json,md}``.
+Every ``--every`` seconds it samples the resident memory and open file descriptors of the proxy's processes (the relay
+and its analysis worker) and the calls done; at the end, what they did after the warm-up (``--warmup`` minutes): flat
+is the expectation, with no error the upstream did not cause (the upstream causes none). Results:
+``bench/results/proxy-soak-latest.{json,md}``.
 """
 
 from __future__ import annotations
@@ -42,9 +43,16 @@ def _free_port() -> int:
 
 
 def _memory_and_fds(pid: int) -> tuple[float, int]:
-    status = Path(f"/proc/{pid}/status").read_text()
-    rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
-    return rss_kb / 1024, len(os.listdir(f"/proc/{pid}/fd"))
+    """Resident memory (MiB) and open descriptors of the command's processes: the relay and its analysis worker."""
+    from proxy import _descendants
+
+    rss_kb = fds = 0
+    for each in _descendants(pid):
+        with contextlib.suppress(OSError, StopIteration):
+            status = Path(f"/proc/{each}/status").read_text()
+            rss_kb += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+            fds += len(os.listdir(f"/proc/{each}/fd"))
+    return rss_kb / 1024, fds
 
 
 class Tally:

@@ -133,6 +133,8 @@ METRIC_TOKENS: Final = "openai_responses.tokens"
 METRIC_ENCRYPTED_ITEMS: Final = "openai_responses.reasoning.encrypted_items"
 METRIC_INTERNAL_ERRORS: Final = "openai_responses.instrumentation.errors"
 INSTRUMENTATION_STEP: Final = "openai_responses.instrumentation.step"
+METRIC_PROXY_UNRECORDED: Final = "openai_responses.proxy.unrecorded"
+PROXY_REASON: Final = "openai_responses.proxy.reason"
 TOKEN_KIND: Final = "openai_responses.token.kind"
 # The parts of usage the GenAI token histogram (input, output) cannot show.
 TOKEN_KIND_CACHED_INPUT: Final = "cached_input"
@@ -462,6 +464,12 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "METRIC_ENCRYPTED_ITEMS": ("counter", "", "encrypted reasoning items returned and replayed"),
     "METRIC_INTERNAL_ERRORS": ("counter", "", "failures inside the instrumentation (swallowed)"),
     "INSTRUMENTATION_STEP": ("metric", "string", "where inside the instrumentation a failure happened"),
+    "METRIC_PROXY_UNRECORDED": ("counter", "", "calls the proxy forwarded without recording them, by reason"),
+    "PROXY_REASON": (
+        "metric",
+        "string",
+        "why the proxy forwarded a call unrecorded (a small fixed set: the Proxy page lists them)",
+    ),
     "TOKEN_KIND": (
         "metric",
         "string",

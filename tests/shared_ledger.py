@@ -134,7 +134,7 @@ def store(request: pytest.FixtureRequest, redis_server: RedisServer) -> Store:
     if request.param == "single":
         with redis_server.client() as admin:
             admin.flushdb()
-        return Store("single", redis_server.url(), {}, redis_server.client)
+        return Store("single", redis_server.url(), SINGLE_OPTIONS, redis_server.client)
     cluster: LocalCluster = request.getfixturevalue("redis_cluster")
     cluster.flush()
     return Store("cluster", cluster.url, CLUSTER_OPTIONS, cluster.client)
@@ -153,6 +153,8 @@ def ledgers() -> Iterator[list[RedisLedger]]:
 # generous read budget, so that these tests check what is read, not how fast (timeouts have tests of their own). One
 # read timing out would start the backoff, and the next calls' checks would go unread.
 CLUSTER_OPTIONS: dict[str, Any] = {"cluster": True, "timeout_seconds": 2.0}
+# The same budget on a single node: a loaded machine can stall a loopback read past the default 50 ms.
+SINGLE_OPTIONS: dict[str, Any] = {"timeout_seconds": 2.0}
 
 
 def new_ledger(made: list[RedisLedger], url: str, *, warm: bool = True, **options: Any) -> RedisLedger:
@@ -217,7 +219,7 @@ def process_a(request: pytest.FixtureRequest, redis_server: RedisServer, emulato
         url = redis_server.url(db=1)
         with redis_server.client(db=1) as admin:
             admin.flushdb()
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = SINGLE_OPTIONS
         admin_client: Callable[[], Any] = lambda: redis_server.client(db=1)  # noqa: E731
     else:
         cluster: LocalCluster = request.getfixturevalue("process_cluster")

@@ -88,7 +88,7 @@ def test_store_flag_is_the_effective_one(
 
 def test_instructions_hash_is_keyed_short_hex_and_tracks_changes(emulator: Emulator, captured: Captured) -> None:
     client = emulator.client()
-    secret_instructions = "Always answer in uppercase. Internal policy 7731."
+    secret_instructions = "Always answer in uppercase. Internal policy quokka-zebra."  # no id or hash holds it
     client.responses.create(model=MODEL, input="hi", instructions=secret_instructions)
     client.responses.create(model=MODEL, input="hi", instructions=str(secret_instructions))
     client.responses.create(model=MODEL, input="hi", instructions="Answer briefly.")
@@ -99,7 +99,7 @@ def test_instructions_hash_is_keyed_short_hex_and_tracks_changes(emulator: Emula
     assert other["openai_responses.instructions.hash"] != first["openai_responses.instructions.hash"]
     assert "openai_responses.instructions.hash" not in none
     for span in captured.spans():
-        assert all("7731" not in str(v) for v in attrs(span).values())
+        assert all("quokka" not in str(v) for v in attrs(span).values())
 
 
 def test_instructions_version_from_configuration(emulator: Emulator) -> None:

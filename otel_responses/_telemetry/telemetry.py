@@ -44,6 +44,7 @@ class Telemetry:
         """``logger``: where the log events go (by default the global logger provider's, a no-op one until an SDK's
         is set)."""
         self.tracer = tracer
+        self.meter = meter  # for a front end's instruments of its own (the proxy's count of unrecorded calls)
         self.settings = settings
         self.metrics = Metrics(meter, settings)
         self.events = Events(logger or get_logger(__name__, __version__)) if settings.genai_events else None

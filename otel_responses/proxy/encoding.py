@@ -22,14 +22,28 @@ Stage = Callable[[bytes, int], bytes]  # (a chunk, the most bytes it may give, n
 _ZSTD_SLICE = 256  # zstandard has no output bound: fed this much at a time, a slice gives at most ~8 MiB
 
 
+_OVER = "over the limit"
+_UNBOUNDED = "no output limit"
+
+
 class NotAnalysed(Exception):
     """The body cannot be decoded within the limit (an unknown coding, a corrupt stream, too large)."""
+
+    @property
+    def over_limit(self) -> bool:
+        """The copy would pass the limit (rather than the stream being corrupt)."""
+        return self.args == (_OVER,)
+
+    @property
+    def unsupported(self) -> bool:
+        """The coding's module cannot decode within a bound (rather than the stream being corrupt)."""
+        return self.args == (_UNBOUNDED,)
 
 
 def _bounded_zlib(obj: Any, chunk: bytes, most: int) -> bytes:
     out = obj.decompress(chunk, most)
     if obj.unconsumed_tail:  # more than the room left
-        raise NotAnalysed("over the limit")
+        raise NotAnalysed(_OVER)
     return bytes(out)
 
 
@@ -61,7 +75,7 @@ def _zstd(coding: str) -> Stage | None:
         def bounded(chunk: bytes, most: int) -> bytes:
             out = obj.decompress(chunk, most)
             if not obj.needs_input and not obj.eof:  # output left over: more than the room
-                raise NotAnalysed("over the limit")
+                raise NotAnalysed(_OVER)
             return bytes(out)
 
         return bounded
@@ -78,7 +92,7 @@ def _zstd(coding: str) -> Stage | None:
             part = sliced.decompress(chunk[start : start + _ZSTD_SLICE])
             size += len(part)
             if size > most:
-                raise NotAnalysed("over the limit")
+                raise NotAnalysed(_OVER)
             parts.append(part)
         return b"".join(parts)
 
@@ -100,9 +114,9 @@ def _bounded_brotli(obj: Any) -> Stage:
         try:
             out = obj.process(chunk, output_buffer_limit=most)
         except TypeError:  # a release without the bound: a bomb could not be stopped
-            raise NotAnalysed("brotli without an output limit") from None
+            raise NotAnalysed(_UNBOUNDED) from None
         if not obj.can_accept_more_data():
-            raise NotAnalysed("over the limit")
+            raise NotAnalysed(_OVER)
         return bytes(out)
 
     return bounded
@@ -145,7 +159,7 @@ def decoder(content_encoding: str | None, limit: int) -> Decode | None:
             raise NotAnalysed(type(exc).__name__) from None
         total += len(chunk)
         if total > limit:
-            raise NotAnalysed("over the limit")
+            raise NotAnalysed(_OVER)
         return chunk
 
     return decode

@@ -27,27 +27,6 @@ from ..signals import ContextLossError
 from .encoding import NotAnalysed, decoder
 from .errors import connection_error, status_error
 
-# Keys the SDK's keywords have and a request body never does (an app's `extra_body` is merged into the body before
-# it is sent): read from a body, they would make the facts differ from what the API reads.
-_SDK_ONLY = frozenset({"extra_body", "extra_headers", "extra_query", "timeout"})
-
-
-def request_keywords(body: bytes, content_encoding: str | None, limit: int) -> dict[str, Any] | None:
-    """The body as the SDK method's keywords: its JSON object (decompressed first if it came compressed), or None
-    when it is not one (the API answers such a body with an error; the request is forwarded unrecorded)."""
-    decode = decoder(content_encoding, limit)
-    if decode is None:
-        return None
-    try:
-        parsed = json.loads(decode(body) if content_encoding else body)
-    except (NotAnalysed, ValueError):
-        return None
-    if type(parsed) is not dict:
-        return None
-    if not _SDK_ONLY.isdisjoint(parsed):
-        parsed = {key: value for key, value in parsed.items() if key not in _SDK_ONLY}
-    return parsed
-
 
 def _is_event_stream(headers: Mapping[str, str]) -> bool:
     return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"

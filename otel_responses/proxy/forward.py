@@ -1,8 +1,11 @@
-"""One HTTP request through the proxy: read whole (within the limit), recorded when the operation table knows it,
-refused in strict mode before anything goes upstream, then forwarded to the one upstream and relayed back as it
-arrives — the same status, headers (less hop-by-hop) and bytes; a stream chunk by chunk, never buffered; a compressed
-body as it came. What the client receives is what the upstream sent: an upstream that cuts its body cuts the
-client's too.
+"""One HTTP request through the proxy: read whole (within the limit), handed to the analysis when the operation
+table knows its path (as the upstream reads it: ``routing``), refused in strict mode before anything goes upstream,
+then forwarded to the one upstream and relayed back as it arrives — the same status, headers (less hop-by-hop) and
+bytes; a stream chunk by chunk, never buffered; a compressed body as it came. What the client receives is what the
+upstream sent: an upstream that cuts its body cuts the client's too.
+
+The relay never waits for the analysis (it runs elsewhere: ``analyst``), except for strict mode's verdict. A body
+past the analysis bound, or one the analysis is too far behind to take, is forwarded unrecorded and counted.
 
 The destination is never the request's to choose: not its ``Host``, an absolute URI on its request line,
 ``Forwarded`` or ``X-Forwarded-Host`` (those go upstream as headers, unread), nor ``CONNECT`` (refused).
@@ -20,18 +23,19 @@ from aiohttp.http import HttpProcessingError
 from opentelemetry import propagate
 from yarl import URL
 
-from .._patching.call import Endpoint
-from .._patching.paths import route as route_of
-from .._telemetry.telemetry import Telemetry
-from . import errors
-from .exchange import Exchange, request_keywords
+from . import errors, unrecorded
 from .headers import client_response, upstream_request
+from .routing import route_of
 from .settings import ProxySettings
 
 if TYPE_CHECKING:
-    from .._patching.paths import Route
+    from multidict import CIMultiDictProxy
+
+    from .channel import Channel
 
 _JSON = {"Content-Type": "application/json"}
+# What the analysis reads of an answer's head.
+_ANSWER_HEADERS = ("content-type", "content-encoding", "x-request-id")
 
 
 class TooLarge(Exception):
@@ -41,6 +45,42 @@ class TooLarge(Exception):
 def answer(status: int, message: str, type_: str, code: str | None = None) -> web.Response:
     """The proxy's own answer, in the API's error shape."""
     return web.Response(status=status, body=errors.body(message, type_, code), headers=_JSON)
+
+
+def read_headers(headers: CIMultiDictProxy[str], names: frozenset[str]) -> list[tuple[str, str]]:
+    """The request headers the analysis reads (``names``: the content coding and the trace context's): the rest,
+    credentials included, never leave the relay."""
+    return [(str(name), value) for name, value in headers.items() if name.lower() in names]  # no `istr`: marshal
+
+
+class Tapped:
+    """The relay's handle on one call it handed to the analysis: what the upstream answered, chunk by chunk, and
+    how the call ended, each sent as it happens."""
+
+    __slots__ = ("_channel", "_id")
+
+    def __init__(self, channel: Channel, call_id: int) -> None:
+        self._channel = channel
+        self._id = call_id
+
+    def answered(self, status: int, headers: CIMultiDictProxy[str]) -> None:
+        read = [(name, value) for name in _ANSWER_HEADERS if (value := headers.get(name)) is not None]
+        self._channel.send(("answered", self._id, status, read))
+
+    def chunk(self, data: bytes) -> None:
+        self._channel.send(("chunk", self._id, data))
+
+    def finished(self) -> None:
+        self._channel.send(("finished", self._id))
+
+    def failed(self, exc: BaseException) -> None:
+        self._channel.send(("failed", self._id, type(exc).__qualname__))
+
+    def abandoned(self, exc: BaseException) -> None:
+        self._channel.send(("abandoned", self._id))
+
+    def unreachable(self, timed_out: bool) -> None:
+        self._channel.send(("unreachable", self._id, timed_out))
 
 
 async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
@@ -64,22 +104,25 @@ async def read_body(request: web.BaseRequest, limit: int, idle: float) -> bytes:
 
 class Forwarder:
     """What every request is forwarded with: the settings, the pooled upstream session (its timeouts are every
-    request's), the session WebSocket handshakes go through (``websockets``: one that follows no redirect), the
-    telemetry (None: the proxy only forwards) and the server and provider its calls reach."""
+    request's), the session WebSocket handshakes go through (``websockets``: one that follows no redirect), and the
+    channel to the analysis (None: the proxy only forwards) with whether strict mode waits for its verdicts."""
 
     def __init__(
         self,
         settings: ProxySettings,
         session: ClientSession,
-        telemetry: Telemetry | None,
-        endpoints: tuple[Endpoint, Endpoint],
+        channel: Channel | None,
+        strict: bool = False,
         websockets: ClientSession | None = None,
     ) -> None:
         self.settings = settings
         self.session = session
         self.websockets = session if websockets is None else websockets
-        self.telemetry = telemetry if settings.record else None
-        self._endpoints = endpoints  # (the upstream's provider, Azure OpenAI for a request in Azure's path shape)
+        self.channel = channel if settings.record else None
+        self.strict = strict
+        # The content coding and the trace context's headers (those of the propagators configured): all the
+        # analysis reads of a request's head.
+        self.read_headers = frozenset({"content-encoding"} | {f.lower() for f in propagate.get_global_textmap().fields})
 
     def url(self, rel: URL) -> URL:
         """The upstream URL of a request: the upstream's origin, the request's path and query as sent."""
@@ -116,49 +159,61 @@ class Forwarder:
             _cut(request)
             return web.Response(status=400)
         else:
-            exchange = await self._exchange(request, rel, body)
-            if exchange is not None:
-                refusal = exchange.refusal()
-                if refusal is not None:
-                    return web.Response(status=400, body=errors.refusal_body(refusal), headers=_JSON)
+            tapped = await self._tap(request, rel, body)
+            if isinstance(tapped, web.Response):
+                return tapped
             try:
-                return await self._relay(request, rel, body, exchange)
+                return await self._relay(request, rel, body, tapped)
             except BaseException as exc:  # cancelled at the end of a stop's grace, or a bug: the call ends with it
-                if exchange is not None:
-                    exchange.failed(exc)
+                if tapped is not None:
+                    tapped.failed(exc)
                 raise
         # The connection closes after the answer: what is left of the body is read for a moment and dropped (so the
         # client reads the answer, not a reset), never forwarded.
         refused.force_close()
         return refused
 
-    async def _exchange(self, request: web.BaseRequest, rel: URL, body: bytes) -> Exchange | None:
-        """The recorded call of a request the operation table knows (None for any other, and when not recording)."""
-        telemetry = self.telemetry
-        if telemetry is None:
+    async def _tap(self, request: web.BaseRequest, rel: URL, body: bytes) -> Tapped | web.Response | None:
+        """The call handed to the analysis when the operation table knows it (None for any other request, and when
+        not recording); in strict mode, its refusal (a response to answer with) when the verdict is one."""
+        channel = self.channel
+        if channel is None:
             return None
-        try:
-            route = route_of(request.method, rel.raw_path, rel.query, self.settings.upstream.root)
-            if route is None:
+        settings = self.settings
+        found = route_of(request.method, rel.raw_path, rel.query, settings.upstream.root)
+        if found is None:
+            return None
+        strict = self.strict
+        if not strict:
+            reason = None
+            if len(body) > settings.max_analysed_bytes:
+                reason = unrecorded.TOO_LARGE
+            elif channel.behind():
+                reason = unrecorded.ANALYSIS_BEHIND
+            if reason is not None:
+                channel.send(("unrecorded", 0, reason))
                 return None
-            keywords = None
-            if route.body:
-                keywords = request_keywords(body, request.headers.get("Content-Encoding"), self.settings.max_body_bytes)
-                if keywords is None:
-                    return None
-            parent = propagate.extract(request.headers)
-        except Exception:
-            telemetry.internal_error("start_call")
-            return None
-        return await Exchange.begin(
-            telemetry, route, keywords, self._endpoint(route), parent, self.settings.max_body_bytes
+        call_id = channel.next_id()
+        message = (
+            "begin",
+            call_id,
+            request.method,
+            rel.raw_path,
+            [(str(name), value) for name, value in rel.query.items()],
+            read_headers(request.headers, self.read_headers),
+            body if found.body else b"",
+            strict,
         )
-
-    def _endpoint(self, route: Route) -> Endpoint:
-        return self._endpoints[1] if route.azure else self._endpoints[0]
+        if not strict:
+            channel.send(message)
+            return Tapped(channel, call_id)
+        refusal = await channel.ask(message)
+        if refusal is not None:
+            return web.Response(status=400, body=refusal, headers=_JSON)
+        return Tapped(channel, call_id)
 
     async def _relay(
-        self, request: web.BaseRequest, rel: URL, body: bytes, exchange: Exchange | None
+        self, request: web.BaseRequest, rel: URL, body: bytes, exchange: Tapped | None
     ) -> web.StreamResponse:
         try:
             upstream = await self.session.request(
@@ -182,7 +237,7 @@ class Forwarder:
             upstream.release()
 
     async def _respond(
-        self, request: web.BaseRequest, upstream: ClientResponse, exchange: Exchange | None
+        self, request: web.BaseRequest, upstream: ClientResponse, exchange: Tapped | None
     ) -> web.StreamResponse:
         headers = upstream.headers
         response = web.StreamResponse(
@@ -248,7 +303,7 @@ async def _relay_body(
     request: web.BaseRequest,
     content: StreamReader,
     response: web.StreamResponse,
-    exchange: Exchange | None,
+    exchange: Tapped | None,
     idle: float,
 ) -> None:
     """The upstream's body, chunk by chunk as it arrives; a write to a client that left, or that takes nothing of it
@@ -258,7 +313,8 @@ async def _relay_body(
     Each chunk is observed right after it is relayed, and the call ends right after its last bytes are, before
     anything else runs on this event loop: a client that sends its next turn as soon as it has this answer is read
     only after that, and finds this turn in the ledger. (A write suspends only while a slow client's buffer drains;
-    the client's next turn is then still a network round trip away.) The analysis is never on the relay's path."""
+    the client's next turn is then still a network round trip away.) Each is a frame handed to the analysis, which
+    runs elsewhere: the analysis is never on the relay's path."""
     stall = _Stall(request, idle)
     try:
         await _relay_chunks(request, content, response, exchange, stall)
@@ -270,7 +326,7 @@ async def _relay_chunks(
     request: web.BaseRequest,
     content: StreamReader,
     response: web.StreamResponse,
-    exchange: Exchange | None,
+    exchange: Tapped | None,
     stall: _Stall,
 ) -> None:
     ended = False

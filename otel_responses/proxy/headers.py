@@ -4,7 +4,10 @@ their hop. ``Host`` names the proxy on the client's hop and the upstream on the 
 ``Content-Length`` are this hop's too (the proxy reads the body whole before it forwards it, and its length is the
 same).
 
-Nothing here is recorded: no header value reaches a span, a metric or a log.
+Nothing here is recorded. The analysis reads a request's ``Content-Encoding`` and the trace context's headers only
+(``forward.read_headers``): as W3C Trace Context propagation has it, the client's ``tracestate`` becomes the trace
+state of the proxy's span (exported with it, bounded by the SDK); no other header value reaches a span, a metric or
+a log.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """The proxy's server: aiohttp's low-level server in front, one pooled client session to the upstream behind, on one
-event loop. A stop is graceful: no new connection is taken, idle ones are closed, in-flight requests, streams and
-WebSocket responses get the grace period to finish, and what is still running then is cut.
+event loop: the relay. The analysis runs away from it (``analyst``: a thread of this process, or a worker process),
+fed through one channel. A stop is graceful: no new connection is taken, idle ones are closed, in-flight requests,
+streams and WebSocket responses get the grace period to finish, and what is still running then is cut; then the
+analysis finishes what it was handed.
 
 Limits that keep one client from hurting the others: the request head's line and field sizes and header count
 (aiohttp's, answered 400), a body limit (413), a deadline for a connection that is idle or whose request never
@@ -20,13 +22,12 @@ from types import TracebackType
 
 from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
 
-from .._patching.providers import is_azure_host
-from .._telemetry.recorded import Server
 from .._telemetry.telemetry import Telemetry
-from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
+from .analyst import AnalysisThread, Analyst
+from .channel import Channel, Message
 from .forward import Forwarder, answer
 from .settings import ProxySettings
-from .websocket import Seam, is_upgrade, no_redirects, relay
+from .websocket import is_upgrade, no_redirects, relay
 
 _log = logging.getLogger(__name__)
 # Headers aiohttp's client would add when the client sent none: the request goes upstream with the client's only.
@@ -49,17 +50,28 @@ def _silent_logger() -> logging.Logger:
 
 class Proxy:
     """The proxy on the running event loop: :meth:`start`, then :meth:`stop`. ``telemetry``: where its calls are
-    recorded (None, or ``settings.record`` off: it only forwards)."""
+    recorded, by an analysis on a thread of this process; ``analyst``: another place for the analysis (the command's
+    worker process); neither, or ``settings.record`` off: it only forwards."""
 
-    def __init__(self, settings: ProxySettings, telemetry: Telemetry | None = None) -> None:
+    def __init__(
+        self, settings: ProxySettings, telemetry: Telemetry | None = None, analyst: Analyst | None = None
+    ) -> None:
         self.settings = settings
         self.telemetry = telemetry
+        if analyst is None and telemetry is not None and settings.record:
+            analyst = AnalysisThread(settings, telemetry)
+        self.analyst = analyst if settings.record else None
+        self.channel: Channel | None = None
         self._runner: web.ServerRunner | None = None
         self._sessions: tuple[ClientSession, ...] = ()  # the pooled one, the handshakes' one
         self._forwarder: Forwarder | None = None
-        self._seams: Seam | None = None
         self._draining = asyncio.Event()
         self.port = 0
+
+    @property
+    def strict(self) -> bool:
+        """Strict mode: a request waits for the analysis's verdict."""
+        return self.analyst is not None and self.analyst.strict
 
     @property
     def base_url(self) -> str:
@@ -70,9 +82,18 @@ class Proxy:
         return f"http://{shown}:{self.port}{self.settings.upstream.root}"
 
     async def start(self) -> None:
-        """Listen (``OSError`` when the address cannot be had) and open the pooled upstream session."""
+        """Start the analysis (``AnalysisUnavailable`` when it cannot), listen (``OSError`` when the address cannot
+        be had) and open the pooled upstream session."""
         settings = self.settings
-        upstream = settings.upstream
+        if self.analyst is not None:
+            self.channel = await self.analyst.start()
+        try:
+            await self._listen(settings)
+        except BaseException:
+            await self._stop_analysis()
+            raise
+
+    async def _listen(self, settings: ProxySettings) -> None:
         session, websockets = (
             ClientSession(
                 connector=TCPConnector(limit=0, keepalive_timeout=30),
@@ -85,11 +106,7 @@ class Proxy:
             )
             for trace_configs in (None, [no_redirects()])
         )
-        provider = PROVIDER_AZURE_OPENAI if is_azure_host(upstream.host) else PROVIDER_OPENAI
-        server = Server(upstream.host, upstream.port)
-        endpoints = ((server, provider), (server, PROVIDER_AZURE_OPENAI))
-        self._forwarder = Forwarder(settings, session, self.telemetry, endpoints, websockets)
-        self._seams = Seam(self.telemetry) if self.telemetry is not None and settings.record else None
+        self._forwarder = Forwarder(settings, session, self.channel, self.strict, websockets)
         self._sessions = (session, websockets)
         low_level = web.Server(
             self._handle,
@@ -117,13 +134,13 @@ class Proxy:
         assert forwarder is not None
         try:
             if is_upgrade(request):
-                return await relay(request, forwarder, self._seams, self._draining)
+                return await relay(request, forwarder, self._draining)
             return await forwarder.handle(request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug of ours: the client gets a gateway's error, the proxy goes on (counted)
-            if self.telemetry is not None:
-                self.telemetry.internal_error("forward_request")
+            if self.channel is not None and not self.channel.closed:
+                self.channel.send(("error", 0, type(exc).__qualname__, "forward_request"))
             else:
                 _log.debug("otel-responses proxy: forwarding failed (%s)", type(exc).__qualname__)
             return answer(502, "The proxy failed to forward the request.", "server_error", "proxy_error")
@@ -137,6 +154,23 @@ class Proxy:
         sessions, self._sessions = self._sessions, ()
         for session in sessions:
             await session.close()
+        await self._stop_analysis()
+
+    async def _stop_analysis(self) -> None:
+        """The channel closed once everything is handed over, and the analysis waited for: every call it was handed
+        is recorded when this returns."""
+        channel, self.channel = self.channel, None
+        if channel is not None:
+            await channel.close()
+        if self.analyst is not None:
+            await self.analyst.stop()
+
+    async def ask(self, message: Message) -> object:
+        """A question to the analysis (``sync``: answered once everything sent before it is handled)."""
+        channel = self.channel
+        if channel is None:
+            return None
+        return await channel.ask(message)
 
 
 class ThreadedProxy:
@@ -155,6 +189,26 @@ class ThreadedProxy:
     @property
     def port(self) -> int:
         return self.proxy.port
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until the analysis has handled everything the relay handed it so far: every call whose answer the
+        client has read is then recorded (its span ended, its ledger entry written)."""
+        proxy, loop = self.proxy, self._loop
+        if loop is None or proxy.channel is None:
+            return
+
+        async def sync() -> object:
+            channel = proxy.channel
+            return None if channel is None else await proxy.ask(("sync", channel.next_id()))
+
+        asyncio.run_coroutine_threadsafe(sync(), loop).result(timeout)
+
+    def unrecorded(self) -> dict[str, int]:
+        """The calls this proxy forwarded unrecorded (or refused in strict mode) because it could not read their
+        body or would not analyse it, by reason (``openai_responses.proxy.unrecorded``); settled first."""
+        self.settle()
+        analyst = self.proxy.analyst
+        return analyst.recorder.unrecorded.tally() if isinstance(analyst, AnalysisThread) else {}
 
     def start(self) -> ThreadedProxy:
         loop = asyncio.new_event_loop()

@@ -13,10 +13,16 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from .._redaction import shown_url
+
 DEFAULT_UPSTREAM = "https://api.openai.com/v1"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024  # a long replay with images inline stays well under it
+# The analysis bound: a longer body is forwarded unanalysed (counted). A long coding agent's session replayed whole is
+# a few MB; a body of 16 MiB is about 500,000 small items, whose analysis would hold a core for seconds and half a
+# gigabyte of memory.
+DEFAULT_MAX_ANALYSED_BYTES = 16 * 1024 * 1024
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_READ_TIMEOUT = 600.0  # the SDK's own default: a reasoning model may think for minutes between events
 DEFAULT_IDLE_TIMEOUT = 75.0  # an idle keep-alive connection, or one whose request head never completes
@@ -62,14 +68,17 @@ class Upstream:
 
 def upstream_of(url: str, allow_http: bool = False) -> Upstream:
     """The upstream a URL names; ``ProxySettingsError`` for anything but an ``http(s)`` origin with an optional path
-    (no credentials, query or fragment), and for plain ``http`` to a host that is not loopback unless allowed."""
+    (no credentials, query or fragment), and for plain ``http`` to a host that is not loopback unless allowed. No
+    message repeats a credential: a URL that does not parse is shown by its scheme alone."""
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise ProxySettingsError(f"--upstream is not a URL: {url!r}") from None
+        raise ProxySettingsError(
+            f"--upstream is not a URL (its host or port cannot be read): {shown_url(url)}"
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ProxySettingsError(f"--upstream must be an http(s) URL, got {url!r}")
+        raise ProxySettingsError(f"--upstream must be an http(s) URL, got {shown_url(url)}")
     if parts.username is not None or parts.password is not None:
         raise ProxySettingsError("--upstream must not carry credentials: clients send their own keys")
     if parts.query or parts.fragment:
@@ -97,15 +106,21 @@ def listen_of(text: str) -> tuple[str, int]:
     return host.strip("[]"), port
 
 
+# The settings that are positive numbers (and the command's options of the same names).
+LIMITS = ("max_body_bytes", "max_analysed_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace")
+
+
 @dataclass(frozen=True, slots=True)
 class ProxySettings:
-    """A proxy's own settings (see the module docstring). ``record``: off, the proxy only forwards (the floor the
-    benchmark compares against)."""
+    """A proxy's own settings (see the module docstring). ``max_analysed_bytes``: the analysis bound (a longer
+    body, as sent or decompressed, is forwarded unanalysed and counted; strict mode analyses it all the same).
+    ``record``: off, the proxy only forwards (the floor the benchmark compares against)."""
 
     upstream: Upstream
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_analysed_bytes: int = DEFAULT_MAX_ANALYSED_BYTES
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
     read_timeout: float = DEFAULT_READ_TIMEOUT
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
@@ -113,7 +128,7 @@ class ProxySettings:
     record: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace"):
+        for name in LIMITS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ProxySettingsError(f"{name} must be a positive number, got {value!r}")

@@ -1,11 +1,11 @@
 """WebSocket mode through the proxy: a ``GET`` upgraded to a WebSocket is relayed message by message both ways (text,
 binary, ping, pong and close, each as it arrives), to the same path on the upstream with the client's headers.
 
-On the Responses API's own socket (``GET /responses``) the relayed connection is, to the instrumentation, what an
-SDK connection is: the seam of ``_patching/websocket.py`` sees each frame the client sends (``send_raw``: a
-``response.create`` opens a span; strict mode refuses it with the ``error`` event the API itself would send) and
-each event the upstream sends (``recv``: it routes the event to its response's span), and the connection's end
-(``close``). Any other upgraded path is relayed unrecorded.
+On the Responses API's own socket (``GET /responses``, its path read as the upstream reads it) the relayed connection
+is handed to the analysis (``recorder``), which is, to the instrumentation, what an SDK connection is: each frame
+the client sends (a ``response.create`` opens a span; strict mode refuses it with the ``error`` event the API itself
+would send, and a frame it cannot read with one of the proxy's own), each event the upstream sends (routed to its
+response's span) and the connection's end. Any other upgraded path is relayed unrecorded.
 
 A refused upgrade is relayed with the upstream's status and headers; its body is the proxy's own (the WebSocket
 client library does not hand the upstream's on); a broken one (a ``101`` with a wrong key) is a gateway's error,
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,19 +32,12 @@ from aiohttp import (
     WSServerHandshakeError,
     web,
 )
-from opentelemetry import context as otel_context
-from opentelemetry import propagate
-from yarl import URL
 
-from .._patching import websocket as seam
-from .._patching.paths import is_websocket_path
-from .._patching.streams import Fields
-from .._patching.wrappers import Switch
-from .._telemetry.telemetry import Telemetry
-from ..signals import ContextLossError
-from . import errors
-from .forward import Forwarder, answer
+from . import errors, unrecorded
+from .channel import Channel
+from .forward import Forwarder, answer, read_headers
 from .headers import PROTOCOL_HEADER, protocols, refused_handshake, upstream_handshake
+from .routing import is_responses_socket
 
 AnySocket = web.WebSocketResponse | ClientWebSocketResponse[Any]
 _NORMAL = 1000
@@ -80,42 +72,38 @@ def is_upgrade(request: web.BaseRequest) -> bool:
     return request.method == "GET" and request.headers.get("Upgrade", "").lower() == "websocket"
 
 
-class _Client:
-    """What the seam reads of a connection's client: its base URL (each call's server and provider)."""
+class _Recorded:
+    """A relayed socket as the analysis knows it: its id on the channel, and what the relay asks of it."""
 
-    def __init__(self, base_url: URL) -> None:
-        self.base_url = base_url
+    def __init__(self, channel: Channel, conn: int, strict: bool, bound: int) -> None:
+        self.channel = channel
+        self.conn = conn
+        self.strict = strict
+        self.bound = bound  # the analysis bound (strict mode reads every frame)
 
+    async def allowed(self, data: str | bytes) -> str | None:
+        """A frame the client sends, handed over before it goes upstream; strict mode's refusal (an ``error`` event
+        to send the client instead), or None to forward it."""
+        channel = self.channel
+        if self.strict:
+            return await channel.ask(("ws_frame", channel.next_id(), self.conn, data, True))  # type: ignore[no-any-return]
+        if len(data) > self.bound:
+            channel.send(("unrecorded", 0, unrecorded.TOO_LARGE))
+        elif channel.behind():
+            channel.send(("unrecorded", 0, unrecorded.ANALYSIS_BEHIND))
+        else:
+            channel.send(("ws_frame", channel.next_id(), self.conn, data, False))
+        return None
 
-class Socket:
-    """One relayed connection as the seam sees an SDK connection: its client, and its open responses (kept on it
-    by the seam)."""
+    def event(self, data: str) -> None:
+        self.channel.send(("ws_event", self.conn, data))
 
-    def __init__(self, base_url: URL) -> None:
-        self._client = _Client(base_url)
-
-
-class Seam:
-    """The seam's wrappers, made once per telemetry: what each relayed frame and event goes through."""
-
-    def __init__(self, telemetry: Telemetry) -> None:
-        switch = Switch()
-        self.send_raw = seam.async_send_raw_wrapper(switch, telemetry)
-        self.recv = seam.async_recv_wrapper(switch, telemetry)
-        self.close = seam.async_close_wrapper(switch, telemetry)
-
-
-async def _event(event: Any) -> Any:
-    return event
-
-
-async def _nothing() -> None:
-    return None
+    async def pending(self) -> int:
+        channel = self.channel
+        return int(await channel.ask(("ws_pending", channel.next_id(), self.conn)) or 0)
 
 
-async def relay(
-    request: web.BaseRequest, forwarder: Forwarder, seams: Seam | None, draining: asyncio.Event
-) -> web.StreamResponse:
+async def relay(request: web.BaseRequest, forwarder: Forwarder, draining: asyncio.Event) -> web.StreamResponse:
     """The upgrade: upstream first (its answer decides the client's), then both directions until either closes."""
     settings = forwarder.settings
     rel = request.rel_url
@@ -160,17 +148,16 @@ async def relay(
     except Exception:
         await upstream.close()
         raise
-    recording = seams if seams is not None and is_websocket_path(rel.raw_path, settings.upstream.root) else None
-    socket = Socket(URL(settings.upstream.url))
-    token = otel_context.attach(propagate.extract(request.headers)) if recording is not None else None
+    channel = forwarder.channel
+    recording = None
+    if channel is not None and is_responses_socket(rel.raw_path, settings.upstream.root):
+        recording = _Recorded(channel, channel.next_id(), forwarder.strict, settings.max_analysed_bytes)
+        channel.send(("ws_open", recording.conn, read_headers(request.headers, forwarder.read_headers)))
     try:
-        await _both_ways(client, upstream, socket, recording, draining)
+        await _both_ways(client, upstream, recording, draining)
     finally:
-        if token is not None:
-            otel_context.detach(token)
         if recording is not None:
-            with contextlib.suppress(Exception):
-                await recording.close(_nothing, socket, (), {})
+            recording.channel.send(("ws_close", recording.conn))
         await asyncio.gather(_close(client, None, None), _close(upstream, None, None))
     return client
 
@@ -178,16 +165,15 @@ async def relay(
 async def _both_ways(
     client: web.WebSocketResponse,
     upstream: ClientWebSocketResponse[Any],
-    socket: Socket,
-    seams: Seam | None,
+    recording: _Recorded | None,
     draining: asyncio.Event,
 ) -> None:
     """Relay until either side closes (the other is closed with the same code), or the proxy drains: once its
     open responses have ended, both sides are told it is going away."""
     tasks = [
-        asyncio.ensure_future(_to_upstream(client, upstream, socket, seams)),
-        asyncio.ensure_future(_to_client(upstream, client, socket, seams)),
-        asyncio.ensure_future(_drained(draining, socket)),
+        asyncio.ensure_future(_to_upstream(client, upstream, recording)),
+        asyncio.ensure_future(_to_client(upstream, client, recording)),
+        asyncio.ensure_future(_drained(draining, recording)),
     ]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
@@ -197,9 +183,14 @@ async def _both_ways(
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _drained(draining: asyncio.Event, socket: Socket) -> None:
+async def _drained(draining: asyncio.Event, recording: _Recorded | None) -> None:
     await draining.wait()
-    while seam.open_responses(socket):
+    while recording is not None:
+        try:
+            if not await recording.pending():
+                return
+        except ConnectionError:  # the analysis is gone: nothing to wait for
+            return
         await asyncio.sleep(0.05)
 
 
@@ -219,9 +210,9 @@ async def _close_as(target: AnySocket, message: WSMessage) -> None:
 
 
 async def _to_upstream(
-    client: web.WebSocketResponse, upstream: ClientWebSocketResponse[Any], socket: Socket, seams: Seam | None
+    client: web.WebSocketResponse, upstream: ClientWebSocketResponse[Any], recording: _Recorded | None
 ) -> None:
-    """The client's messages, each through the seam's ``send_raw`` when recorded (strict mode may refuse one)."""
+    """The client's messages, each handed to the analysis first when recorded (strict mode may refuse one)."""
     while True:
         message = await client.receive()
         kind = message.type
@@ -229,13 +220,12 @@ async def _to_upstream(
             send: Callable[[Any], Awaitable[None]] = (
                 upstream.send_str if kind == WSMsgType.TEXT else upstream.send_bytes
             )
-            if seams is None:
-                await send(message.data)
-                continue
-            try:
-                await seams.send_raw(send, socket, (message.data,), {})
-            except ContextLossError as refusal:
-                await client.send_str(seam.refusal_event(refusal))
+            if recording is not None:
+                refusal = await recording.allowed(message.data)
+                if refusal is not None:
+                    await client.send_str(refusal)
+                    continue
+            await send(message.data)
         elif kind == WSMsgType.PING:
             await upstream.ping(message.data)
         elif kind == WSMsgType.PONG:
@@ -246,16 +236,16 @@ async def _to_upstream(
 
 
 async def _to_client(
-    upstream: ClientWebSocketResponse[Any], client: web.WebSocketResponse, socket: Socket, seams: Seam | None
+    upstream: ClientWebSocketResponse[Any], client: web.WebSocketResponse, recording: _Recorded | None
 ) -> None:
-    """The upstream's messages, relayed first, then each event shown to the seam's ``recv`` when recorded."""
+    """The upstream's messages, relayed first, then each event handed to the analysis when recorded."""
     while True:
         message = await upstream.receive()
         kind = message.type
         if kind == WSMsgType.TEXT:
             await client.send_str(message.data)
-            if seams is not None:  # before this loop reads the client's next frame (see forward._relay_body)
-                await _observe(seams, socket, message.data)
+            if recording is not None:  # before this loop reads the upstream's next event (see forward._relay_body)
+                recording.event(message.data)
         elif kind == WSMsgType.BINARY:
             await client.send_bytes(message.data)
         elif kind == WSMsgType.PING:
@@ -265,12 +255,3 @@ async def _to_client(
         else:
             await _close_as(client, message)
             return
-
-
-async def _observe(seams: Seam, socket: Socket, data: str) -> None:
-    """One event, parsed as the SDK's ``recv`` parses it, for the seam (which guards itself)."""
-    try:
-        event = Fields.read(json.loads(data))
-    except ValueError:
-        return
-    await seams.recv(_event, socket, (event,), {})

@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 from urllib.parse import urlsplit
 
+from .._redaction import shown_url
+
 _N = TypeVar("_N", int, float)
 
 REACH_TIMEOUT = 2.0  # seconds: a collector on the network answers a TCP connect well within this
@@ -28,11 +30,11 @@ def port(text: str) -> int:
 def url(text: str) -> str:
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise argparse.ArgumentTypeError(f"not an http(s) URL: {text!r}")
+        raise argparse.ArgumentTypeError(f"not an http(s) URL: {shown_url(text)!r}")
     try:
         parts.port  # noqa: B018  # read here, so that a port out of range is this usage error, not a traceback later
     except ValueError:
-        raise argparse.ArgumentTypeError(f"not a valid port in URL: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"not a valid port in URL: {shown_url(text)!r}") from None
     return text
 
 

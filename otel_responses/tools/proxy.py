@@ -5,6 +5,10 @@ before it listens, and the startup a script can read: the base URL for clients o
 Every instrumentation setting comes from the environment, as for ``opentelemetry-instrument``
 (``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_*``: strict mode, the shared ledger of several replicas, ...). Building the
 command's options imports the standard library only.
+
+Two processes: this one relays (it listens, forwards, and answers signals), a worker records (its exporters, the
+ledger and the analysis live there: :func:`worker_telemetry` builds them), so that no client waits for another's
+analysis and the analysis has a core of its own.
 """
 
 from __future__ import annotations
@@ -12,15 +16,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import gc
 import os
 import signal
+import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO, cast
 
 from .arguments import missing_module, otlp_base, port, positive, positive_count, unreachable, url
-from .exit_codes import EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
+from .exit_codes import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..config import Settings
 
 NAME: Final = "proxy"
@@ -85,6 +91,12 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="refuse larger request bodies with a 413 (default 64 MiB)",
     )
+    parser.add_argument(
+        "--max-analysed-bytes",
+        type=positive_count,
+        metavar="N",
+        help="forward a longer body unanalysed, counted (default 16 MiB; strict mode analyses it all the same)",
+    )
     parser.add_argument("--connect-timeout", type=positive, metavar="S", help="upstream connect timeout (10)")
     parser.add_argument(
         "--read-timeout", type=positive, metavar="S", help="longest wait for the upstream's next bytes (600)"
@@ -121,14 +133,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return EXIT_MISSING_EXTRA
     from ..proxy import ProxySettings, ProxySettingsError, listen_of, upstream_of
+    from ..proxy.settings import LIMITS
 
     try:
         host, port = listen_of(args.listen)
-        options = {
-            name: getattr(args, name)
-            for name in ("max_body_bytes", "connect_timeout", "read_timeout", "idle_timeout", "grace")
-            if getattr(args, name) is not None
-        }
+        options = {name: getattr(args, name) for name in LIMITS if getattr(args, name) is not None}
         settings = ProxySettings(upstream_of(args.upstream, args.allow_http_upstream), host, port, **options)
     except ProxySettingsError as error:
         err.write(f"{PREFIX}: {error}\n")
@@ -139,29 +148,46 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         if reason is not None:
             err.write(f"{PREFIX}: cannot reach the OTLP endpoint ({reason})\n")
             return EXIT_UNREACHABLE
+    options = {
+        "console": args.console,
+        "otlp_endpoint": args.otlp_endpoint,
+        "prometheus_port": args.prometheus_port,
+        "service_name": os.environ.get("OTEL_SERVICE_NAME") or "otel-responses-proxy",
+    }
+    return asyncio.run(_serve(settings, options, args, out, err))
+
+
+def worker_telemetry(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
+    """In the worker process: the telemetry the proxy records into (the demo's exporters, the signals' log events
+    beside them), and what flushes and closes it all (the ledger too) once the relay is done."""
+    from ..proxy import telemetry_for
+    from ..proxy.analyst import AnalysisUnavailable
     from .demo import Exporters, MetricsPortUnavailable
 
     exporters = Exporters(
-        args.console,
-        args.otlp_endpoint,
-        args.prometheus_port,
-        service_name=os.environ.get("OTEL_SERVICE_NAME") or "otel-responses-proxy",
+        options["console"],
+        options["otlp_endpoint"],
+        options["prometheus_port"],
+        service_name=options["service_name"],
         in_memory=False,
     )
     try:
-        tracer_provider, meter_provider, _ = exporters.providers(out)
+        tracer_provider, meter_provider, _ = exporters.providers(sys.stdout)
     except MetricsPortUnavailable as error:
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
-        err.write(f"{PREFIX}: port {error.port} (--prometheus-port) {reason}\n")
-        return EXIT_USAGE
-    logger_provider = _logs(args.otlp_endpoint, tracer_provider.resource)
-    providers = (tracer_provider, meter_provider, logger_provider)
-    try:
-        return asyncio.run(_serve(settings, providers, args, out, err))
-    finally:
+        raise AnalysisUnavailable(f"port {error.port} (--prometheus-port) {reason}", EXIT_USAGE) from None
+    logger_provider = _logs(options["otlp_endpoint"], tracer_provider.resource)
+    telemetry = telemetry_for({}, tracer_provider, meter_provider, logger_provider)
+
+    def close() -> None:
+        ledger_close = getattr(cast("Settings", telemetry.settings).ledger, "close", None)
+        if callable(ledger_close):
+            ledger_close()
         exporters.shutdown()
         if logger_provider is not None:
             logger_provider.shutdown()
+
+    return telemetry, close
 
 
 def _logs(otlp_endpoint: str | None, resource: Any) -> Any:
@@ -179,40 +205,46 @@ def _logs(otlp_endpoint: str | None, resource: Any) -> Any:
     return provider
 
 
-async def _serve(settings: Any, providers: tuple[Any, Any, Any], args: Any, out: TextIO, err: TextIO) -> int:
-    from ..proxy import Proxy, telemetry_for
+async def _serve(settings: Any, options: dict[str, Any], args: Any, out: TextIO, err: TextIO) -> int:
+    from ..proxy import Proxy
+    from ..proxy.analyst import AnalysisProcess, AnalysisUnavailable
+    from ..proxy.worker import tune_collector
 
-    telemetry = telemetry_for({}, *providers)
-    proxy = Proxy(settings, telemetry)
+    proxy = Proxy(settings, analyst=AnalysisProcess(settings, f"{__name__}:worker_telemetry", options))
     try:
         await proxy.start()
+    except AnalysisUnavailable as error:
+        err.write(f"{PREFIX}: {error}\n")
+        return error.exit_code
     except OSError as error:
         where = f"{settings.host}:{settings.port}"
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
         err.write(f"{PREFIX}: {where} (--listen) {reason}\n")
         return EXIT_USAGE
-    # What is alive now (the modules of the SDK, OpenTelemetry, aiohttp: most of the heap) is never garbage: frozen,
-    # it is out of the collector's sight, and a full collection does not walk it (a 1 MB replay's p99: 13 ms frozen,
-    # 86 ms not).
-    gc.freeze()
+    tune_collector()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    lost = proxy.channel.lost if proxy.channel is not None else loop.create_future()
+    code = EXIT_OK
     try:
-        _announce(proxy, telemetry, args, out, err)
-        await stop.wait()
-        err.write(f"{PREFIX}: stopping; in-flight requests get {settings.grace:g}s to finish\n")
+        _announce(proxy, args, out, err)
+        stopped = asyncio.ensure_future(stop.wait())
+        await asyncio.wait([stopped, lost], return_when=asyncio.FIRST_COMPLETED)
+        stopped.cancel()
+        if lost.done() and not stop.is_set():  # the worker died: a proxy that records nothing must not go on
+            err.write(f"{PREFIX}: the analysis worker exited; stopping\n")
+            code = EXIT_FAILED
+        else:
+            err.write(f"{PREFIX}: stopping; in-flight requests get {settings.grace:g}s to finish\n")
         err.flush()
     finally:
         await proxy.stop()
-        close = getattr(cast("Settings", telemetry.settings).ledger, "close", None)
-        if callable(close):
-            close()
-    return EXIT_OK
+    return code
 
 
-def _announce(proxy: Any, telemetry: Any, args: Any, out: TextIO, err: TextIO) -> None:
+def _announce(proxy: Any, args: Any, out: TextIO, err: TextIO) -> None:
     """The base URL on standard output (a script's one line to read), the port in ``--port-file``, what it does on
     standard error."""
     settings = proxy.settings
@@ -223,7 +255,7 @@ def _announce(proxy: Any, telemetry: Any, args: Any, out: TextIO, err: TextIO) -
         os.replace(temporary, args.port_file)  # a reader never sees a half-written file
     out.write(proxy.base_url + "\n")
     out.flush()
-    strict = "on" if telemetry.settings.strict else "off"
+    strict = "on" if proxy.strict else "off"
     err.write(f"{PREFIX}: forwarding to {settings.upstream.url} (strict mode {strict}); Ctrl-C or SIGTERM stops it\n")
     if not settings.loopback_only:
         err.write(

@@ -149,7 +149,13 @@ class RawUpstream:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stop accepting, then close. The accepting thread is woken (``shutdown`` ends a blocked ``accept``) and
+        joined before the listener's descriptor is closed: closed first, its number could be reused by the next
+        test's server while the thread was about to accept on it, and that test's connections would land here."""
         self._stopping.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._thread.join(10)
         with contextlib.suppress(OSError):
             self._listener.close()
 

@@ -291,7 +291,9 @@ def test_trace_headers_make_the_span_a_child_of_the_apps_span_and_go_upstream_un
     assert child.parent is not None
     assert (child.parent.trace_id, child.parent.span_id) == (0x0AF7651916CD43DD8448EB211C80319C, 0xB7AD6B7169203331)
     assert child.context.trace_id == 0x0AF7651916CD43DD8448EB211C80319C
+    assert list(child.context.trace_state.items()) == [("vendor", "opaque")]  # propagated, as W3C has it
     assert root.parent is None
+    assert list(root.context.trace_state.items()) == []
     first = upstream.received[0]
     assert [_named(first.headers, name) for name in trace] == [[value] for value in trace.values()]
     assert all(not _named(upstream.received[1].headers, name) for name in trace)

@@ -167,6 +167,9 @@ def test_sigterm_lets_a_stream_in_flight_finish_and_takes_no_new_connection() ->
     [
         (["--upstream", "http://10.0.0.8/v1"], "plain http would send the clients' keys unencrypted"),
         (["--upstream", "https://user:pw@api.example/v1"], "must not carry credentials"),
+        (["--upstream", "http://user:SECRET@127.0.0.1:99999/v1"], "not a URL (its host or port cannot be read)"),
+        (["--upstream", "ftp://user:SECRET@127.0.0.1/v1"], "must be an http(s) URL, got ftp://***@127.0.0.1/v1"),
+        (["--upstream", "http://[::1:SECRET]/v1"], "not a URL (its host or port cannot be read): http://***/v1"),
         (["--listen", "localhost"], "--listen takes HOST:PORT"),
         (["--max-body-bytes", "0"], "must be positive"),
     ],
@@ -180,6 +183,7 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
     assert (usage.value.code if usage is not None else code) == 2
     assert said in err
     assert "Traceback" not in err
+    assert "SECRET" not in err
     assert out == ""
 
 
@@ -189,8 +193,13 @@ def test_what_it_will_not_use_is_one_line_and_exit_code_2(
         ("http://127.0.0.1:99999", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:99999'"),
         ("http://127.0.0.1:port", 2, "--otlp-endpoint: not a valid port in URL: 'http://127.0.0.1:port'"),
         ("http://127.0.0.1:{free}", 3, "cannot reach the OTLP endpoint"),  # the near miss: a port, nobody there
+        (
+            "http://user:SECRET@127.0.0.1:99999",
+            2,
+            "--otlp-endpoint: not a valid port in URL: 'http://***@127.0.0.1:99999'",
+        ),
     ],
-    ids=["out-of-range", "not-a-number", "valid-port"],
+    ids=["out-of-range", "not-a-number", "valid-port", "credentials"],
 )
 def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: int, said: str) -> None:
     done = subprocess.run(
@@ -202,6 +211,7 @@ def test_an_otlp_endpoint_with_a_bad_port_is_a_usage_error(endpoint: str, code: 
     assert done.returncode == code
     assert said in done.stderr
     assert "Traceback" not in done.stderr
+    assert "SECRET" not in done.stderr
     assert done.stdout == ""
 
 
@@ -287,3 +297,97 @@ def _service_names(path: str, body: bytes) -> list[str]:
         for attribute in each.resource.attributes
         if attribute.key == "service.name"
     ]
+
+
+def test_a_healthy_call_is_answered_while_a_million_item_request_is_analysed() -> None:
+    """The analysis runs in a worker process of its own: a request of 10^6 items (about 30 MB, analysed for
+    seconds: the bound raised past it) holds no other client up. The healthy call is answered before either call is
+    recorded (nothing printed yet), and both are recorded, in order, before the command exits."""
+    import http.client
+
+    items = [{"role": "user", "content": "x"}] * 1_000_000
+    big = json.dumps({"model": "gpt-5.4", "input": items, "store": False}).encode()
+    healthy_body = json.dumps({"model": "gpt-5.4", "input": "hi"}).encode()
+    answer = json.dumps({"id": "resp_1", "object": "response", "status": "completed", "model": "gpt-5.4"}).encode()
+
+    def script(request: Request, connection: Connection) -> bool:
+        connection.send(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n" + chunked(answer))
+        return True
+
+    def chunked(body: bytes) -> bytes:
+        return b"transfer-encoding: chunked\r\n\r\n" + chunk(body) + LAST_CHUNK
+
+    limits = ("--max-body-bytes", "67108864", "--max-analysed-bytes", "67108864")
+    with (
+        RawUpstream(script) as upstream,
+        started("--upstream", upstream.base_url, "--listen", "127.0.0.1:0", "--console", *limits) as (
+            process,
+            base_url,
+        ),
+    ):
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+
+        def post(body: bytes) -> int:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+            connection.request("POST", "/v1/responses", body, {"Content-Type": "application/json"})
+            status = connection.getresponse().status
+            connection.close()
+            return status
+
+        statuses: list[int] = []
+        sender = threading.Thread(target=lambda: statuses.append(post(big)))
+        sender.start()
+        deadline = time.monotonic() + 60
+        while not upstream.received and time.monotonic() < deadline:  # forwarded: its analysis has begun
+            time.sleep(0.01)
+        started_at = time.monotonic()
+        healthy = post(healthy_body)
+        took = time.monotonic() - started_at
+        assert process.stdout is not None
+        printed_meanwhile = selectors.DefaultSelector()
+        printed_meanwhile.register(process.stdout, selectors.EVENT_READ)
+        nothing_printed = not printed_meanwhile.select(0)
+        sender.join(120)
+        code, _ = _stopped(process)
+        printed = process.stdout.read()
+    assert (statuses, healthy, code) == ([200], 200, 0)
+    assert took < 1.0, f"a healthy call took {took:.2f}s beside the analysis"
+    assert nothing_printed  # neither call was recorded yet when the healthy one was answered
+    assert printed.count('"name": "chat gpt-5.4"') == 2
+    assert printed.index('"openai_responses.input.item_count": 1000000') < printed.index(
+        '"openai_responses.input.item_count": 1,'
+    )
+
+
+def test_a_metrics_port_in_use_is_one_line_and_exit_code_2(emulator: Emulator) -> None:
+    """The exporters live in the analysis worker: its failure to start is the command's, said in one line."""
+    args = ["--upstream", emulator.base_url, "--listen", "127.0.0.1:0", "--prometheus-port", str(emulator.port)]
+    done = subprocess.run(
+        [COMMAND, "proxy", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert f"port {emulator.port} (--prometheus-port) is in use" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_worker_that_dies_stops_the_command_with_exit_code_1(emulator: Emulator) -> None:
+    """A proxy that records nothing must not go on unseen: the relay stops, and says why."""
+    with started("--upstream", emulator.base_url, "--listen", "127.0.0.1:0") as (process, base_url):
+        with openai.OpenAI(base_url=base_url, api_key="k", max_retries=0) as client:
+            client.responses.create(model="gpt-5.4", input="hi")
+        children = [
+            int(child)
+            for task in Path(f"/proc/{process.pid}/task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
+        assert len(children) == 1  # the analysis worker
+        os.kill(children[0], signal.SIGKILL)
+        code = process.wait(30)
+        assert process.stderr is not None
+        err = process.stderr.read()
+    assert code == 1
+    assert "the analysis worker exited; stopping" in err

@@ -18,8 +18,8 @@ from otel_responses._patching.paths import route
 from otel_responses._patching.streams import Fields
 from otel_responses.config import settings_from
 from otel_responses.proxy.encoding import NotAnalysed, decoder
-from otel_responses.proxy.exchange import request_keywords
 from otel_responses.proxy.headers import client_response, upstream_handshake, upstream_request
+from otel_responses.proxy.reading import Unreadable, request_keywords
 
 from .test_forwarding_changes_nothing import RESPONSE
 
@@ -138,17 +138,22 @@ def test_hop_by_hop_headers_stay_on_their_hop_both_ways() -> None:
             None,
             {"model": "m"},
         ),
-        (b'{"model": "m"', None, None),  # cut short
-        (b"[1, 2]", None, None),  # JSON, not an object
-        (b"model=m", None, None),
-        (b'{"model": "m"}', "gzip", None),  # the near miss of the second row: said compressed, but is not
-        (gzip.compress(b'{"model": "m"}'), "compress", None),  # a coding this cannot decode
-        (b"", None, None),
+        (b'{"model": "m"', None, "invalid_json"),  # cut short
+        (b"[1, 2]", None, "invalid_json"),  # JSON, not an object
+        (b"model=m", None, "invalid_json"),
+        (b'{"model": "m"}', "gzip", "corrupt_encoding"),  # the near miss of the second row: said compressed, but is not
+        (gzip.compress(b'{"model": "m"}'), "compress", "unsupported_encoding"),  # a coding this cannot decode
+        (b"", None, "invalid_json"),
     ],
     ids=["json", "gzip", "sdk-only-keys", "cut", "array", "form", "not-gzip", "unknown-coding", "empty"],
 )
-def test_a_body_is_the_sdk_methods_keywords(body: bytes, encoding: str | None, expected: dict[str, Any] | None) -> None:
-    assert request_keywords(body, encoding, 1_000_000) == expected
+def test_a_body_is_the_sdk_methods_keywords(body: bytes, encoding: str | None, expected: dict[str, Any] | str) -> None:
+    """A body the proxy cannot read says why (the reason it is counted under)."""
+    try:
+        found: dict[str, Any] | str = request_keywords(body, encoding, 1_000_000)
+    except Unreadable as unreadable:
+        found = unreadable.reason
+    assert found == expected
 
 
 def _zstd(data: bytes) -> bytes:
