@@ -35,7 +35,7 @@ from .._analysis.checks import (
     run_response_checks,
     tool_calls_check,
 )
-from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Identity, RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage, lineage_of
 from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
 from .._telemetry.telemetry import Telemetry
@@ -180,11 +180,13 @@ class Call:
         exempt: frozenset[str] = frozenset(),
         endpoint: Endpoint | None = None,
         dropped: frozenset[str] = frozenset(),
+        identity: Identity | None = None,
     ) -> None:
         """The request's facts. ``exempt``: signals this call may not raise (a WebSocket connection's own latest
         response may be continued unstored); ``endpoint``: the server and provider when the caller knows them (a
         library's call has no SDK resource ``instance``); ``dropped``: signals whose premise this call's server does
-        not share (a bridged provider), never raised on it."""
+        not share (a bridged provider), never raised on it; ``identity``: whom the call is made as, when read
+        without a client (the proxy reads the request's headers)."""
         self.telemetry = telemetry
         # Telemetry reads only its own few settings (``Recording``); the shared one is built with them all.
         self.settings = settings = cast("Settings", telemetry.settings)
@@ -196,7 +198,9 @@ class Call:
         self.raw_mode = raw_mode(kwargs)
         self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
-        if instance is not None:
+        if identity is not None:
+            self.req.identity = identity
+        elif instance is not None:
             self.req.identity = identity_of(instance, kwargs, settings.fingerprinter)
         self.analysis = Analysis()
         self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or ``check``)

@@ -5,10 +5,13 @@ exported.
 The organization and project are what the request sends: an ``OpenAI-Organization`` / ``OpenAI-Project`` header of
 the call (``extra_headers``), else the client's own (``default_headers``, then ``organization=`` / ``project=``). A
 request that names none leaves its key's default in force, which nothing here can tell: it is compared with nothing.
+The credential is fingerprinted through its SHA-256 digest (``credential_digest``), which is all the proxy's relay
+hands its analysis of a key: a call in-process and the same call through the proxy are made as the same caller.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,12 +24,43 @@ _PROJECT = "openai-project"
 _last: tuple[tuple[object, ...], Identity | None] = ((), None)
 
 
+class IdentifiedClient:
+    """A client whose caller was read before the call (the proxy reads it from the request's headers)."""
+
+    def __init__(self, base_url: object, identity: Identity) -> None:
+        self.base_url = base_url
+        self.identity = identity
+
+
+def credential_digest(key: str) -> str:
+    """What stands for an API key (or a bearer token): its SHA-256 digest, fingerprinted like any other value."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def identity_from(
+    organization: str | None,
+    project: str | None,
+    credential: str | None,
+    endpoint: str | None,
+    fingerprints: Fingerprinter,
+) -> Identity:
+    """The identity of a call made as these (``credential``: the key's ``credential_digest``)."""
+    return Identity(
+        _number(fingerprints, organization),
+        _number(fingerprints, project),
+        _number(fingerprints, credential),
+        _number(fingerprints, endpoint),
+    )
+
+
 def identity_of(instance: Any, kwargs: Mapping[str, Any], fingerprints: Fingerprinter) -> Identity | None:
     """The call's identity; None when it has no client to read one from (a library's own transport)."""
     global _last
     client = getattr(instance, "_client", None)
     if client is None:
         return None
+    if isinstance(client, IdentifiedClient):
+        return client.identity
     headers = kwargs.get("extra_headers")
     custom = getattr(client, "_custom_headers", None)
     sources = (
@@ -44,12 +78,10 @@ def identity_of(instance: Any, kwargs: Mapping[str, Any], fingerprints: Fingerpr
         return last[1]
     organization = _header(headers, _ORGANIZATION) or _header(custom, _ORGANIZATION) or _text(sources[3])
     project = _header(headers, _PROJECT) or _header(custom, _PROJECT) or _text(sources[4])
-    credential, endpoint = _text(sources[5]), sources[6]
-    found = Identity(
-        _number(fingerprints, organization),
-        _number(fingerprints, project),
-        _number(fingerprints, credential),
-        _number(fingerprints, str(endpoint) if endpoint is not None else None),
+    key, endpoint = _text(sources[5]), sources[6]
+    credential = credential_digest(key) if key is not None else None
+    found = identity_from(
+        organization, project, credential, str(endpoint) if endpoint is not None else None, fingerprints
     )
     _last = (sources, found)
     return found
