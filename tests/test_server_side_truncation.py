@@ -238,7 +238,7 @@ def _conversation(client: openai.OpenAI, delete_opening: bool) -> Any:
     client.responses.create(input="Noted?", **options)
     if delete_opening:
         items = client.conversations.items.list(conversation.id, order="asc")
-        opening = next(item for item in items if getattr(item, "role", None) == "user")
+        opening: Any = next(item for item in items if getattr(item, "role", None) == "user")
         client.conversations.items.delete(opening.id, conversation_id=conversation.id)
     return client.responses.create(input="What is the marker?", **options)
 

@@ -192,7 +192,9 @@ def test_stateless_replay_with_encrypted_reasoning(
 ) -> None:
     """`store=False` + `include=["reasoning.encrypted_content"]`: the SDK replays each reasoning item with its
     id and the `encrypted_content` exactly as the response carried it; under `all_turns` the code word survives."""
-    settings = ModelSettings(store=False, response_include=[ENCRYPTED], reasoning=Reasoning(**ALL_TURNS_REASONING))
+    settings = ModelSettings(
+        store=False, response_include=[ENCRYPTED], reasoning=Reasoning.model_validate(ALL_TURNS_REASONING)
+    )
     answer = asyncio.run(conversation(emu, model, mode, stream=stream, settings=settings))
     expect_signals(telemetry, emu, clean())
     assert_final_answer(answer, code_word=True)
@@ -220,7 +222,9 @@ def test_reasoning_item_id_policy_omit(emu: Emulator, telemetry: CapturedTelemet
     """`RunConfig(reasoning_item_id_policy="omit")` strips the ids of replayed reasoning items but keeps their
     `encrypted_content`: with `store=False` the reasoning still reaches the model (the code word survives), so
     nothing was dropped (the flow asks for `all_turns`, so the code word of turn 3 is in view)."""
-    settings = ModelSettings(store=False, response_include=[ENCRYPTED], reasoning=Reasoning(**ALL_TURNS_REASONING))
+    settings = ModelSettings(
+        store=False, response_include=[ENCRYPTED], reasoning=Reasoning.model_validate(ALL_TURNS_REASONING)
+    )
     run_config = RunConfig(reasoning_item_id_policy="omit")
     answer = asyncio.run(conversation(emu, REASONING, "replay", settings=settings, run_config=run_config))
     replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
