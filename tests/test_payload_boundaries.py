@@ -28,7 +28,7 @@ from otel_responses.ledger import Entry
 from otel_responses.signals import Signal
 from otel_responses.testing import CapturedTelemetry, capture
 
-from .support import chat_signals, signal_events
+from .support import chat_signals, signal_events, withheld_reasons
 
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
 ALL_TURNS: Any = {"context": "all_turns"}
@@ -165,7 +165,7 @@ def test_a_model_switch_mid_conversation(emulated: Emulator) -> None:
         switched = _switch(client, client, ("gpt-5.4", "gpt-5.5"))
         kept = _switch(client, client)
     assert switched.output_text == "code_word=unknown"  # another model's reasoning is withheld from it
-    assert [t.reason for t in switched.input_transformations or []] == ["model_mismatch"]
+    assert withheld_reasons(switched) == ["model_mismatch"]
     assert kept.output_text.startswith("code_word=CW-")
     assert chat_signals(telemetry) == [(), ("encrypted_content_foreign", "reasoning_withheld"), (), ()]
     assert _crossed_of(telemetry, 1) == [(("model",), True)]  # named before it left, confirmed by the answer
@@ -177,7 +177,7 @@ def test_an_organization_switch(emulated: Emulator) -> None:
             switched = _switch(a_client, b_client)
         with emulated.client(organization="org-a") as one, emulated.client(organization="org-a") as same:
             kept = _switch(one, same)
-    assert [t.reason for t in switched.input_transformations or []] == ["organization_mismatch"]
+    assert withheld_reasons(switched) == ["organization_mismatch"]
     assert switched.output_text == "code_word=unknown"
     assert kept.output_text.startswith("code_word=CW-")
     assert chat_signals(telemetry) == [(), ("encrypted_content_foreign", "reasoning_withheld"), (), ()]
@@ -201,7 +201,7 @@ def test_a_key_pool_across_organizations_is_confirmed_by_the_api_with_the_creden
     the reasoning, and the crossing is named with what changed: the credential."""
     with capture() as telemetry, emulated.client(api_key="key-a") as one, emulated.client(api_key="key-b") as other:
         pooled = _switch(one, other)
-    assert [t.reason for t in pooled.input_transformations or []] == ["organization_mismatch"]
+    assert withheld_reasons(pooled) == ["organization_mismatch"]
     assert chat_signals(telemetry) == [(), ("reasoning_withheld", "encrypted_content_foreign")]  # in that order
     assert _crossed_of(telemetry, 1) == [(("credential",), True)]
 

@@ -29,7 +29,7 @@ from otel_responses.testing import CapturedTelemetry, assert_no_reasoning_withhe
 from otel_responses.tools.report import from_sdk, render
 
 from .report_support import parse
-from .support import attrs, chat_signals, signal_events
+from .support import attrs, chat_signals, signal_events, withheld, withheld_reasons
 
 SETTINGS = settings_from({"hash_key": "withheld-tests"})
 SITUATION = Situation(zdr=False, concurrent=False)
@@ -240,7 +240,7 @@ def test_an_earlier_turns_reasoning_is_withheld_at_the_turn_boundary_and_recorde
     with capture(**({"semconv_opt_in": dialect} if dialect else {})) as telemetry, emulated.client() as client:
         second = _two_turns(client)
     assert second.output_text == "code_word=unknown"  # under current_turn the model no longer sees it
-    assert [(t.reason, t.id.startswith("rs_")) for t in second.input_transformations or []] == [("turn_boundary", True)]
+    assert [(reason, id.startswith("rs_")) for id, reason in withheld(second)] == [("turn_boundary", True)]
     assert chat_signals(telemetry) == [(), ()]
     first_span, second_span = telemetry.chat_spans()
     assert _reasoning_only(first_span) == {a.RESPONSE_REASONING_CONTEXT: "current_turn"}
@@ -257,7 +257,7 @@ def test_all_turns_renders_the_earlier_turn_back(emulated: Emulator) -> None:
     with capture() as telemetry, emulated.client() as client:
         second = _two_turns(client, ALL_TURNS)
     assert second.output_text.startswith("code_word=CW-")
-    assert second.input_transformations == []
+    assert withheld(second) == []
     assert chat_signals(telemetry) == [(), ()]
     assert _reasoning_only(telemetry.chat_spans()[1]) == {
         a.RESPONSE_REASONING_CONTEXT: "all_turns",
@@ -272,7 +272,7 @@ def test_a_changed_safety_identifier_is_named_with_its_fix(emulated: Emulator) -
         same = _two_turns(client, ALL_TURNS, {"safety_identifier": "user-a"}, safety_identifier="user-a")
         unnamed = _two_turns(client, ALL_TURNS, {"safety_identifier": "user-a"})  # names none: no mismatch
     assert changed.output_text == "code_word=unknown"
-    assert [t.reason for t in changed.input_transformations or []] == ["end_user_mismatch"]
+    assert withheld_reasons(changed) == ["end_user_mismatch"]
     assert same.output_text.startswith("code_word=CW-")
     assert unnamed.output_text.startswith("code_word=CW-")
     assert chat_signals(telemetry) == [(), ("reasoning_withheld",), (), (), (), ()]
@@ -294,7 +294,7 @@ def test_an_edited_prefix_has_the_reasoning_withheld(emulated: Emulator) -> None
         same = _two_turns(client, ALL_TURNS, prefix=[opening])
         # Instructions sent as a message each turn are no prefix of it (as `instructions` is none).
         instructed = _two_turns(client, ALL_TURNS, prefix=[{"role": "developer", "content": "Be brief."}, opening])
-    assert [t.reason for t in edited.input_transformations or []] == ["prefix_mismatch"]
+    assert withheld_reasons(edited) == ["prefix_mismatch"]
     assert edited.output_text == "code_word=unknown"
     assert same.output_text.startswith("code_word=CW-")
     assert instructed.output_text.startswith("code_word=CW-")
