@@ -30,11 +30,12 @@ from .._analysis.checks import (
     Situation,
     accepted_by_api,
     confirmed_by_api,
+    confirmed_by_response,
     run_request_checks,
     run_response_checks,
     tool_calls_check,
 )
-from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Identity, RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage, lineage_of
 from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
 from .._telemetry.telemetry import Telemetry
@@ -42,6 +43,7 @@ from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
 from ..config import Settings
 from ..ledger import AsyncCallLedger, CallLedger, LedgerView
 from ..signals import ContextLossError, Signal
+from .identity import identity_of
 from .operations import Operation
 from .providers import provider_of_client
 
@@ -117,6 +119,17 @@ def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     return None
 
 
+def _answer(exc: BaseException | None) -> str | None:
+    """The message of the API's error (the SDK's, and its body's): read only to tell which refusal it is, never
+    recorded (it may echo payload)."""
+    if exc is None:
+        return None
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, Mapping) else None
+    parts = [text for text in (message, getattr(exc, "message", None)) if isinstance(text, str)]
+    return " ".join(parts) or None
+
+
 @contextmanager
 def parsing(call: Call) -> Iterator[None]:
     """While the SDK parses this call's response, a failure to parse keeps the unparsed ``Response``."""
@@ -167,11 +180,13 @@ class Call:
         exempt: frozenset[str] = frozenset(),
         endpoint: Endpoint | None = None,
         dropped: frozenset[str] = frozenset(),
+        identity: Identity | None = None,
     ) -> None:
         """The request's facts. ``exempt``: signals this call may not raise (a WebSocket connection's own latest
         response may be continued unstored); ``endpoint``: the server and provider when the caller knows them (a
         library's call has no SDK resource ``instance``); ``dropped``: signals whose premise this call's server does
-        not share (a bridged provider), never raised on it."""
+        not share (a bridged provider), never raised on it; ``identity``: whom the call is made as, when read
+        without a client (the proxy reads the request's headers)."""
         self.telemetry = telemetry
         # Telemetry reads only its own few settings (``Recording``); the shared one is built with them all.
         self.settings = settings = cast("Settings", telemetry.settings)
@@ -183,6 +198,10 @@ class Call:
         self.raw_mode = raw_mode(kwargs)
         self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
+        if identity is not None:
+            self.req.identity = identity
+        elif instance is not None:
+            self.req.identity = identity_of(instance, kwargs, settings.fingerprinter)
         self.analysis = Analysis()
         self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or ``check``)
         self.signals: list[Signal] = []
@@ -383,13 +402,15 @@ class Call:
             resp, exc = outcome.response, outcome.exception
             code = getattr(exc, "code", None) if exc is not None else outcome.error_type
             if code is not None:  # the API's refusal, or the code of a stream's error event
-                self.signals = confirmed_by_api(self.signals, code)
+                self.signals = confirmed_by_api(self.signals, code, _answer(exc), self.analysis.crossed)
             if resp is not None:
                 if outcome.error_type is None and resp.response_id is not None:
                     self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
-                    found = run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                    found = run_response_checks(self.req, self.analysis, resp, Situation(self.settings.zdr, False))
                     self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
+                    if resp.withheld and "encrypted_content_foreign" not in self.dropped:
+                        self.signals = confirmed_by_response(self.signals, resp, self.analysis.crossed)
                 if self.op.remember is not None:
                     self.op.remember(self, resp)
             self.telemetry.end(self, outcome)

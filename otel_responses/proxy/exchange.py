@@ -16,6 +16,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
+from .._analysis.facts import Identity
 from .._patching.call import Call, Endpoint
 from .._patching.paths import Route
 from .._patching.raw_streams import sse_feed
@@ -72,17 +73,18 @@ class Exchange:
         route: Route,
         keywords: Mapping[str, Any] | None,
         endpoint: Endpoint,
+        identity: Identity,
         parent: Context,
         limit: int,
     ) -> Exchange | None:
-        """The call, checked against the ledger (a shared ledger's reads awaited first) and its span opened as a
-        child of the client's own span (``parent``: the context its trace headers carry); None when it cannot be
-        recorded (counted): the request is forwarded all the same."""
+        """The call, made as ``identity``, checked against the ledger (a shared ledger's reads awaited first) and its
+        span opened as a child of the client's own span (``parent``: the context its trace headers carry); None when
+        it cannot be recorded (counted): the request is forwarded all the same."""
         kwargs: Mapping[str, Any] = route.kwargs
         if keywords is not None:
             kwargs = {**keywords, **route.kwargs} if route.kwargs else keywords
         try:
-            call = Call(telemetry, route.operation, None, route.args, kwargs, endpoint=endpoint)
+            call = Call(telemetry, route.operation, None, route.args, kwargs, endpoint=endpoint, identity=identity)
         except Exception:
             telemetry.internal_error("start_call")
             return None
