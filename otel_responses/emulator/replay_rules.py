@@ -84,7 +84,8 @@ class Rule:
 
 
 # The prefix each item type's id must begin with, as the API's refusals name it ("Expected an ID that begins with
-# 'fc'"); a type no refusal named is not checked.
+# 'fc'"); a type no refusal named is not checked. The analysis keeps a table of its own (_analysis/item_ids.py) on
+# purpose: the emulator is what the analysis is tested against, and a shared table would agree with itself.
 ID_PREFIXES: dict[str, str] = {
     "message": "msg",
     "reasoning": "rs",
