@@ -16,11 +16,10 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
-from ._telemetry.pricing import PriceError, PriceTable, load_prices
 from ._telemetry.signal_log import DEFAULT as DEFAULT_LOG_SIGNALS
 from ._telemetry.signal_log import OFF, parse_level
 from .docs_links import page_url
@@ -34,6 +33,9 @@ from .ledger import (
     SharedLedger,
 )
 from .version import install_hint
+
+if TYPE_CHECKING:
+    from ._telemetry.pricing import PriceTable
 
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
 DEFAULT_MAX_ITEM_TYPES = 128
@@ -184,6 +186,9 @@ def _opt_in(value: Any, text: bool) -> frozenset[str]:
 
 
 def _prices(value: Any, text: bool) -> PriceTable | None:
+    """A price table; the pricing code is loaded only when one is given."""
+    from ._telemetry.pricing import PriceError, load_prices
+
     try:
         return load_prices(value)
     except PriceError as exc:

@@ -26,6 +26,13 @@ from otel_responses._analysis.facts import (
 )
 from otel_responses._analysis.held import Held, held_after
 from otel_responses._analysis.lineage import Lineage, lineage_of
+from otel_responses._calls.operations import (
+    OPERATIONS,
+    remember_conversation_items,
+    remember_created,
+    remember_deleted,
+    remember_fetched,
+)
 from otel_responses._items import (
     MAX_NAME,
     SHAPE_FOREIGN,
@@ -35,13 +42,6 @@ from otel_responses._items import (
     item_meta,
     payload_shape,
     reshaped,
-)
-from otel_responses._patching.operations import (
-    OPERATIONS,
-    remember_conversation_items,
-    remember_created,
-    remember_deleted,
-    remember_fetched,
 )
 from otel_responses.config import Settings, settings_from
 from otel_responses.ledger import MAX_GIVEN_OUTPUTS, MAX_HELD_CALLS, MAX_OUTPUT_ITEMS, Entry, InMemoryLedger

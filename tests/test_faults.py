@@ -689,16 +689,16 @@ ALL_MODES = PLAIN_MODES | STREAM_MODES
 
 # step -> (where the wrappers look it up, the attribute there, the modes that reach it)
 STEPS: dict[str, tuple[str, str, frozenset[str]]] = {
-    "facts.request_facts": ("otel_responses._patching.operations", "request_facts", ALL_MODES),
-    "analysis.analyse": ("otel_responses._patching.call", "analyse", ALL_MODES),
-    "checks.run_request_checks": ("otel_responses._patching.call", "run_request_checks", ALL_MODES),
-    "checks.run_response_checks": ("otel_responses._patching.call", "run_response_checks", ALL_MODES),
+    "facts.request_facts": ("otel_responses._calls.operations", "request_facts", ALL_MODES),
+    "analysis.analyse": ("otel_responses._calls.call", "analyse", ALL_MODES),
+    "checks.run_request_checks": ("otel_responses._calls.call", "run_request_checks", ALL_MODES),
+    "checks.run_response_checks": ("otel_responses._calls.call", "run_response_checks", ALL_MODES),
     "telemetry.Telemetry.end": ("otel_responses._telemetry.telemetry.Telemetry", "end", ALL_MODES),
     "telemetry.Telemetry.start": ("otel_responses._telemetry.telemetry.Telemetry", "start", ALL_MODES),
     # The operation table holds `read_response` itself; it fails when what it calls fails.
-    "operations.read_response": ("otel_responses._patching.operations", "response_facts", PLAIN_MODES),
+    "operations.read_response": ("otel_responses._calls.operations", "response_facts", PLAIN_MODES),
     "ledger.InMemoryLedger.record": ("otel_responses.ledger.InMemoryLedger", "record", ALL_MODES),
-    "streams.StreamObserver.event": ("otel_responses._patching.streams.StreamObserver", "event", STREAM_MODES),
+    "streams.StreamObserver.event": ("otel_responses._calls.observer.StreamObserver", "event", STREAM_MODES),
 }
 # Steps whose failure is swallowed where no telemetry is at hand (so logged, not counted), with the reason.
 UNCOUNTED: dict[str, str] = {
@@ -794,9 +794,9 @@ def test_a_failure_to_count_an_internal_failure_is_logged_with_its_step(
 ) -> None:
     from otel_responses._patching import shared
 
-    telemetry = shared._telemetry
-    assert telemetry is not None
-    monkeypatch.setattr(telemetry.metrics, "internal_errors", _BrokenCounter())
+    runtime = shared._runtime
+    assert runtime is not None
+    monkeypatch.setattr(runtime.telemetry.metrics, "internal_errors", _BrokenCounter())
     caplog.set_level(logging.DEBUG, logger="otel_responses")
     runner, action, _ = SESSIONS["sync"]
     expected = _baseline(captured, "sync")

@@ -14,9 +14,9 @@ from otel_responses._analysis.analysis import analyse
 from otel_responses._analysis.checks import REQUEST_CHECKS, SINGLE_TURN_CHECKS, Situation, run_request_checks
 from otel_responses._analysis.facts import SINGLE_TURN, ResponseFacts, request_facts, response_facts, with_stream_items
 from otel_responses._analysis.lineage import Lineage
+from otel_responses._calls.observer import as_fields, streamed_items
+from otel_responses._calls.operations import remember_created
 from otel_responses._items import item_meta
-from otel_responses._patching.operations import remember_created
-from otel_responses._patching.streams import as_fields, streamed_items
 from otel_responses.config import settings_from
 from otel_responses.ledger import InMemoryLedger
 

@@ -278,7 +278,7 @@ def test_every_patched_class_is_left_exactly_as_it_was(emulator: Emulator) -> No
 def test_an_internal_failure_is_swallowed_counted_and_logged_without_payload(
     emulator: Emulator, captured: Captured, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    import otel_responses._patching.call as wrappers
+    import otel_responses._calls.call as wrappers
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("payload-like text that must not be logged")

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_responses._patching.shared import telemetry_for
+from otel_responses._calls.runtime import runtime_for
 from otel_responses._patching.websocket import closed
 from otel_responses._patching.wrappers import Switch
 from otel_responses.integrations.litellm_websocket import forward, guard, record
@@ -70,8 +70,8 @@ def relay_one(frame: dict[str, Any], *, strict: bool, fail_first_open: bool) -> 
     if fail_first_open:
         provider.add_span_processor(FailsFirstStart())
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry = telemetry_for({"hash_key": "relay-tests", "strict": strict, "ledger": InMemoryLedger()}, provider)
-    relay, wrapper, sent = Relay(), guard(Switch(), telemetry), []
+    runtime = runtime_for({"hash_key": "relay-tests", "strict": strict, "ledger": InMemoryLedger()}, provider)
+    relay, wrapper, sent = Relay(), guard(Switch(), runtime), []
 
     async def guard_frame() -> Guarded:
         return Guarded(json.dumps(frame))

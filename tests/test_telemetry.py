@@ -1,4 +1,4 @@
-"""Telemetry from a call, tested with a plain :class:`~otel_responses._patching.call.Call` and the real OpenTelemetry
+"""Telemetry from a call, tested with a plain :class:`~otel_responses._calls.call.Call` and the real OpenTelemetry
 SDK: no client, no server. What a call's span and metrics carry is read from the call and its outcome alone; metrics are
 recorded in the context of the call's own span (their exemplars lead to it, not to the app's span); a span that
 is not recording gets nothing more built, while the metrics, the signals and the ledger work as for any call.
@@ -20,8 +20,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler
 
 from otel_responses._analysis.facts import response_facts
-from otel_responses._patching.call import Call
-from otel_responses._patching.operations import OPERATIONS
+from otel_responses._calls.call import Call
+from otel_responses._calls.operations import OPERATIONS
+from otel_responses._calls.runtime import Runtime
 from otel_responses._telemetry import spans as span_side
 from otel_responses._telemetry.recorded import Outcome, Server
 from otel_responses._telemetry.telemetry import Telemetry
@@ -44,10 +45,11 @@ class Harness:
         self.settings = settings_from({"hash_key": "telemetry-tests", "ledger": self.ledger})
         tracer, meter = self.tracer_provider.get_tracer("t"), self.meter_provider.get_meter("t")
         self.telemetry = Telemetry(tracer, meter, self.settings)
+        self.runtime = Runtime(self.settings, self.telemetry)
 
     def call(self, **kwargs: Any) -> Call:
-        call = Call(self.telemetry, OPERATIONS["chat"], None, (), {"model": "gpt-test", **kwargs}, endpoint=ENDPOINT)
-        call.start()
+        call = Call.begin(self.runtime, OPERATIONS["chat"], (), {"model": "gpt-test", **kwargs}, ENDPOINT)
+        assert call is not None
         return call
 
     def points(self, name: str) -> list[Any]:

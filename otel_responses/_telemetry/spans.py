@@ -90,7 +90,7 @@ def finish(span: Span, call: Call, outcome: Outcome, context_loss: bool, store: 
     """The response side of a recording span, its signal events and its status (the caller ends it)."""
     req, resp = call.req, outcome.response
     attrs: Attributes = {}
-    _put(attrs, a.TOOL_CALLS_CHECK, call.tool_check(resp))
+    _put(attrs, a.TOOL_CALLS_CHECK, call.tool_check)
     signals = call.signals
     if signals:
         attrs[a.SIGNALS] = list(dict.fromkeys(s.name for s in signals))

@@ -7,7 +7,7 @@ The relay (``ResponsesWebSocketStreaming``) calls none of litellm's public funct
 sees it; its own steps are the seams. It forwards one client frame at a time:
 
 - ``BaseLLMHTTPHandler.async_responses_websocket`` runs the session: where the upstream is (``api_base``);
-- ``_forward_guarded_frame`` takes one client frame through the relay: a call checked but never sent (the frame
+- ``_forward_guarded_frame`` takes one client frame through the relay: a call begun but never sent (the frame
   refused by the gateway's admission, or failing first) is dropped at its end;
 - ``_guard_frame`` returns the frame after the gateway's guardrails, with the ids the client holds (litellm's
   encoded response ids, the layer the HTTP route's spans read too): the request is read and checked here; strict
@@ -32,23 +32,21 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
-from .._patching.call import Call, Endpoint
+from .._calls.call import Call, Endpoint
+from .._calls.observer import OBSERVED_EVENTS, Fields
+from .._calls.operations import OPERATIONS
+from .._calls.runtime import Runtime
 from .._patching.hooks import Seam, Wrapper
-from .._patching.operations import OPERATIONS
 from .._patching.providers import provider_of_litellm, server_of
-from .._patching.streams import OBSERVED_EVENTS, Fields, StreamObserver
 from .._patching.websocket import closed, exempt, raw_create_fields, received, refusal_event, track
 from .._patching.wrappers import Switch
 from .._telemetry.recorded import NOTHING_READ
-from .._telemetry.telemetry import Telemetry
-from ..signals import ContextLossError
 
 _log = logging.getLogger(__name__)
 _HANDLERS = "litellm.llms.custom_httpx.llm_http_handler"
 _RELAY_MODULE = "litellm.responses.streaming_iterator"
 _RELAY = "ResponsesWebSocketStreaming"
-_CHECKED = "_otel_responses_checked"  # on the relay: the frame's call, checked, and its body, until it leaves
-_SENT = "_otel_responses_sent"  # on the relay: the observer of the frame being sent, until the forward returns
+_FRAME = "_otel_responses_frame"  # on the relay: the frame's call and its body, until its forward returns
 _API_BASE_POSITION = 4  # async_responses_websocket(self, model, websocket, logging_obj, config, api_base, ...)
 # Marks of the events an observer reads (the others are not parsed: one substring test each), and of a lane.
 _MARKS = (*sorted(OBSERVED_EVENTS - {"error"}), '"type":"error"', '"type": "error"', '"stream_id"')
@@ -74,39 +72,41 @@ def session(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], k
 
 
 async def forward(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``_forward_guarded_frame``: one frame's way through the relay. A failure after the span opened (the send) ends
-    it; a call checked but not sent is dropped from the in-flight record."""
+    """``_forward_guarded_frame``: one frame's way through the relay. A failure ends the frame's call; a call begun
+    but not sent is dropped from the in-flight record."""
     token = _FORWARDING.set(True)
     try:
         return await wrapped(*args, **kwargs)
     except BaseException as exc:
-        sent = _take(instance, _SENT)
-        if isinstance(sent, StreamObserver):
-            sent.raised(exc)
+        held = _held(instance)
+        if held is not None:
+            held[0].raised(exc)
         raise
     finally:
         _FORWARDING.reset(token)
-        _take(instance, _SENT)
-        checked = _take(instance, _CHECKED)
-        if checked is not None:
-            with contextlib.suppress(Exception):
-                checked[0].discard()
+        held = _held(instance, take=True)
+        if held is not None and not held[0].opened:
+            held[0].end(NOTHING_READ)
 
 
-def guard(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def guard(switch: Switch, runtime: Runtime) -> Wrapper:
     """``_guard_frame``: the guarded ``response.create`` is read and checked; strict mode refuses it here."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         guarded = await wrapped(*args, **kwargs)
         if guarded is None or not _FORWARDING.get() or not switch.enabled():
             return guarded
-        checked = await _checked(telemetry, instance, getattr(guarded, "frame", None))
+        checked = await _checked(runtime, instance, getattr(guarded, "frame", None))
         if checked is None:
             return guarded
-        opened, refusal = _refusal(checked[0])
-        if refusal is None:
-            if not opened and not _put(instance, _CHECKED, checked):
-                checked[0].discard()  # a relay that takes no attribute: the frame goes on unrecorded
+        call = checked[0]
+        if not call.refuses:
+            if not _hold(instance, checked):
+                call.end(NOTHING_READ)  # a relay that takes no attribute: the frame goes on unrecorded
+            return guarded
+        refusal = call.refusal() if call.open() else None
+        if refusal is None:  # the span or the refusal could not be made (counted): the frame goes on unrecorded
+            call.end(NOTHING_READ)
             return guarded
         with contextlib.suppress(Exception):
             await instance.websocket.send_text(refusal_event(refusal))
@@ -117,19 +117,11 @@ def guard(switch: Switch, telemetry: Telemetry) -> Wrapper:
 
 def record(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``_record_client_frame``: the checked frame leaves now; its span opens and waits on its lane for the events."""
-    checked = _take(instance, _CHECKED)
-    if checked is not None:
-        call, fields = checked
-        try:
-            call.open(attach=False)
-        except Exception:
-            call.telemetry.internal_error("start_call")
-            call.discard()
-        else:
-            observer = track(call, instance, fields)
-            if observer is None:
-                call.end(NOTHING_READ)
-            _put(instance, _SENT, observer)
+    held = _held(instance)
+    if held is not None and not held[0].opened:
+        call, fields = held
+        if call.open() and track(call, instance, fields) is None:
+            call.end(NOTHING_READ)
     return wrapped(*args, **kwargs)
 
 
@@ -175,8 +167,8 @@ def request_of(frame: Any) -> dict[str, Any] | None:
     return {**fields, **nested} if isinstance(nested, Mapping) else fields
 
 
-async def _checked(telemetry: Telemetry, relay: Any, frame: Any) -> tuple[Call, dict[str, Any]] | None:
-    """The frame's call, checked against the ledger (its reads awaited first), with the body read; None for a frame
+async def _checked(runtime: Runtime, relay: Any, frame: Any) -> tuple[Call, dict[str, Any]] | None:
+    """The frame's call, begun (its reads awaited, checked, not yet opened), with the body read; None for a frame
     that is no ``response.create``, or (counted) one that could not be read."""
     try:
         fields = request_of(frame)
@@ -185,17 +177,12 @@ async def _checked(telemetry: Telemetry, relay: Any, frame: Any) -> tuple[Call, 
         model = getattr(relay, "authorized_model", None)
         if isinstance(model, str) and model:  # the relay sends every frame with the session's model
             fields["model"] = model
-        call = Call(telemetry, OPERATIONS["chat"], None, (), fields, exempt(relay, fields), endpoint=_endpoint(relay))
+        skipped, endpoint = exempt(relay, fields), _endpoint(relay)
     except Exception:
-        telemetry.internal_error("start_call")
+        runtime.telemetry.internal_error("start_call")
         return None
-    await call.await_reads()
-    try:
-        call.check()
-    except Exception:
-        telemetry.internal_error("start_call")
-        return None
-    return call, fields
+    call = await Call.begin_async(runtime, OPERATIONS["chat"], (), fields, endpoint, exempt=skipped, opens=False)
+    return None if call is None else (call, fields)
 
 
 def _endpoint(relay: Any) -> Endpoint:
@@ -204,43 +191,28 @@ def _endpoint(relay: Any) -> Endpoint:
     return server, provider_of_litellm(provider if isinstance(provider, str) else None, server.address)
 
 
-def _refusal(call: Call) -> tuple[bool, ContextLossError | None]:
-    """Strict mode's refusal of a checked frame, its span opened and ended with it; and whether the call was opened
-    here: then, refused or not, it is done with (ended, or discarded when its span failed to open) and the frame goes
-    on unrecorded. A call not opened here opens as its frame leaves."""
-    if not call.settings.strict or not any(s.refusable for s in call.signals):
-        return False, None
-    try:
-        call.open(attach=False)
-    except Exception:
-        call.telemetry.internal_error("start_call")
-        call.discard()
-        return True, None
-    error = call.refusal()
-    if error is None:  # the refusal could not be built (counted): the frame goes on, its span ends now
-        call.end(NOTHING_READ)
-    return True, error
-
-
-def _put(relay: Any, name: str, value: Any) -> bool:
-    """Hold ``value`` on the relay under ``name`` (``_take`` takes it off); False for a relay that takes no
-    attribute."""
+def _hold(relay: Any, checked: tuple[Call, dict[str, Any]]) -> bool:
+    """Hold the frame's call on the relay until its forward returns; False for a relay that takes no attribute."""
     if not hasattr(relay, "__dict__"):
         return False
-    relay.__dict__[name] = value
+    relay.__dict__[_FRAME] = checked
     return True
 
 
-def _take(relay: Any, name: str) -> Any:
-    """What the relay held under ``name``, taken off it (None if nothing)."""
-    return relay.__dict__.pop(name, None) if hasattr(relay, "__dict__") else None
+def _held(relay: Any, take: bool = False) -> tuple[Call, dict[str, Any]] | None:
+    """The frame's call the relay holds (``take``: taken off it), if any."""
+    attributes = getattr(relay, "__dict__", None)
+    if attributes is None:
+        return None
+    held: tuple[Call, dict[str, Any]] | None = attributes.pop(_FRAME, None) if take else attributes.get(_FRAME)
+    return held
 
 
-def seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
+def seams(switch: Switch, runtime: Runtime) -> list[Seam]:
     return [
         Seam(_HANDLERS, "BaseLLMHTTPHandler", "async_responses_websocket", session),
         Seam(_RELAY_MODULE, _RELAY, "_forward_guarded_frame", forward),
-        Seam(_RELAY_MODULE, _RELAY, "_guard_frame", guard(switch, telemetry)),
+        Seam(_RELAY_MODULE, _RELAY, "_guard_frame", guard(switch, runtime)),
         Seam(_RELAY_MODULE, _RELAY, "_record_client_frame", record),
         Seam(_RELAY_MODULE, _RELAY, "_record_backend_event", backend_event),
         Seam(_RELAY_MODULE, _RELAY, "_log_open_turns", upstream_ended),

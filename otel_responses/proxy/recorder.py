@@ -22,13 +22,13 @@ from opentelemetry import propagate
 from opentelemetry.context import Context
 from yarl import URL
 
+from .._calls.call import Endpoint
+from .._calls.observer import Fields
+from .._calls.runtime import Runtime
 from .._patching import websocket as seam
-from .._patching.call import Endpoint
 from .._patching.providers import is_azure_host
-from .._patching.streams import Fields
 from .._patching.wrappers import Switch
 from .._telemetry.recorded import Server
-from .._telemetry.telemetry import Telemetry
 from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
 from ..signals import ContextLossError
 from . import errors, unrecorded
@@ -82,10 +82,11 @@ _FAILURES: dict[str, type[Exception]] = {}
 class Recorder:
     """Records what the relay hands over; one per proxy, its frames handled one at a time, in order."""
 
-    def __init__(self, settings: ProxySettings, telemetry: Telemetry) -> None:
+    def __init__(self, settings: ProxySettings, runtime: Runtime) -> None:
         self.settings = settings
-        self.telemetry = telemetry
-        self.strict = bool(getattr(telemetry.settings, "strict", False))
+        self.runtime = runtime
+        self.telemetry = telemetry = runtime.telemetry
+        self.strict = runtime.settings.strict
         self.unrecorded = unrecorded.Unrecorded(telemetry.meter)
         self._endpoints = endpoints_of(settings)
         # Strict mode reads a body up to the body limit (it waits for its verdict); otherwise the analysis bound
@@ -95,7 +96,7 @@ class Recorder:
         )
         self._base_url = URL(settings.upstream.url)
         switch = Switch()
-        self._send = seam.async_send_wrapper(switch, telemetry)
+        self._send = seam.async_send_wrapper(switch, runtime)
         self._calls: dict[int, Exchange] = {}
         self._sockets: dict[int, Socket] = {}
         self._handlers: dict[str, Callable[[Message], Any]] = {
@@ -183,7 +184,7 @@ class Recorder:
                 return self._refused(exc.reason, wait)
         parent = propagate.extract(read)
         endpoint = self._endpoints[1] if found.azure else self._endpoints[0]
-        exchange = await Exchange.begin(self.telemetry, found, keywords, endpoint, parent, settings.max_body_bytes)
+        exchange = await Exchange.begin(self.runtime, found, keywords, endpoint, parent, settings.max_body_bytes)
         if exchange is None:
             return _NOTHING if wait else None
         refusal = exchange.refusal()

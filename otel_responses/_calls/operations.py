@@ -35,7 +35,7 @@ Reader = Callable[[Any, Settings, "str | None"], "ResponseFacts | None"]
 
 
 class CallState(Protocol):
-    """What a call's end tells the ledger from: a :class:`~otel_responses._patching.call.Call` has all of it (so
+    """What a call's end tells the ledger from: a :class:`~otel_responses._calls.call.Call` has all of it (so
     may a test)."""
 
     @property
@@ -111,7 +111,7 @@ def read_response(result: Any, settings: Settings, request_id: str | None) -> Re
     return response_facts(result, settings, request_id)
 
 
-def _read_nothing(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
+def read_nothing(result: Any, settings: Settings, request_id: str | None) -> ResponseFacts | None:
     return ResponseFacts.empty(request_id)
 
 
@@ -341,11 +341,11 @@ OPERATIONS: dict[str, Operation] = {
         Operation(CHAT, _chat_facts(CHAT), read_response, remember_created, records_usage=True),
         Operation(FETCH, _target_facts(FETCH), read_response, remember_fetched),
         Operation("cancel_response", _target_facts("cancel_response"), read_response, remember_fetched),
-        Operation("delete_response", _target_facts("delete_response"), _read_nothing, remember_deleted),
+        Operation("delete_response", _target_facts("delete_response"), read_nothing, remember_deleted),
         Operation(
             OPERATION_COMPACT, _chat_facts(OPERATION_COMPACT), read_response, remember_compacted, records_usage=True
         ),
-        Operation("list_input_items", _target_facts("list_input_items"), _read_nothing),
+        Operation("list_input_items", _target_facts("list_input_items"), read_nothing),
         Operation("count_input_tokens", _chat_facts("count_input_tokens"), _read_input_tokens),
         Operation(
             CREATE_CONVERSATION,
@@ -353,23 +353,23 @@ OPERATIONS: dict[str, Operation] = {
             _read_conversation,
             remember_conversation_items,
         ),
-        Operation("retrieve_conversation", _conversation_facts("retrieve_conversation"), _read_nothing),
-        Operation("update_conversation", _conversation_facts("update_conversation"), _read_nothing),
-        Operation("delete_conversation", _conversation_facts("delete_conversation"), _read_nothing),
+        Operation("retrieve_conversation", _conversation_facts("retrieve_conversation"), read_nothing),
+        Operation("update_conversation", _conversation_facts("update_conversation"), read_nothing),
+        Operation("delete_conversation", _conversation_facts("delete_conversation"), read_nothing),
         Operation(
             "create_conversation_items",
             _conversation_facts("create_conversation_items", "items"),
-            _read_nothing,
+            read_nothing,
             remember_conversation_items,
         ),
-        Operation("list_conversation_items", _conversation_facts("list_conversation_items"), _read_nothing),
+        Operation("list_conversation_items", _conversation_facts("list_conversation_items"), read_nothing),
         Operation(
-            "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), _read_nothing
+            "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), read_nothing
         ),
         Operation(
             "delete_conversation_item",
             _conversation_facts("delete_conversation_item", by_item=True),
-            _read_nothing,
+            read_nothing,
             remember_conversation_item_deleted,
         ),
     )

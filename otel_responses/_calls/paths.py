@@ -14,8 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 from urllib.parse import unquote
 
-from .operations import OPERATIONS, Operation
-from .operations import _read_nothing as read_nothing
+from .operations import OPERATIONS, Operation, read_nothing
 
 # What may stand between the API root and an operation's path: Azure's resource prefix (a deployment's too) and the
 # version segment.

@@ -1,19 +1,22 @@
 """One instrumented call, as one object: the invocation. It owns everything the call knows — its request facts, its
 view of the ledger, the analysis and the request-side signals, its lineage, its span, the span's context and the
-token that made it current, its start and duration — and it ends once, with an :class:`Outcome`, handed whole to
-``Telemetry.end``.
+token that made it current, its start and duration — and its whole life: :meth:`Call.begin` (or its async twin)
+runs the start sequence once (build, the ledger's reads, the request checks, the span, the in-flight record left
+again on failure, a failure counted), and :meth:`Call.end` ends it once, however many of its holders end it, with
+an :class:`Outcome`: the response checks, the tool-call check, the ledger, then ``Telemetry.end``, which only
+writes.
 
-Wrappers, stream proxies and library seams all drive a :class:`Call`; it knows none of them. Every method swallows
-its own failures: the app never sees one.
+Wrappers, stream observers, library seams and the proxy all drive a :class:`Call`; it knows none of them. Every
+method swallows its own failures: the app never sees one.
 
-Two context variables stay, each because nothing else reaches where it is read: ``PARSING`` (the SDK's module-level
+One context variable stays, because nothing else reaches where it is read: ``PARSING`` (the SDK's module-level
 ``parse_response``, called deep inside ``responses.parse`` with none of our objects in reach, leaves the unparsed
-``Response`` with the call being parsed) and ``LIBRARY_CALL`` (a library's outer seam tells the SDK wrappers, far
-below it in the same context, that the call is recorded already).
+``Response`` with the call being parsed).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
@@ -36,50 +39,20 @@ from .._analysis.checks import (
 )
 from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage, lineage_of
-from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Outcome, Server
-from .._telemetry.telemetry import Telemetry
-from ..attributes import OPERATION_CHAT, PROVIDER_OPENAI, REQUEST_ID
-from ..config import Settings
+from .._telemetry.recorded import NOTHING_READ, Outcome, Server
+from ..attributes import OPERATION_CHAT, REQUEST_ID
 from ..ledger import AsyncCallLedger, CallLedger, LedgerView
 from ..signals import ContextLossError, Signal
 from .operations import Operation
-from .providers import provider_of_client
+from .runtime import Runtime
 
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 _RAW_HEADER = "X-Stainless-Raw-Response"
-
-# A library's call (litellm, DSPy) in progress in this context: while it is, the SDK wrappers record nothing, so a
-# library that reaches the Responses API through the `openai` SDK is recorded once, at its own seam.
-LIBRARY_CALL: ContextVar[object | None] = ContextVar("otel_responses_library_call", default=None)
 
 # The call whose SDK is turning a `Response` into a `ParsedResponse` (`responses.parse`): the patched
 # `parse_response` keeps the `Response` there when that fails, so what the API said is still recorded.
 PARSING: ContextVar[Call | None] = ContextVar("otel_responses_parsing", default=None)
 
 Endpoint = tuple[Server, str]  # the server and the GenAI provider name
-_last_endpoint: tuple[object, object, Endpoint] = (None, None, (NO_SERVER, PROVIDER_OPENAI))
-
-
-def _endpoint(instance: Any) -> Endpoint:
-    """Host and port of the client's base URL, and the provider it reaches (Azure OpenAI by the client's class or
-    its host). The last answer is kept by the URL object's and the client class's identity (the client's own, the
-    same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
-    global _last_endpoint
-    client = getattr(instance, "_client", None)
-    url = getattr(client, "base_url", None)
-    kind = type(client)
-    last = _last_endpoint
-    if url is last[0] and kind is last[1] and url is not None:
-        return last[2]
-    host = getattr(url, "host", None)
-    if not isinstance(host, str) or not host:
-        return NO_SERVER, provider_of_client(kind, None)
-    port = getattr(url, "port", None)
-    if not isinstance(port, int):
-        port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
-    endpoint: Endpoint = (Server(host, port), provider_of_client(kind, host))
-    _last_endpoint = (url, kind, endpoint)
-    return endpoint
 
 
 def raw_request_id(result: Any) -> str | None:
@@ -130,10 +103,13 @@ def parsing(call: Call) -> Iterator[None]:
 class Call:
     """The instrumentation's part of one call; every method swallows its own failures.
 
-    Built from the request (facts only), then checked against the ledger (``check``), opened (``open``: the span),
-    and ended once (``end``). ``start`` is the two steps a wrapper takes together."""
+    Begun once (:meth:`begin`, :meth:`begin_async`): built from the request (facts only), checked against the ledger,
+    and opened (the span), now or (a library's call, the proxy's WebSocket frames) when its request really leaves
+    (:meth:`open`). Ended once (:meth:`end`, or :meth:`returned` / :meth:`raised`, which read what ended it): whoever
+    ends it first ends it, the others do nothing. A call ended before it opened only leaves its in-flight record."""
 
     __slots__ = (
+        "_ending",
         "analysed",
         "analysis",
         "context",
@@ -145,8 +121,10 @@ class Call:
         "ledger",
         "lineage",
         "op",
+        "opened",
         "raw_mode",
         "req",
+        "runtime",
         "server",
         "settings",
         "signals",
@@ -154,40 +132,42 @@ class Call:
         "started",
         "telemetry",
         "token",
+        "tool_check",
         "unparsed",
     )
 
     def __init__(
         self,
-        telemetry: Telemetry,
+        runtime: Runtime,
         op: Operation,
-        instance: Any,
         args: tuple[Any, ...],
         kwargs: Any,
+        endpoint: Endpoint,
         exempt: frozenset[str] = frozenset(),
-        endpoint: Endpoint | None = None,
         dropped: frozenset[str] = frozenset(),
     ) -> None:
-        """The request's facts. ``exempt``: signals this call may not raise (a WebSocket connection's own latest
-        response may be continued unstored); ``endpoint``: the server and provider when the caller knows them (a
-        library's call has no SDK resource ``instance``); ``dropped``: signals whose premise this call's server does
-        not share (a bridged provider), never raised on it."""
-        self.telemetry = telemetry
-        # Telemetry reads only its own few settings (``Recording``); the shared one is built with them all.
-        self.settings = settings = cast("Settings", telemetry.settings)
+        """The request's facts. ``endpoint``: the server and provider the call reaches; ``exempt``: signals this call
+        may not raise (a WebSocket connection's own latest response may be continued unstored); ``dropped``: signals
+        whose premise this call's server does not share (a bridged provider), never raised on it."""
+        self.runtime = runtime
+        self.telemetry = runtime.telemetry
+        self.settings = settings = runtime.settings
         self.ledger: CallLedger = settings.ledger.for_call()
         self.op = op
         self.exempt = exempt
         self.dropped = dropped
-        self.server, provider = endpoint if endpoint is not None else _endpoint(instance)
+        self.server, provider = endpoint
         self.raw_mode = raw_mode(kwargs)
         self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
         self.analysis = Analysis()
-        self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or ``check``)
+        self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or the check)
         self.signals: list[Signal] = []
+        self.tool_check: str | None = None
         self.lineage = Lineage()
         self.flight: str | None = None
+        self.opened = False
+        self._ending = threading.Lock()  # taken, never released, by the first end: the others then do nothing
         self.span: Span = INVALID_SPAN
         self.context: Context | None = None
         self.token: Token[Context] | None = None
@@ -198,38 +178,104 @@ class Call:
 
     # -- the beginning --------------------------------------------------------------------------------------------
 
+    @classmethod
+    def begin(
+        cls,
+        runtime: Runtime,
+        op: Operation,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        endpoint: Endpoint,
+        *,
+        exempt: frozenset[str] = frozenset(),
+        dropped: frozenset[str] = frozenset(),
+        opens: bool = True,
+        attach: bool = True,
+        view: CallLedger | None = None,
+    ) -> Call | None:
+        """The start sequence, once: the call built, checked against the ledger (strict mode's refusal is known
+        then) and, with ``opens``, opened (``attach``: its span's context made current). None, counted, when any step
+        failed: the app's call goes on unrecorded, and no in-flight record is left behind. ``view``: the ledger view
+        to read through (a library's retry reads what its first attempt read)."""
+        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped)
+        if call is None:
+            return None
+        if view is not None:
+            call.ledger = view
+        return call._started(opens, attach)
+
+    @classmethod
+    async def begin_async(
+        cls,
+        runtime: Runtime,
+        op: Operation,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        endpoint: Endpoint,
+        *,
+        exempt: frozenset[str] = frozenset(),
+        dropped: frozenset[str] = frozenset(),
+        opens: bool = True,
+        attach: bool = True,
+    ) -> Call | None:
+        """:meth:`begin` in a coroutine: a shared ledger's reads for the call are awaited first (never run on the
+        event loop), and the check then reads what they found."""
+        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped)
+        if call is None:
+            return None
+        await call._await_reads()
+        return call._started(opens, attach)
+
+    @classmethod
+    def _built(
+        cls,
+        runtime: Runtime,
+        op: Operation,
+        args: tuple[Any, ...],
+        kwargs: Any,
+        endpoint: Endpoint,
+        exempt: frozenset[str],
+        dropped: frozenset[str],
+    ) -> Call | None:
+        try:
+            return cls(runtime, op, args, kwargs, endpoint, exempt, dropped)
+        except Exception:
+            runtime.telemetry.internal_error("start_call")
+            return None
+
+    def _started(self, opens: bool, attach: bool) -> Call | None:
+        try:
+            self._check()
+            if opens and not self.open(attach):
+                return None
+        except Exception:
+            self.telemetry.internal_error("start_call")
+            self._discard()
+            return None
+        return self
+
     def reads(self, ledger: LedgerView) -> None:
-        """Every read this call makes of the ledger, as ``check`` makes them: its analysis, and whether the parent it
-        continues was continued already. Once they run through, ``check`` takes the analysis they made."""
+        """Every read this call makes of the ledger, as its check makes them: its analysis, and whether the parent it
+        continues was continued already. Once they run through, the check takes the analysis they made."""
         analysis = analyse(self.req, ledger)
         continued = _continued(self.req, analysis)
         if continued is not None:
             ledger.has_child(continued)
         self.analysis, self.analysed = analysis, True
 
-    async def await_reads(self) -> None:
+    async def _await_reads(self) -> None:
         """For a ledger that reads a shared store asynchronously: this call's reads of it (``reads``, run until they
         ask for nothing unread), awaited, never run on the event loop; from here on the call's view answers from what
         they found. A failure of the reads marks the call (its span says the ledger was unavailable); a bug is
         counted, and the analysis goes on."""
-        ledger = self.settings.ledger
-        if getattr(ledger, "reads_asynchronously", False) is not True:
+        if getattr(self.runtime.ledger, "reads_asynchronously", False) is not True:
             return
         try:
             await cast("AsyncCallLedger", self.ledger).prefetch(self.reads)
         except Exception:
             self.telemetry.internal_error("ledger_prefetch")
 
-    def start(self) -> None:
-        """``check`` and ``open`` together; a failure here is the maker's to swallow."""
-        self.check()
-        try:
-            self.open()
-        except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
-            self.discard()
-            raise
-
-    def check(self) -> None:
+    def _check(self) -> None:
         """The analysis against the ledger and the request checks, without a span: a library's call is checked when
         the app makes it (strict mode refuses then) and opened when its request really leaves."""
         req, ledger = self.req, self.ledger
@@ -247,39 +293,57 @@ class Call:
             self.signals = [s for s in signals if s.name not in skipped] if skipped else signals
             self.lineage = lineage_of(req, analysis)
         except BaseException:
-            self.discard()
+            self._discard()
             raise
 
-    def open(self, attach: bool = True) -> None:
-        """The span, and (``attach``) its context made current: not when a library opens it deep in its own frames,
-        possibly under a copy of the app's context that the call's end would not detach from."""
-        self.telemetry.start(self)
+    def open(self, attach: bool = False, parent: Context | None = None) -> bool:
+        """The span, once (a call open already stays so), and (``attach``) its context made current: not when a
+        library opens it deep in its own frames, possibly under a copy of the app's context that the call's end would
+        not detach from. ``parent``: the context the span starts in, when not the current one (the trace a proxy's
+        client sent). False, counted, when the span could not be opened: the call is then over, its in-flight record
+        left."""
+        if self.opened:
+            return True
+        token = otel_context.attach(parent) if parent is not None else None
+        try:
+            self.telemetry.start(self)
+        except Exception:
+            self.telemetry.internal_error("start_call")
+            self._discard()
+            return False
+        except BaseException:  # a span processor or sampler raising: the in-flight record must not outlive us
+            self._discard()
+            raise
+        finally:
+            if token is not None:
+                otel_context.detach(token)
+        self.opened = True
         own = self.span.get_span_context()
         if own.is_valid:
             self.lineage.own = (own.trace_id, own.span_id)
         if attach and self.context is not None:
             self.token = otel_context.attach(self.context)
         self.started = perf_counter()
-
-    def discard(self) -> None:
-        """A checked call that never opened (its library answered from a cache): leave its in-flight record."""
-        flight, self.flight = self.flight, None
-        if flight is not None:
-            self.ledger.leave(flight)
+        return True
 
     @property
     def records_usage(self) -> bool:
         return self.op.records_usage
 
-    def tool_check(self, resp: ResponseFacts | None = None) -> str | None:
-        """``openai_responses.tool_calls.check``; None for a call that carries no state (not a model call)."""
-        return tool_calls_check(self.analysis, self.signals, resp) if self.req.state_mode is not None else None
+    @property
+    def done(self) -> bool:
+        """The call has ended (or was left unopened): nothing more is recorded for it."""
+        return self._ending.locked()
+
+    @property
+    def refuses(self) -> bool:
+        """Strict mode would refuse the request (see :meth:`refusal`)."""
+        return self.settings.strict and any(s.refusable for s in self.signals)
 
     def refusal(self) -> ContextLossError | None:
-        """In strict mode, the error to raise instead of sending; the span is ended with it."""
+        """In strict mode, the error to raise instead of sending; the call ends with it."""
         try:
-            blocking = [s for s in self.signals if s.refusable] if self.settings.strict else []
-            error = ContextLossError(blocking) if blocking else None
+            error = ContextLossError([s for s in self.signals if s.refusable]) if self.refuses else None
         except Exception:
             self.telemetry.internal_error("strict_check")
             return None
@@ -318,6 +382,8 @@ class Call:
 
     def returned(self, result: Any) -> None:
         """The call returned ``result``: read it, then end."""
+        if self.done:
+            return
         error_type = None
         try:
             resp = self._read(result)
@@ -364,6 +430,8 @@ class Call:
     def raised(self, exc: BaseException) -> None:
         """The call raised. When the API answered and only the SDK's parsing of the answer failed, the answer
         is recorded (and remembered) all the same, with the parsing error's type."""
+        if self.done:
+            return
         resp = self._unparsed_facts()
         if resp is not None:
             self.end(Outcome(resp, error_type=type(exc).__qualname__))
@@ -371,14 +439,16 @@ class Call:
             self.end(Outcome(exception=exc))
 
     def end(self, outcome: Outcome) -> None:
-        """The one end of a call: the response checks, the ledger, then telemetry (which ends the span)."""
+        """The one end of a call, run by whoever ends it first: the response checks, the tool-call check and the
+        ledger, then telemetry (which ends the span). A call that never opened (its library answered from a cache, its
+        frame never left) only leaves its in-flight record."""
+        if not self._ending.acquire(blocking=False):
+            return
         self.duration = perf_counter() - self.started
         self.detach()
-        if self.flight is not None:
-            try:
-                self.ledger.leave(self.flight)
-            except Exception:
-                self.telemetry.internal_error("ledger_leave")
+        self._leave()
+        if not self.opened:
+            return
         try:
             resp, exc = outcome.response, outcome.exception
             code = getattr(exc, "code", None) if exc is not None else outcome.error_type
@@ -392,10 +462,25 @@ class Call:
                     self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
                 if self.op.remember is not None:
                     self.op.remember(self, resp)
+            if self.req.state_mode is not None:  # a call that carries no state (not a model call) has no tool check
+                self.tool_check = tool_calls_check(self.analysis, self.signals, resp)
             self.telemetry.end(self, outcome)
         except Exception:
             self.telemetry.internal_error("record_response" if outcome.exception is None else "record_error")
             self._end_span()
+
+    def _discard(self) -> None:
+        """Over without a span: its in-flight record left, and nothing more recorded."""
+        if self._ending.acquire(blocking=False):
+            self._leave()
+
+    def _leave(self) -> None:
+        flight, self.flight = self.flight, None
+        if flight is not None:
+            try:
+                self.ledger.leave(flight)
+            except Exception:
+                self.telemetry.internal_error("ledger_leave")
 
     def _end_span(self) -> None:
         """After a failure while recording: end the span unless that failure came from ending it (a span processor's
