@@ -8,8 +8,10 @@ Messages the proxy writes name the limit or the signal and its fix, never a valu
 
 from __future__ import annotations
 
+import importlib
 import json
-from typing import Any, NamedTuple, cast
+from types import ModuleType
+from typing import Any
 
 from ..signals import ContextLossError
 
@@ -47,12 +49,19 @@ def unreadable_event(message: str) -> str:
     return json.dumps({"type": "error", "status": 400, "error": inner})
 
 
-class _Answer(NamedTuple):
-    """What the SDK's status errors read of an HTTP response: its request, status and headers."""
+def _http() -> ModuleType:
+    """The HTTP library the SDK is built on: ``httpx2`` from openai 3.60, ``httpx`` before. Its errors read the
+    request's headers (to drop credentials) and the response's history, so they get real objects of it."""
+    try:
+        return importlib.import_module("httpx2")
+    except ImportError:
+        return importlib.import_module("httpx")
 
-    request: Any
-    status_code: int
-    headers: dict[str, str]
+
+def _request() -> Any:
+    """A request with no header and a placeholder address: what the SDK's errors keep of the proxy's call (never its
+    credentials, path or body)."""
+    return _http().Request("POST", "http://upstream.invalid/")
 
 
 def status_error(status: int, parsed: Any, request_id: str | None) -> Exception:
@@ -63,8 +72,9 @@ def status_error(status: int, parsed: Any, request_id: str | None) -> Exception:
     name = "InternalServerError" if status >= 500 else _STATUS_ERRORS.get(status, "APIStatusError")
     cls = getattr(openai, name, openai.APIStatusError)
     data = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
+    headers = {"x-request-id": request_id} if request_id is not None else {}
     # The SDK's errors read the request, status and headers of the response they came with; this is all of it.
-    answer: Any = _Answer(None, status, {"x-request-id": request_id} if request_id is not None else {})
+    answer = _http().Response(status, headers=headers, request=_request())
     error: Exception = cls(f"Error code: {status}", response=answer, body=data)
     return error
 
@@ -73,5 +83,5 @@ def connection_error(timed_out: bool) -> Exception:
     """The SDK's exception when the upstream could not be reached (or did not answer in time)."""
     import openai
 
-    request = cast(Any, None)  # the SDK's request object: the proxy has none, and nothing reads it
+    request = _request()
     return openai.APITimeoutError(request) if timed_out else openai.APIConnectionError(request=request)
