@@ -42,9 +42,9 @@ def options_table() -> str:
     for option in config.OPTIONS:
         variable = f"`{option.variable}`" if option.variable else "— (keyword only)"
         instead = option.instead if option.variable else "—"
+        keyword = f"`{option.name}`" if option.keyword else "— (environment only)"
         rows.append(
-            f"| `{option.name}` | {variable} | {_cell(option.default_text)} | {_cell(option.meaning)} | "
-            f"{_cell(instead)} |"
+            f"| {keyword} | {variable} | {_cell(option.default_text)} | {_cell(option.meaning)} | {_cell(instead)} |"
         )
     return "\n".join(rows)
 

@@ -784,13 +784,16 @@ UNPINNED_WHEN_READ = frozenset({"text_location_with_pending_call", "id_location_
 
 @pytest.mark.parametrize("sealed", [False, True], ids=["not_sealed", "sealed_with_the_fleet_key"])
 @pytest.mark.parametrize("case", list(FORGED))
-def test_forged_redis_values_never_refuse_a_request(redis_server: RedisServer, case: str, sealed: bool) -> None:
+def test_forged_redis_values_never_refuse_a_request(
+    redis_server: RedisServer, case: str, sealed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Strict mode refuses only on what this process can vouch for: Redis values anyone could have written
     (another app sharing the Redis, an attacker, a buggy writer holding the key) must not stop a request the API
     accepts. Planted without a MAC, they are ignored; sealed with the fleet's key, they are read as facts, and even
     then never a refusal."""
     values, action = FORGED[case]
-    settings = {"strict": True, "ledger_url": redis_server.url(), "hash_key": KEY, "ledger_timeout": 1.0}
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_TIMEOUT", "1.0")  # a loaded machine's reads
+    settings = {"strict": True, "ledger_url": redis_server.url(), "hash_key": KEY}
     setup = Setup(settings=settings, before_each=_planting(redis_server, values(_namespace()), sealed))
     pair = compare(action, setup)
     expect(pair.off.outcome[0] == "returned", pair.off.outcome)
@@ -816,7 +819,7 @@ def _session(app: App) -> Any:
 @pytest.mark.parametrize("mode", [*sorted(m for m in ("garbage", "error", "wrong_type", "wrong_count")), "close"])
 def test_a_fake_redis_speaking_garbage(mode: str) -> None:
     with FakeRedis(mode) as fake:
-        setup = Setup(settings={"ledger_url": fake.url, "hash_key": KEY, "ledger_timeout": 0.05})
+        setup = Setup(settings={"ledger_url": fake.url, "hash_key": KEY})
         pair = compare(_session, setup)
         expect(fake.connections > 0, "the ledger never connected to the fake Redis")
     assert_same(pair)
@@ -826,7 +829,7 @@ def test_a_fake_redis_speaking_garbage(mode: str) -> None:
 @pytest.mark.parametrize("mode", ["hang", "huge_bulk", "negative_length", "forged_entry"])
 def test_a_fake_redis_that_hangs_or_lies_about_lengths(mode: str) -> None:
     with FakeRedis(mode) as fake:
-        setup = Setup(settings={"ledger_url": fake.url, "hash_key": KEY, "ledger_timeout": 0.05})
+        setup = Setup(settings={"ledger_url": fake.url, "hash_key": KEY})
         pair = compare(_session, setup)
         expect(fake.chunks > 0, "the ledger never asked the fake Redis")
     assert_same(pair)
@@ -854,7 +857,7 @@ def test_redis_killed_mid_run(tmp_path: Path) -> None:
         return [first, second, third]
 
     setup = Setup(
-        settings={"ledger_url": server.url(), "hash_key": KEY, "ledger_timeout": 0.05},
+        settings={"ledger_url": server.url(), "hash_key": KEY},
         before_each=restart,
     )
     try:

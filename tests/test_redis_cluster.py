@@ -29,7 +29,7 @@ from otel_responses._fingerprint import Fingerprinter, key_from_text
 from otel_responses.attributes import LEDGER_UNAVAILABLE
 from otel_responses.config import ENV_PREFIX, settings_from
 from otel_responses.emulator import Emulator
-from otel_responses.ledger import InMemoryLedger, LedgerView
+from otel_responses.ledger import LedgerView
 from otel_responses.ledger._codec import entry_key, location_key
 from otel_responses.ledger.redis import RedisLedger, seed_nodes
 from otel_responses.testing import capture
@@ -163,7 +163,8 @@ def test_a_cluster_down_at_startup_breaks_nothing(client: openai.OpenAI) -> None
     """The cluster client asks for the topology when built: built lazily, so `instrument()` with no node up is not
     an error, and each read costs at most the timeout."""
     nothing_there = f"redis://127.0.0.1:{free_port()}/0"
-    with capture(ledger_url=nothing_there, ledger_cluster=True, hash_key=KEY, ledger_timeout=0.05) as cap:
+    ledger = RedisLedger(nothing_there, cluster=True, timeout_seconds=0.05)
+    with capture(ledger=ledger, hash_key=KEY) as cap:
         first = client.responses.create(model=MODEL, input="Hello.", instructions=INSTRUCTIONS)
         started = time.perf_counter()
         client.responses.create(model=MODEL, input="Again.", previous_response_id=first.id)
@@ -229,21 +230,27 @@ def test_a_read_while_the_cluster_client_is_being_built_is_skipped_not_backed_of
 
 
 def test_cluster_settings() -> None:
+    """A cluster is said in the URL (``?cluster=true``, taken off before redis-py reads it); its near misses are
+    a single node."""
     url = f"redis://127.0.0.1:{free_port()}/0"
-    settings = settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}LEDGER_CLUSTER": "true"})
-    assert isinstance(settings.ledger, RedisLedger)
-    assert settings.ledger.cluster is True
-    settings.ledger.close(timeout=1)
-    settings = settings_from({"hash_key": KEY, "ledger_url": url})
-    assert isinstance(settings.ledger, RedisLedger)
-    assert settings.ledger.cluster is False
-    settings.ledger.close(timeout=1)
-    for bad in ("unix:///tmp/redis.sock", "redis://127.0.0.1:7000/3"):
+    rows = [
+        ({}, {f"{ENV_PREFIX}LEDGER_URL": f"{url}?cluster=true"}, True, url),
+        ({"ledger_url": f"{url}?cluster=TRUE"}, {}, True, url),
+        ({"ledger_url": f"{url}?ssl_cert_reqs=none&cluster=true"}, {}, True, f"{url}?ssl_cert_reqs=none"),
+        ({"ledger_url": url}, {}, False, url),
+        ({"ledger_url": f"{url}?cluster=false"}, {}, False, url),
+    ]
+    for config, environ, cluster, seen in rows:
+        ledger = settings_from({"hash_key": KEY, **config}, environ).ledger
+        assert isinstance(ledger, RedisLedger)
+        assert (ledger.cluster, ledger.urls) == (cluster, (seen,)), config or environ
+        ledger.close(timeout=1)
+    for bad in ("unix:///tmp/redis.sock?cluster=true", "redis://127.0.0.1:7000/3?cluster=true"):
         with pytest.raises(ConfigError, match="ledger_url") as error:
-            settings_from({"hash_key": KEY, "ledger_url": bad, "ledger_cluster": True})
+            settings_from({"hash_key": KEY, "ledger_url": bad})
         assert bad not in str(error.value)
-    with pytest.raises(ConfigError, match="ledger_cluster"):
-        settings_from({"hash_key": KEY, "ledger_url": url, "ledger_cluster": "yes"})
+    with pytest.raises(ConfigError, match="ledger_cluster \\(a Redis Cluster is read from ledger_url"):
+        settings_from({"hash_key": KEY, "ledger_url": url, "ledger_cluster": True})
     with pytest.raises(ValueError, match="braces"):
         RedisLedger(url, prefix="otel{responses}")
 
@@ -287,15 +294,14 @@ def test_an_awaited_view_reads_what_its_reads_ask_and_nothing_else(
 
 
 def test_seed_node_settings(caplog: pytest.LogCaptureFixture) -> None:
-    """``ledger_url`` names one node or several seeds, comma-separated (the keyword: a list too); each is checked
-    as one URL is, several only with ``ledger_cluster``, and a message names a URL by its place, never its text."""
+    """``ledger_url`` names one node or several seeds, comma-separated (the keyword: a list too), which name a
+    cluster; each is checked as one URL is, and a message names a URL by its place, never its text."""
     first, second = f"redis://127.0.0.1:{free_port()}/0", f"redis://127.0.0.1:{free_port()}/0"
     made = [
-        settings_from({"hash_key": KEY, "ledger_url": f"{first}, {second}", "ledger_cluster": True}).ledger,
-        settings_from({"hash_key": KEY, "ledger_url": [first, second], "ledger_cluster": True}).ledger,
-        settings_from(
-            {"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": f"{first},{second}", f"{ENV_PREFIX}LEDGER_CLUSTER": "true"}
-        ).ledger,
+        settings_from({"hash_key": KEY, "ledger_url": f"{first}, {second}"}).ledger,
+        settings_from({"hash_key": KEY, "ledger_url": [first, second]}).ledger,
+        settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": f"{first},{second}?cluster=true"}).ledger,
+        RedisLedger([first, second]),
     ]
     for ledger in made:
         assert isinstance(ledger, RedisLedger)
@@ -314,22 +320,6 @@ def test_seed_node_settings(caplog: pytest.LogCaptureFixture) -> None:
 
     secret = f"redis://:hunter2-seed@127.0.0.1:{free_port()}/0"
     several = f"{first},{secret}"
-    several_without_cluster = (
-        "ledger_url: several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting "
-        "(ledger_cluster=True, OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or "
-        "RedisLedger(cluster=True))"
-    )
-    for config in ({"ledger_url": several}, {"ledger_url": [first, secret]}):
-        with pytest.raises(ConfigError) as error:
-            settings_from({"hash_key": KEY, **config}, {})
-        assert str(error.value) == several_without_cluster
-    # From the environment: a warning naming the variable, and the in-process ledger.
-    with caplog.at_level("WARNING", logger="otel_responses.config"):
-        fallback = settings_from({"hash_key": KEY}, {f"{ENV_PREFIX}LEDGER_URL": several}).ledger
-    assert isinstance(fallback, InMemoryLedger)
-    assert [r.getMessage() for r in caplog.records if r.name == "otel_responses.config"] == [
-        f"otel-responses: {ENV_PREFIX}LEDGER_URL: {several_without_cluster}; using the in-process ledger instead"
-    ]
     for bad, message in (
         (f"{several},unix:///tmp/redis.sock", "seed URL 3 of 3: a Redis Cluster ledger URL must start with redis://"),
         (f"{secret},redis://127.0.0.1:7000/2", "seed URL 2 of 2: a Redis Cluster has only database 0"),
@@ -343,11 +333,9 @@ def test_seed_node_settings(caplog: pytest.LogCaptureFixture) -> None:
         (f"{secret},redis://:hunter2-seed@:7001/0", "seed URL 2 of 2 names no host"),
     ):
         with pytest.raises(ConfigError, match=f"^ledger_url: {re.escape(message)}") as error:
-            settings_from({"hash_key": KEY, "ledger_url": bad, "ledger_cluster": True})
+            settings_from({"hash_key": KEY, "ledger_url": bad})
         assert "hunter2" not in str(error.value)
         assert "127.0.0.1" not in str(error.value)
-    with pytest.raises(ValueError, match=r"^several Redis URLs are the seed nodes"):
-        RedisLedger([first, second])
 
 
 def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
@@ -371,9 +359,9 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
     cluster.kill(gone)
     seeds = [cluster.url_of(gone), *(cluster.url_of(port) for port in cluster.running())]
     assert len(seeds) == 6
-    timeout = {"ledger_timeout": CLUSTER_OPTIONS["timeout_seconds"], "ledger_cluster": True}
+    timeout = {f"{ENV_PREFIX}LEDGER_TIMEOUT": str(CLUSTER_OPTIONS["timeout_seconds"])}
     try:
-        lone = settings_from({"hash_key": KEY, "ledger_url": seeds[0], **timeout}).ledger
+        lone = settings_from({"hash_key": KEY, "ledger_url": f"{seeds[0]}?cluster=true"}, timeout).ledger
         assert isinstance(lone, RedisLedger)
         ledgers.append(lone)
         assert lone.warm_up(10) is False  # its one seed is dead: no topology
@@ -392,7 +380,7 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
         assert warned.count(told) == 1, warned
         assert not [message for message in warned if "127.0.0.1" in message]
 
-        worker = settings_from({"hash_key": KEY, "ledger_url": ",".join(seeds), **timeout}).ledger
+        worker = settings_from({"hash_key": KEY, "ledger_url": ",".join(seeds)}, timeout).ledger
         assert isinstance(worker, RedisLedger)
         ledgers.append(worker)
         assert worker.warm_up(10)  # past the dead first seed, the topology read from another
@@ -405,7 +393,6 @@ def test_a_new_worker_reaches_the_cluster_though_its_first_seed_died(
 
         env = {
             f"{ENV_PREFIX}LEDGER_URL": ",".join(seeds),
-            f"{ENV_PREFIX}LEDGER_CLUSTER": "true",
             f"{ENV_PREFIX}LEDGER_TIMEOUT": str(CLUSTER_OPTIONS["timeout_seconds"]),
             f"{ENV_PREFIX}HASH_KEY": KEY,
         }

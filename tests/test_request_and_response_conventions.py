@@ -145,9 +145,12 @@ def test_finish_reason_in_the_conventions_values(resp: ResponseFacts | None, ear
 
 
 @pytest.mark.parametrize("opt_in", ["", LATEST])
-def test_request_attributes_on_the_span_in_both_dialects(emulator: Emulator, opt_in: str) -> None:
+def test_request_attributes_on_the_span_in_both_dialects(
+    emulator: Emulator, opt_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", opt_in)
     client = emulator.client()
-    with capture(semconv_opt_in=opt_in) as telemetry:
+    with capture() as telemetry:
         client.responses.create(
             model=MODEL,
             input="Remember this: the marker is R-1.",
@@ -175,9 +178,12 @@ def test_request_attributes_on_the_span_in_both_dialects(emulator: Emulator, opt
 
 
 @pytest.mark.parametrize("opt_in", ["", LATEST])
-def test_finish_reasons_and_status_through_the_client(emulator: Emulator, opt_in: str) -> None:
+def test_finish_reasons_and_status_through_the_client(
+    emulator: Emulator, opt_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", opt_in)
     client = emulator.client()
-    with capture(semconv_opt_in=opt_in) as telemetry:
+    with capture() as telemetry:
         client.responses.create(model=MODEL, input="hello")
         client.responses.create(model=MODEL, input="hello there", max_output_tokens=1)
         with pytest.raises(openai.BadRequestError):
@@ -206,10 +212,13 @@ def test_a_response_that_ends_in_a_tool_call(emulator: Emulator) -> None:
 
 
 @pytest.mark.parametrize("opt_in", ["", LATEST])
-def test_fetch_response_spans_carry_the_status_and_cursor_and_no_usage(emulator: Emulator, opt_in: str) -> None:
+def test_fetch_response_spans_carry_the_status_and_cursor_and_no_usage(
+    emulator: Emulator, opt_in: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", opt_in)
     client = emulator.client()
     created = client.responses.create(model=MODEL, input="Remember this: the marker is F-1.")
-    with capture(semconv_opt_in=opt_in) as telemetry:
+    with capture() as telemetry:
         client.responses.retrieve(created.id)
         events = list(client.responses.retrieve(created.id, stream=True, starting_after=2))
         with pytest.raises(openai.NotFoundError):

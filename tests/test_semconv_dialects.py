@@ -63,19 +63,25 @@ def test_the_reimplemented_parsing_agrees_with_opentelemetry_instrumentations(mo
         assert (mode is semconv._StabilityMode.GEN_AI_LATEST_EXPERIMENTAL) is latest, text
 
 
-def test_the_switch_is_an_option_of_the_table_with_the_ecosystems_variable(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_switch_is_the_ecosystems_variable_only(caplog: pytest.LogCaptureFixture) -> None:
+    """As contrib's instrumentations read it: the variable, never a keyword of one instrumentation."""
     option = BY_NAME["semconv_opt_in"]
-    assert option.variable == VARIABLE
+    assert (option.variable, option.keyword) == (VARIABLE, False)
     assert settings_from({}, {}).latest_semconv is False  # the default stays the default
-    assert settings_from({"semconv_opt_in": LATEST}, {}).latest_semconv is True
-    assert settings_from({"semconv_opt_in": ["http", LATEST]}, {}).latest_semconv is True
-    assert settings_from({"semconv_opt_in": ""}, {VARIABLE: LATEST}).latest_semconv is False  # the keyword wins
+    assert settings_from({}, {VARIABLE: LATEST}).latest_semconv is True
+    assert settings_from({}, {VARIABLE: f"http, {LATEST}"}).latest_semconv is True
+    assert settings_from({}, {VARIABLE: f"{LATEST}_not"}).latest_semconv is False  # a near miss
     with caplog.at_level(logging.WARNING):
         assert settings_from({}, {VARIABLE: "anything, at all"}).latest_semconv is False
     assert caplog.records == []  # an unknown value is ignored, as the parser does: no warning
-    for bad in (1, True, [LATEST, 2], {"gen_ai": LATEST}):
-        with pytest.raises(ConfigError, match="semconv_opt_in must be a comma-separated string"):
-            settings_from({"semconv_opt_in": bad}, {})
+    with pytest.raises(ConfigError, match=f"semconv_opt_in \\(set {VARIABLE}={LATEST}, as for OpenTelemetry's"):
+        settings_from({"semconv_opt_in": LATEST}, {})
+
+
+@pytest.fixture
+def latest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The latest dialect, as an app turns it on: the ecosystem's variable."""
+    monkeypatch.setenv(VARIABLE, LATEST)
 
 
 # -- the metrics of each dialect -----------------------------------------------------------------------------------
@@ -150,8 +156,8 @@ def test_the_default_dialect_is_unchanged(emulator: Emulator) -> None:
     assert usage["cached"] > 0
 
 
-def test_the_latest_dialect_emits_the_newest_names_and_not_the_old_ones(emulator: Emulator) -> None:
-    with capture(semconv_opt_in=LATEST) as telemetry:
+def test_the_latest_dialect_emits_the_newest_names_and_not_the_old_ones(emulator: Emulator, latest: None) -> None:
+    with capture() as telemetry:
         usage = _workload(emulator.client())
         metrics = exported(telemetry)
     assert set(metrics) == {
@@ -199,8 +205,8 @@ def test_the_latest_dialect_emits_the_newest_names_and_not_the_old_ones(emulator
         assert list(points[0].explicit_bounds) == list(a.TOKEN_USAGE_BUCKETS)
 
 
-def test_a_stream_cut_short_still_counts_its_inference_call_at_zero(emulator: Emulator) -> None:
-    with capture(semconv_opt_in=LATEST) as telemetry:
+def test_a_stream_cut_short_still_counts_its_inference_call_at_zero(emulator: Emulator, latest: None) -> None:
+    with capture() as telemetry:
         stream = emulator.client().responses.create(model=MODEL, input="Stream, then stop.", stream=True)
         next(iter(stream))
         stream.close()
@@ -210,9 +216,9 @@ def test_a_stream_cut_short_still_counts_its_inference_call_at_zero(emulator: Em
     assert [p.count for p in metrics[a.METRIC_INFERENCE_DURATION]] == [1]
 
 
-def test_chunk_timing_in_the_latest_dialect_is_the_inference_metric(emulator: Emulator) -> None:
+def test_chunk_timing_in_the_latest_dialect_is_the_inference_metric(emulator: Emulator, latest: None) -> None:
     client = emulator.client()
-    with capture(semconv_opt_in=LATEST, chunk_timing=True) as telemetry:
+    with capture(chunk_timing=True) as telemetry:
         events = list(client.responses.create(model=MODEL, input="Stream it.", stream=True))
         metrics = exported(telemetry)
     (point,) = metrics[a.METRIC_INFERENCE_TIME_PER_OUTPUT_CHUNK]
@@ -223,9 +229,9 @@ def test_chunk_timing_in_the_latest_dialect_is_the_inference_metric(emulator: Em
 
 
 @pytest.mark.skipif(not hasattr(openai.resources.responses.Responses, "compact"), reason="compact: openai 2.9.0")
-def test_compact_is_inference_in_the_latest_dialect(emulator: Emulator) -> None:
+def test_compact_is_inference_in_the_latest_dialect(emulator: Emulator, latest: None) -> None:
     client = emulator.client()
-    with capture(semconv_opt_in=LATEST) as telemetry:
+    with capture() as telemetry:
         first = client.responses.create(model=MODEL, input="Remember: the marker is C-1.")
         client.responses.compact(model=MODEL, previous_response_id=first.id)
         metrics = exported(telemetry)

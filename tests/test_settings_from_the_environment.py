@@ -22,13 +22,10 @@ from otel_responses.ledger import InMemoryLedger
 # Each variable with an unusable value, the warning's reason, and the setting it falls back to.
 UNUSABLE: list[tuple[str, str, str]] = [
     ("zdr", "yes", "zdr must be true or false"),
-    ("max_item_types", "lots", "max_item_types must be a positive integer"),
-    ("max_item_types", "0", "max_item_types must be a positive integer"),
     ("strict", "1", "strict must be true or false"),
     ("ledger_capacity", "-3", "ledger_capacity must be a positive integer"),
     ("ledger_ttl", "an hour", "ledger_ttl must be a positive integer"),
     ("ledger_timeout", "inf", "ledger_timeout must be a positive number of seconds"),
-    ("ledger_cluster", "yes please", "ledger_cluster must be true or false"),
     ("chunk_timing", "TRUE!", "chunk_timing must be true or false"),
     ("prices", "/nonexistent/prices.json", "cannot be read"),
     ("ledger_url", "memcached://:hunter2@cache", "the Redis ledger URL must start with redis://"),
@@ -37,12 +34,12 @@ UNUSABLE: list[tuple[str, str, str]] = [
     ("session_id_from_lineage", "1", "session_id_from_lineage must be true or false"),
 ]
 # Read only by a shared ledger, yet checked (and warned about) whether or not a ledger URL is set.
-SHARED_ONLY = ("ledger_ttl", "ledger_timeout", "ledger_cluster")
+SHARED_ONLY = ("ledger_ttl", "ledger_timeout")
 # Their near misses: values that are read as given, with no warning.
 USABLE: list[tuple[str, str, Any]] = [
     ("zdr", "TRUE", True),
     ("zdr", " false ", False),
-    ("max_item_types", "7", 7),
+    ("ledger_capacity", " 7 ", 7),
     ("strict", "True", True),
     ("ledger_capacity", "12", 12),
     ("chunk_timing", "true", True),
@@ -105,8 +102,10 @@ def test_an_unusable_variable_warns_and_falls_back(
         assert settings.prices is None
     else:
         assert _setting(settings, name) == option.default
-    # From a keyword, the same value is an error naming the keyword (a flag's keyword takes only a bool).
-    with pytest.raises(ConfigError, match=f"^{name}[ :]") as error:
+    # From a keyword, the same value is an error naming the keyword (a flag's keyword takes only a bool); a setting
+    # of the environment only is no keyword, and the error says what does its job in code.
+    expected = f"^{name}[ :]" if option.keyword else f"^unknown instrument\\(\\) option\\(s\\): {name} \\(pass ledger="
+    with pytest.raises(ConfigError, match=expected) as error:
         settings_from({name: value, "hash_key": "k"}, {})
     assert "hunter2" not in str(error.value)
 
@@ -125,8 +124,8 @@ def test_a_usable_variable_is_read_without_a_warning(
 
 def test_a_keyword_beats_an_unusable_variable_with_no_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level("WARNING", logger="otel_responses.config"):
-        settings = settings_from({"max_item_types": 5}, {f"{ENV_PREFIX}MAX_ITEM_TYPES": "lots"})
-    assert (settings.max_item_types, [r.name for r in caplog.records]) == (5, [])
+        settings = settings_from({"ledger_capacity": 5}, {f"{ENV_PREFIX}LEDGER_CAPACITY": "lots"})
+    assert (_setting(settings, "ledger_capacity"), [r.name for r in caplog.records]) == (5, [])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("litellm") is not None, reason="needs litellm absent")
@@ -136,13 +135,13 @@ def test_a_bad_keyword_is_an_error_even_when_the_library_is_absent() -> None:
     from otel_responses.integrations.litellm import LiteLLMResponsesInstrumentor
 
     instrumentor = LiteLLMResponsesInstrumentor()
-    with pytest.raises(ConfigError, match=r"^max_item_types must be a positive integer, got 'lots'$"):
-        instrumentor.instrument(max_item_types="lots")
+    with pytest.raises(ConfigError, match=r"^ledger_capacity must be a positive integer, got 'lots'$"):
+        instrumentor.instrument(ledger_capacity="lots")
     with pytest.raises(
-        ConfigError, match=r"^unknown instrument\(\) option\(s\): max_itemtypes \(did you mean max_item_types\?\)$"
+        ConfigError, match=r"^unknown instrument\(\) option\(s\): ledger_capacty \(did you mean ledger_capacity\?\)$"
     ):
-        instrumentor.instrument(max_itemtypes=3)
-    instrumentor.instrument(max_item_types=3)  # a good keyword: quietly not instrumented, as before
+        instrumentor.instrument(ledger_capacty=3)
+    instrumentor.instrument(ledger_capacity=3)  # a good keyword: quietly not instrumented, as before
     assert not instrumentor.is_instrumented_by_opentelemetry
 
 
@@ -158,7 +157,13 @@ UNKNOWN: list[tuple[str, str]] = [
     ("STIRCT", f"did you mean {ENV_PREFIX}STRICT?"),
     ("LEDGER", f"did you mean {ENV_PREFIX}LEDGER_URL?"),  # the ledger object: keyword only
     ("LEDGER_TIME_OUT", f"did you mean {ENV_PREFIX}LEDGER_TIMEOUT?"),
-    ("LEDGER_ACCEPT_UNSIGNED", f"did you mean {ENV_PREFIX}LEDGER_CLUSTER?"),
+    ("LEDGER_ACCEPT_UNSIGNED", "a shared ledger reads only values sealed with the fleet's hash_key"),
+    (
+        "LEDGER_CLUSTER",
+        "a Redis Cluster is read from ledger_url (any node's URL with ?cluster=true, or several seed URLs)",
+    ),
+    ("MAX_ITEM_TYPES", "item-type lists on a span are bounded at 128 types"),
+    ("LEDGER_CAPACTY", f"did you mean {ENV_PREFIX}LEDGER_CAPACITY?"),
     ("COLOUR", "the settings are listed at https://otel-responses.github.io/otel-responses/configuration/"),
 ]
 
@@ -194,8 +199,21 @@ def test_a_typo_of_any_setting_is_pointed_at_that_setting() -> None:
     ("keyword", "hint"),
     [
         ("stirct", " (did you mean strict?)"),
-        ("ledger_ttls", " (did you mean ledger_ttl?)"),
-        ("ledger_accept_unsigned", " (did you mean ledger_cluster?)"),
+        ("ledger_capacty", " (did you mean ledger_capacity?)"),
+        ("ledger_ttls", " (did you mean ledger_url?)"),
+        ("ledger_ttl", f" (pass ledger=RedisLedger(url, ttl_seconds=...), or set {ENV_PREFIX}LEDGER_TTL)"),
+        ("ledger_timeout", f" (pass ledger=RedisLedger(url, timeout_seconds=...), or set {ENV_PREFIX}LEDGER_TIMEOUT)"),
+        (
+            "ledger_cluster",
+            " (a Redis Cluster is read from ledger_url (any node's URL with ?cluster=true, or several seed URLs))",
+        ),
+        ("max_item_types", " (item-type lists on a span are bounded at 128 types)"),
+        (
+            "semconv_opt_in",
+            " (set OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental, as for OpenTelemetry's "
+            "other instrumentations)",
+        ),
+        ("ledger_accept_unsigned", " (a shared ledger reads only values sealed with the fleet's hash_key)"),
         ("colour", ""),
     ],
 )
@@ -256,7 +274,7 @@ def test_opentelemetry_instrument_goes_on_past_a_mistyped_variable(tmp_path: Pat
                 **os.environ,
                 "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
                 "EMULATOR_URL": emulator.base_url,
-                f"{ENV_PREFIX}MAX_ITEM_TYPES": "lots",
+                f"{ENV_PREFIX}LEDGER_CAPACITY": "lots",
                 "OTEL_TRACES_EXPORTER": "console",
                 "OTEL_METRICS_EXPORTER": "none",
                 "OTEL_LOGS_EXPORTER": "none",
@@ -264,8 +282,8 @@ def test_opentelemetry_instrument_goes_on_past_a_mistyped_variable(tmp_path: Pat
         )
     assert result.returncode == 0, result.stderr
     assert result.stderr == (
-        f"otel-responses: {ENV_PREFIX}MAX_ITEM_TYPES: max_item_types must be a positive integer; "
-        "using the default (`128`) instead\n"
+        f"otel-responses: {ENV_PREFIX}LEDGER_CAPACITY: ledger_capacity must be a positive integer; "
+        "using the default (`4096`) instead\n"
     )  # once: the instrumentors share one set of settings
     assert "Noted marker M-1." in result.stdout
     assert "instrumented: True True" in result.stdout  # the two loaded after the first

@@ -16,9 +16,6 @@ class Recording(Protocol):
     def zdr(self) -> bool: ...
 
     @property
-    def max_item_types(self) -> int: ...
-
-    @property
     def prices(self) -> PriceTable | None: ...
 
     @property

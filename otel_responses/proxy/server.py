@@ -24,7 +24,7 @@ from typing import Any
 from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
 
 from .._calls.runtime import Runtime, runtime_for
-from ..config import BY_NAME, ConfigError, nearest
+from ..config import KEYWORDS, ConfigError, unknown_keyword
 from .analyst import AnalysisThread, Analyst
 from .channel import Channel, Message
 from .forward import Forwarder, answer
@@ -195,10 +195,10 @@ class ThreadedProxy:
         **options: Any,
     ) -> None:
         own = {name: options.pop(name) for name in list(options) if name in _OWN_OPTIONS}
-        unknown = sorted(set(options) - set(BY_NAME))
+        unknown = sorted(set(options) - set(KEYWORDS))
         if unknown:
-            known = (*BY_NAME, *_OWN_OPTIONS)
-            hints = [f"{name} (did you mean {near}?)" if (near := nearest(name, known)) else name for name in unknown]
+            known = (*KEYWORDS, *_OWN_OPTIONS)
+            hints = [unknown_keyword(name, known) for name in unknown]
             raise ConfigError(f"unknown ThreadedProxy option(s): {', '.join(hints)}")
         settings = ProxySettings(upstream_of(upstream, own.pop("allow_http", False)), port=port, **own)
         runtime = runtime_for(options, tracer_provider, meter_provider, logger_provider) if settings.record else None
