@@ -347,9 +347,9 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "TURN_DEPTH": ("metric", "string", "the turn as a bucket: `1`, `2-4`, `5-16`, `17+`"),
     "INSTRUCTIONS_HASH": ("span", "string", "16 hex characters of a keyed BLAKE2b of `instructions`"),
     "INSTRUCTIONS_VERSION": ("span", "string", "the `instructions_version` setting"),
-    "INPUT_ITEM_TYPES": ("span", "string[]", "the input items' types in order (bounded: `max_item_types`)"),
+    "INPUT_ITEM_TYPES": ("span", "string[]", "the input items' types in order (at most 128)"),
     "INPUT_ITEM_COUNT": ("span", "int", "the number of input items"),
-    "OUTPUT_ITEM_TYPES": ("span", "string[]", "the output items' types in order (bounded: `max_item_types`)"),
+    "OUTPUT_ITEM_TYPES": ("span", "string[]", "the output items' types in order (at most 128)"),
     "OUTPUT_ITEM_COUNT": ("span", "int", "the number of output items"),
     "INCLUDE": ("span", "string[]", "the request's `include` values"),
     "REASONING_ENCRYPTED_REQUESTED": ("span", "bool", "`reasoning.encrypted_content` is in `include`"),
@@ -515,3 +515,6 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "GEN_AI_TOKEN_MODALITY": ("metric", "string", "`unknown` (the API's usage has no modality breakdown)"),
     "TOKEN_MODALITY_UNKNOWN": ("value", "", "of `gen_ai.token.modality`"),
 }
+
+# Every telemetry name (each documented in ``MEANINGS``, which the docs test holds to the constants), and the tables.
+__all__ = [*MEANINGS, "DIALECTS", "DURATION_BUCKETS", "MEANINGS", "PREFIX", "TOKEN_USAGE_BUCKETS", "dialect_of"]

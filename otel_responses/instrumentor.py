@@ -20,6 +20,8 @@ from ._patching.streams import end_with_async_helper_close, end_with_helper_clos
 from ._patching.wrappers import Method, Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
 from .package import _instruments
 
+__all__ = ["ResponsesInstrumentor"]
+
 _log = logging.getLogger(__name__)
 _USER = "ResponsesInstrumentor"
 

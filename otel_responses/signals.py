@@ -14,6 +14,8 @@ from opentelemetry.util.types import AttributeValue
 from .attributes import LEDGER_SHARED, PARENT_DELETED, REASONING_UNREPLAYABLE, REPLAY_MESSAGES_ONLY
 from .docs_links import signal_doc_url
 
+__all__ = ["CATALOGUE", "ERROR", "INFO", "LOSS_SEVERITIES", "WARNING", "ContextLossError", "Kind", "Signal"]
+
 ERROR: Final = "error"
 WARNING: Final = "warning"
 INFO: Final = "info"

@@ -1,4 +1,4 @@
-"""One span per ``response.create`` a gateway relays (``integrations/litellm_websocket.py``), whatever strict mode
+"""One span per ``response.create`` a gateway relays (``integrations/_litellm_websocket.py``), whatever strict mode
 did with it on the way: refused (its span ended with the refusal), let through (its span opens as the frame leaves),
 or a span that failed to open at the check (the frame goes on unrecorded, never opened a second time). The seams'
 wrappers run in the order litellm's relay calls them, on a real ``Call`` and real SDK providers; the relay itself
@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_responses._calls.runtime import runtime_for
 from otel_responses._patching.websocket import closed
 from otel_responses._patching.wrappers import Switch
-from otel_responses.integrations.litellm_websocket import forward, guard, record
+from otel_responses.integrations._litellm_websocket import forward, guard, record
 from otel_responses.ledger import InMemoryLedger
 
 CONFLICT = {"type": "response.create", "model": "m", "input": "hi", "previous_response_id": "resp_1",

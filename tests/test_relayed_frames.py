@@ -1,4 +1,4 @@
-"""Frames as litellm's gateway relays a Responses WebSocket session (``integrations/litellm_websocket.py``): which
+"""Frames as litellm's gateway relays a Responses WebSocket session (``integrations/_litellm_websocket.py``): which
 upstream events are parsed for the observer (only those it reads, and those that name a lane), and the request a
 ``response.create`` frame carries, in both shapes the gateway accepts. Each row has its near miss. The relay itself
 runs in tests/clients/test_litellm_proxy.py, in the gateway's virtualenv."""
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from otel_responses.integrations.litellm_websocket import event_of, request_of
+from otel_responses.integrations._litellm_websocket import event_of, request_of
 
 COMPLETED = {"type": "response.completed", "response": {"id": "resp_1", "status": "completed", "output": []}}
 

@@ -6,7 +6,7 @@ closing).
 A connection answers the responses of one lane (the request's ``stream_id``; the default lane has none) one at a
 time, in order, and tags each event with its lane: a FIFO of open calls per lane routes each received event to its
 call. The public helpers (``track``, ``received``, ``closed``, ``exempt``) serve any object that stands for one
-connection: litellm's gateway relay uses them too (``integrations/litellm_websocket.py``).
+connection: litellm's gateway relay uses them too (``integrations/_litellm_websocket.py``).
 """
 
 from __future__ import annotations

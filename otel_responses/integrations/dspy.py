@@ -27,6 +27,8 @@ from .._patching.hooks import Hooks, Seam, Wrapper
 from .._patching.providers import is_azure_host, server_of
 from .._patching.wrappers import Switch
 
+__all__ = ["DSPyResponsesInstrumentor"]
+
 _instruments = ("dspy >= 3.0.2",)
 _USER = "DSPyResponsesInstrumentor"
 _PROVIDERS = "dspy._vendor.lm15.providers"

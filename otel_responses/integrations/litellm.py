@@ -1,4 +1,5 @@
 """litellm: every Responses API call ``litellm.responses()`` and its siblings make, as one span with the SDK's
+
 contract.
 
 Outer seams: the public functions of the ``litellm`` package (what apps, DSPy and litellm's Router call): the app's
@@ -7,7 +8,7 @@ item ids, ``encrypted_content`` and compaction items), so the request is read fr
 the response from what the app gets back, never one of them at the wire. Inner observers: the handler methods that
 send a request (``BaseLLMHTTPHandler``'s, and the Chat Completions bridge's): a call that reaches none of them
 (a cache hit, ``mock_response``) made no request and leaves no span. The gateway's WebSocket relay, which
-calls none of these functions, has seams of its own (``litellm_websocket.py``). The design, at length:
+calls none of these functions, has seams of its own (``_litellm_websocket.py``). The design, at length:
 https://otel-responses.github.io/otel-responses/integrations-design/ (the documentation's "Design: litellm, DSPy and
 Azure").
 """
@@ -28,7 +29,9 @@ from .._patching.providers import provider_of_litellm, server_of
 from .._patching.streams import AsyncStreamProxy, SyncStreamProxy
 from .._patching.wrappers import Switch
 from ..signals import SERVER_PREMISED
-from . import litellm_websocket
+from . import _litellm_websocket
+
+__all__ = ["LiteLLMResponsesInstrumentor"]
 
 _instruments = ("litellm >= 1.81.0",)
 _USER = "LiteLLMResponsesInstrumentor"
@@ -232,7 +235,7 @@ def _seams(switch: Switch, runtime: Runtime) -> list[Seam]:
     seams += [Seam(_HANDLERS, "BaseLLMHTTPHandler", method, native) for method in _SENDERS]
     seams.append(Seam(_BRIDGE, "LiteLLMCompletionTransformationHandler", "response_api_handler", handler(bridged=True)))
     seams.append(Seam(_LOGGING, "Logging", "pre_call", pre_call))
-    return seams + litellm_websocket.seams(switch, runtime)
+    return seams + _litellm_websocket.seams(switch, runtime)
 
 
 class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):
