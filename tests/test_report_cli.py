@@ -1,5 +1,5 @@
 """`otel-responses report` and `otel-responses demo --report`, run as a user runs them (a subprocess), on files the
-package's exporter wrote from real spans."""
+OTLP/JSON exporters write, from real spans."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 import yaml
 
-from otel_responses.export import to_json_line
 from otel_responses.testing import capture
 from otel_responses.tools import scenarios
 from otel_responses.tools.report.page import DOCS_URL
 from otel_responses.version import install_hint
 
+from .otlp_lines import to_json_line, write_lines
 from .report_support import conversations, parse
 from .support import run_python
 from .test_cli import run
@@ -175,7 +176,8 @@ def test_console_exporter_output_says_so_in_one_line_and_writes_no_page(emulator
     assert result.stderr.splitlines() == [
         f"otel-responses report: {console}: the console exporter's output (an indented JSON object per span), not "
         "OTLP/JSON: write OTLP/JSON lines instead, e.g. `opentelemetry-instrument --traces_exporter otlp_json_file` "
-        "(pip install opentelemetry-exporter-otlp-json-file), the Collector's file exporter, or otel_responses.export",
+        "(pip install opentelemetry-exporter-otlp-json-file), its FileSpanExporter in code, or the Collector's file "
+        "exporter",
         "otel-responses report: nothing could be read from the input: no page written",
     ]
     assert not page.exists()
@@ -266,26 +268,22 @@ DOCS = (Path(__file__).resolve().parent.parent / "docs" / "report.md").read_text
 BLOCKS = re.findall(r"```(\w+)\n(.*?)```", DOCS, re.S)
 
 
-def test_the_documented_app_writes_the_file_and_the_documented_command_reports_it(
-    emulator: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """What a user does: the app with the exporter, then `otel-responses report traces.jsonl --out report.html`."""
-    from otel_responses import ResponsesInstrumentor
-
+def test_the_documented_command_reports_the_documented_apps_calls(emulator: Any, tmp_path: Path) -> None:
+    """The documented app's two calls, written as its exporter writes them (the app itself runs beside that exporter:
+    tests/clients/test_zero_code_report.py), then `otel-responses report traces.jsonl --out report.html`."""
     (snippet,) = [code for lang, code in BLOCKS if lang == "python"]
-    app = snippet.replace("client = openai.OpenAI()", "client = EMULATOR.client()")
-    assert app != snippet
-    monkeypatch.chdir(tmp_path)
-    try:
-        exec(compile(app, "docs/report.md", "exec"), {"EMULATOR": emulator})
-    finally:
-        ResponsesInstrumentor().uninstrument()
+    assert 'client.responses.create(model="gpt-5.4", input="Remember this: the marker is M-1.", store=False)' in snippet
+    client = emulator.client()
+    with capture() as telemetry:
+        first = client.responses.create(model="gpt-5.4", input="Remember this: the marker is M-1.", store=False)
+        with pytest.raises(openai.BadRequestError):
+            client.responses.create(model="gpt-5.4", input="What is the marker?", previous_response_id=first.id)
+    write_lines(telemetry.spans(), tmp_path / "traces.jsonl")
     command = next(code for lang, code in BLOCKS if lang == "bash" and code.startswith("otel-responses report")).strip()
     assert command == "otel-responses report traces.jsonl --out report.html"
     result = run("report", str(tmp_path / "traces.jsonl"), "--out", str(tmp_path / "report.html"))
     assert result.returncode == 0, result.stderr
     assert _turns(tmp_path / "report.html") == EXPECTED
-    assert 'data-f-service="my-app"' in (tmp_path / "report.html").read_text()
 
 
 def test_the_documented_collector_configuration() -> None:

@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from otel_responses.emulator import Emulator
-from otel_responses.export import to_json_line
 from otel_responses.tools.report import from_sdk, render
 from otel_responses.tools.report.otlp_json import read_text
 
@@ -32,6 +31,7 @@ from .corpus import (
     safe_units,
     seeds,
 )
+from .otlp_lines import to_json_line
 from .support import closing, fuzz_settings, mock_client
 
 

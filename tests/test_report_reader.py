@@ -1,4 +1,4 @@
-"""Reading OTLP/JSON trace files into span records: what this package's exporter writes, protobuf's own JSON mapping
+"""Reading OTLP/JSON trace files into span records: what the OTLP/JSON exporters write, protobuf's own JSON mapping
 (base64 ids, enum names, proto field names), a Collector's lines with other instrumentations and services, gzip and
 zstd, and bad input named by file and line. Every span comes from the real instrumentation over the real client."""
 
@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import openai
 import pytest
 import zstandard
 from google.protobuf import json_format
@@ -21,8 +20,6 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otel_responses import attributes as a
-from otel_responses.export import OTLPJsonFileExporter, to_json_line
 from otel_responses.testing import capture
 from otel_responses.tools import scenarios
 from otel_responses.tools.report import from_sdk
@@ -30,6 +27,7 @@ from otel_responses.tools.report.otlp_json import CONSOLE_HINT, Problem, read, r
 from otel_responses.tools.report.records import is_own
 from otel_responses.version import install_hint
 
+from .otlp_lines import to_json_line, write_lines
 from .support import run_python
 
 SCENARIO = "replay_tool_pair_broken"  # four calls: reasoning, a tool call, a refused replay with two signals
@@ -48,14 +46,10 @@ def spans(emulator: Any) -> list[ReadableSpan]:
 
 
 def _exported(spans: list[ReadableSpan], path: Path) -> Path:
-    exporter = OTLPJsonFileExporter(path)
-    for span in spans:  # one export per span, as a SimpleSpanProcessor does: one line each
-        exporter.export([span])
-    exporter.shutdown()
-    return path
+    return write_lines(spans, path)  # one line per span, as a SimpleSpanProcessor exports them
 
 
-def test_spans_written_by_the_exporter_read_back_as_the_sdk_had_them(spans: list[ReadableSpan], tmp_path: Path) -> None:
+def test_otlp_json_lines_read_back_as_the_sdk_had_them(spans: list[ReadableSpan], tmp_path: Path) -> None:
     path = _exported(spans, tmp_path / "traces.jsonl")
     lines = path.read_text().splitlines()
     assert len(lines) == len(spans)
@@ -251,49 +245,6 @@ def test_standard_input(spans: list[ReadableSpan]) -> None:
     assert reading.spans == list(from_sdk(spans))
 
 
-def test_the_exporter_writes_to_a_stream_and_refuses_after_shutdown(spans: list[ReadableSpan]) -> None:
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
-    stream = io.StringIO()
-    exporter = OTLPJsonFileExporter(stream=stream)
-    assert exporter.export(spans) is SpanExportResult.SUCCESS
-    assert exporter.force_flush()
-    exporter.shutdown()
-    assert exporter.export(spans) is SpanExportResult.FAILURE
-    assert read_text(stream.getvalue()).spans == list(from_sdk(spans))
-    with pytest.raises(TypeError):
-        OTLPJsonFileExporter()
-
-
-def test_an_app_writes_the_file_with_a_batch_processor(emulator: Any, tmp_path: Path) -> None:
-    """The documented setup: a BatchSpanProcessor with the exporter, the instrumentation on, a provider shut down."""
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    from otel_responses import ResponsesInstrumentor
-
-    path = tmp_path / "traces.jsonl"
-    provider = TracerProvider(resource=Resource.create({"service.name": "my-app"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPJsonFileExporter(path)))
-    instrumentor = ResponsesInstrumentor()
-    instrumentor.instrument(tracer_provider=provider)
-    client: openai.OpenAI = emulator.client()
-    try:
-        first = client.responses.create(model="gpt-5.4", input="Remember this: the marker is M-9.", store=False)
-        client.responses.create(model="gpt-5.4", input="And?", previous_response_id=first.id)
-    except openai.BadRequestError:
-        pass  # the API refuses to chain a store=false response: the span says why
-    finally:
-        instrumentor.uninstrument()
-        client.close()
-        provider.shutdown()
-    reading = read([str(path)])
-    assert reading.problems == []
-    assert [(r.service, r.texts(a.SIGNALS)) for r in reading.spans] == [
-        ("my-app", ("reasoning_not_replayable",)),
-        ("my-app", ("unstored_parent",)),
-    ]
-
-
 def test_the_kit_and_the_reader_load_no_protobuf() -> None:
     """The pytest plugin is imported by every pytest run, the reader by the command: neither needs protobuf."""
     code = (
@@ -323,11 +274,10 @@ def _console(spans: list[ReadableSpan]) -> str:
 def test_the_apps_own_output_among_the_spans_is_named_once_and_no_problem(spans: list[ReadableSpan]) -> None:
     """Standard output of an app run with the spans written there: its prints between the OTLP/JSON lines."""
     stream = io.StringIO()
-    exporter = OTLPJsonFileExporter(stream=stream)
     stream.write("Starting up...\n")
-    exporter.export(spans[:2])
+    stream.write(to_json_line(spans[:2]) + "\n")
     stream.write("marker=M-1\n\n  indented: not JSON either\n")
-    exporter.export(spans[2:])
+    stream.write(to_json_line(spans[2:]) + "\n")
     stream.write("Done.")
     reading = read_text(stream.getvalue(), "run.jsonl")
     assert reading.problems == []
