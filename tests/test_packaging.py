@@ -189,3 +189,28 @@ def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
         """
     )
     assert json_from_python(probe, timeout=120) == {"loaded": [], "hooks": 0}
+
+
+def test_the_floor_pass_installs_the_declared_floors() -> None:
+    """CI's floor pass (tests/requirements-floor.txt) runs each OpenTelemetry and openai floor pyproject.toml declares,
+    but the instrumentation package's, whose oldest installable release is the API floor's lockstep one (its pin is
+    the semantic conventions' release that pins that API)."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [*project["dependencies"], *(r for extra in project["optional-dependencies"].values() for r in extra)]
+    floors = {}
+    for requirement in declared:
+        name, _, version = requirement.partition(">=")
+        if version and name.startswith(("opentelemetry-", "openai")):
+            floors[name] = version.split(",")[0]
+    pins = dict(
+        line.split("==")
+        for line in (ROOT / "tests" / "requirements-floor.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    from packaging.version import Version
+
+    lockstep = pins["opentelemetry-semantic-conventions"]
+    assert Version(floors.pop("opentelemetry-instrumentation")) < Version(lockstep)
+    assert pins["opentelemetry-instrumentation"] == lockstep
+    assert {name: Version(pins[name]) for name in floors} == {name: Version(v) for name, v in floors.items()}
