@@ -3,7 +3,7 @@ view of the ledger, the analysis and the request-side signals, its lineage, its 
 token that made it current, its start and duration — and its whole life: :meth:`Call.begin` (or its async twin)
 runs the start sequence once (build, the ledger's reads, the request checks, the span, the in-flight record left
 again on failure, a failure counted), and :meth:`Call.end` ends it once, however many of its holders end it, with
-an :class:`Outcome`: the response checks, the tool-call check, the ledger, then ``Telemetry.end``, which only
+an :class:`Outcome`: the response checks, the ledger, the tool-call check, then ``Telemetry.end``, which only
 writes.
 
 Wrappers, stream observers, library seams and the proxy all drive a :class:`Call`; it knows none of them. Every
@@ -439,8 +439,8 @@ class Call:
             self.end(Outcome(exception=exc))
 
     def end(self, outcome: Outcome) -> None:
-        """The one end of a call, run by whoever ends it first: the response checks, the tool-call check and the
-        ledger, then telemetry (which ends the span). A call that never opened (its library answered from a cache, its
+        """The one end of a call, run by whoever ends it first: the response checks, the ledger and the tool-call
+        check, then telemetry (which ends the span). A call that never opened (its library answered from a cache, its
         frame never left) only leaves its in-flight record."""
         if not self._ending.acquire(blocking=False):
             return
