@@ -1,4 +1,5 @@
-"""instrument/uninstrument, raw and streaming variants, and what the app sees staying the same."""
+"""instrument() and uninstrument(): the methods wrapped and restored, once however often, the options and their
+environment variables, and auto-instrumentation through the entry point."""
 
 from __future__ import annotations
 
@@ -95,79 +96,6 @@ def test_raw_wrapper_built_while_instrumented_goes_quiet_after_uninstrument(emul
     assert len(cap.spans()) == 1
 
 
-def test_with_raw_response_returns_what_it_returns_bare(emulator: Emulator, captured: Captured) -> None:
-    raw = emulator.client().responses.with_raw_response.create(model=MODEL, input="Remember this: the marker is R-1.")
-    instrumented_type = type(raw)
-    parsed = raw.parse()
-    assert raw.parse() is parsed  # the instrumentation's parse did not change the app's
-    span = captured.only_span()
-    assert (span.attributes or {})["gen_ai.response.id"] == parsed.id
-    assert (span.attributes or {})["openai_responses.request_id"] == raw.request_id
-    ResponsesInstrumentor().uninstrument()
-    try:
-        bare = emulator.client().responses.with_raw_response.create(
-            model=MODEL, input="Remember this: the marker is R-1."
-        )
-        assert type(bare) is instrumented_type
-        bare_parsed = bare.parse()
-        assert type(bare_parsed) is type(parsed)
-        assert bare_parsed.output_text == parsed.output_text
-        assert bare.status_code == raw.status_code == 200
-    finally:
-        ResponsesInstrumentor().instrument(
-            tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider
-        )
-
-
-def test_with_streaming_response_body_left_for_the_app(emulator: Emulator, captured: Captured) -> None:
-    client = emulator.client()
-    with client.responses.with_streaming_response.create(model=MODEL, input="Remember this: the marker is W-1.") as raw:
-        span = captured.only_span()  # ended when the headers arrived; the body is the app's to read
-        parsed = raw.parse()
-        assert parsed.output_text == "Noted marker W-1."
-    assert (span.attributes or {})["openai_responses.request_id"] == raw.request_id
-    assert (span.attributes or {})["openai_responses.state.mode"] == "single_turn"
-    assert "gen_ai.response.id" not in (span.attributes or {})
-
-
-def test_raw_parse_variant(emulator: Emulator, captured: Captured) -> None:
-    raw = emulator.client().responses.with_raw_response.parse(model=MODEL, input="hi")
-    parsed = raw.parse()
-    assert (captured.only_span().attributes or {})["gen_ai.response.id"] == parsed.id
-
-
-def test_streaming_call_still_works_and_yields_the_same_events(emulator: Emulator, captured: Captured) -> None:
-    def event_types() -> list[str]:
-        stream = emulator.client().responses.create(model=MODEL, input="Remember this: the marker is S-1.", stream=True)
-        return [event.type for event in stream]
-
-    instrumented = event_types()
-    ResponsesInstrumentor().uninstrument()
-    try:
-        bare = event_types()
-    finally:
-        ResponsesInstrumentor().instrument(
-            tracer_provider=captured.tracer_provider, meter_provider=captured.meter_provider
-        )
-    assert instrumented == bare
-    assert instrumented[-1] == "response.completed"
-    with emulator.client().responses.stream(model=MODEL, input="hi") as stream:
-        final = stream.get_final_response()
-    assert final.output_text == "Noted."
-
-
-def test_generator_input_is_not_consumed_by_the_instrumentation(emulator: Emulator, captured: Captured) -> None:
-    """The SDK types `input` as Iterable; iterating a generator would steal it from the SDK."""
-    first = {"role": "user", "content": "Remember this: the marker is G-1."}
-    items = (item for item in [first, {"role": "user", "content": "What is the marker?"}])
-    with pytest.raises(TypeError, match="not JSON serializable"):  # what openai 3.x does with a generator
-        emulator.client().responses.create(model=MODEL, input=items)  # type: ignore[call-overload]
-    assert next(items) is first
-    span = captured.only_span()
-    assert (span.attributes or {})["error.type"] == "TypeError"
-    assert (span.attributes or {})["openai_responses.input.item_count"] == 0
-
-
 def test_unknown_option_is_a_clear_error() -> None:
     with pytest.raises(ConfigError, match="unknown instrument\\(\\) option\\(s\\): colour"):
         ResponsesInstrumentor().instrument(colour="blue")
@@ -175,26 +103,25 @@ def test_unknown_option_is_a_clear_error() -> None:
 
 
 def test_bad_option_value_is_a_clear_error() -> None:
-    with pytest.raises(ConfigError, match="max_item_types must be a positive integer"):
-        ResponsesInstrumentor().instrument(max_item_types=0)
+    with pytest.raises(ConfigError, match="ledger_capacity must be a positive integer"):
+        ResponsesInstrumentor().instrument(ledger_capacity=0)
 
 
 def test_environment_variables_configure(emulator: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_OPENAI_RESPONSES_ZDR", "true")
     monkeypatch.setenv("OTEL_INSTRUMENTATION_OPENAI_RESPONSES_INSTRUCTIONS_VERSION", "2026-11")
-    monkeypatch.setenv("OTEL_INSTRUMENTATION_OPENAI_RESPONSES_MAX_ITEM_TYPES", "3")
     cap = new_captured()
     instrumentor = ResponsesInstrumentor()
     instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
     try:
-        history: Any = [{"role": "user", "content": str(i)} for i in range(6)]
+        history: Any = [{"role": "user", "content": str(i)} for i in range(130)]
         emulator.client().responses.create(model=MODEL, input=history, instructions="x")
     finally:
         instrumentor.uninstrument()
     attrs = dict(cap.spans()[0].attributes or {})
     assert attrs["openai_responses.zdr"] is True
     assert attrs["openai_responses.instructions.version"] == "2026-11"
-    assert attrs["openai_responses.input.item_types"] == ("message", "...(+4)", "message")
+    assert attrs["openai_responses.input.item_types"] == ("message",) * 32 + ("...(+3)",) + ("message",) * 95
 
 
 def test_shared_hash_key_makes_hashes_comparable_across_instrumentations(emulator: Emulator) -> None:
@@ -273,23 +200,3 @@ def test_every_patched_class_is_left_exactly_as_it_was(emulator: Emulator) -> No
         instrumentor.instrument(tracer_provider=cap.tracer_provider, meter_provider=cap.meter_provider)
         instrumentor.uninstrument()
     assert {cls: dict(cls.__dict__) for cls in classes} == before
-
-
-def test_an_internal_failure_is_swallowed_counted_and_logged_without_payload(
-    emulator: Emulator, captured: Captured, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    import otel_responses._calls.call as wrappers
-
-    def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("payload-like text that must not be logged")
-
-    monkeypatch.setattr(wrappers, "run_response_checks", broken)
-    with caplog.at_level("DEBUG", logger="otel_responses"):
-        response = emulator.client().responses.create(model=MODEL, input="Remember this: the marker is F-1.")
-    assert response.output_text == "Noted marker F-1."
-    (point,) = captured.metric_points("openai_responses.instrumentation.errors")
-    assert point.attributes == {"openai_responses.instrumentation.step": "record_response"}
-    assert point.value == 1
-    assert "record_response failed (RuntimeError at test_lifecycle.py:" in caplog.text
-    assert "payload-like" not in caplog.text
-    assert captured.only_span().end_time is not None
