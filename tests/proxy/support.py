@@ -60,12 +60,13 @@ def proxied(upstream: str, options: dict[str, Any] | None = None, **settings: An
     instrumentation's (``strict``, ``ledger_url``, ...); ``settings``: the proxy's own."""
     captured = CapturedTelemetry.new()
     options = {"hash_key": KEY, **(options or {}), **settings}
-    providers = {
-        "tracer_provider": captured.tracer_provider,
-        "meter_provider": captured.meter_provider,
-        "logger_provider": captured.logger_provider,
-    }
-    with ThreadedProxy(upstream, **providers, **options) as proxy:
+    with ThreadedProxy(
+        upstream,
+        tracer_provider=captured.tracer_provider,
+        meter_provider=captured.meter_provider,
+        logger_provider=captured.logger_provider,
+        **options,
+    ) as proxy:
         yield Proxied(proxy, captured)
 
 
