@@ -169,7 +169,8 @@ def test_the_installed_wheel_writes_the_files_with_nothing_else_installed(dists:
 
 def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
     """`instrument()` and a call with the default (in-memory) ledger import no module of the Redis backend, nor
-    `redis` itself, and register no exit or fork hook: the backend is reached only through a Redis ledger."""
+    `redis` itself, nor the cost code (no price table given), and register no exit or fork hook: the backend is
+    reached only through a Redis ledger."""
     probe = textwrap.dedent(
         """
         import atexit, json, sys
@@ -184,6 +185,7 @@ def test_an_in_memory_setup_loads_no_redis_code_and_registers_no_hook() -> None:
                 client.responses.create(model="gpt-4.1-mini", input="And?", previous_response_id=first.id)
         backend = ("otel_responses.ledger.redis", "otel_responses.ledger._codec", "otel_responses.ledger._writer",
                    "otel_responses.ledger._async")
+        backend += ("otel_responses._telemetry.pricing",)
         loaded = sorted(m for m in sys.modules if m in backend or m == "redis" or m.startswith("redis."))
         print(json.dumps({"loaded": loaded, "hooks": atexit._ncallbacks() - before}))
         """
