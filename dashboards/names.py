@@ -26,6 +26,7 @@ SIGNALS = label(attr.METRIC_SIGNALS) + "_total"
 TOKENS = label(attr.METRIC_TOKENS) + "_total"
 TOKEN_USAGE_SUM = label(attr.METRIC_TOKEN_USAGE) + "_sum"
 ENCRYPTED_ITEMS = label(attr.METRIC_ENCRYPTED_ITEMS) + "_total"
+WITHHELD_ITEMS = label(attr.METRIC_WITHHELD_ITEMS) + "_total"
 DURATION = label(attr.METRIC_OPERATION_DURATION) + "_seconds"
 COST = label(attr.METRIC_COST) + "_total"
 COST_SAVED = label(attr.METRIC_COST_SAVED) + "_total"
@@ -51,6 +52,7 @@ DIRECTION = label(attr.DIRECTION)
 ERROR_TYPE = label(attr.ERROR_TYPE)
 TURN_DEPTH = label(attr.TURN_DEPTH)
 TRUNCATION = label(attr.TRUNCATION)
+WITHHELD_REASON = label(attr.WITHHELD_REASON)
 CURRENCY = label(attr.COST_CURRENCY)
 #: The dialects of the GenAI conventions a dashboard is built for (``python -m dashboards.build --semconv``).
 DEFAULT = "default"

@@ -168,6 +168,22 @@ def alert_rules(docs_url: str = DOCS_URL) -> dict[str, Any]:
             },
         },
         {
+            "alert": "OpenAIResponsesReasoningAcrossABoundary",
+            "expr": (f"{counted(SIGNALS, matches(SIGNAL_NAME, BOUNDARY_SIGNALS), by=RULE_LABELS)} > 0"),
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": f"{JOB} replays reasoning across a boundary ({BY_SIGNAL})",
+                "description": (
+                    f"{JOB} raised {BY_SIGNAL} {TIMES} time(s) in the last {WINDOW} on {ON_MODEL}: replayed "
+                    "reasoning or compaction payloads went to another model, organization or end user than they "
+                    "were made for (a model switch, a router or fallback model, a gateway's account pool, a changed "
+                    "safety_identifier) or after edited items, and the API withholds that reasoning from the model or "
+                    "refuses the request. Keep one model and one organization per conversation."
+                ),
+                "runbook_url": runbook(BY_SIGNAL, docs_url),
+            },
+        },
+        {
             "alert": "OpenAIResponsesToolOutputMissingOrOrphaned",
             "expr": f"{counted(SIGNALS, matches(SIGNAL_NAME, TOOL_OUTPUT_SIGNALS), by=RULE_LABELS)} > 0",
             "labels": {"severity": "critical"},
@@ -187,6 +203,7 @@ def alert_rules(docs_url: str = DOCS_URL) -> dict[str, Any]:
 
 
 REASONING_SIGNALS = ("reasoning_dropped", "reasoning_not_replayable")
+BOUNDARY_SIGNALS = ("reasoning_withheld", "encrypted_content_foreign")
 TOOL_OUTPUT_SIGNALS = ("missing_tool_output", "orphan_tool_output")
 
 

@@ -81,11 +81,18 @@ def names_table() -> str:
 
 def replay_rules_table() -> str:
     """The API's rules on replayed items as the emulator keeps them, in the order they are checked: each with the
-    API's answer and where that answer is known from."""
+    API's answer (a refusal, or the reasoning withheld) and where that answer is known from."""
     rows = ["| rule | the API's answer | known from |", "|---|---|---|"]
     for rule in replay_rules.RULES:
         code = f"`{rule.code}`" if rule.code else "`null`"
-        answer = f"{rule.status} `{rule.type}`, code {code}, param `{rule.param}`: {rule.message}"
+        param = f"`{rule.param}`" if rule.param else "`null`"
+        refusal = f"{rule.status} `{rule.type}`, code {code}, param {param}: {rule.message}"
+        if rule.withholds is None:
+            answer = refusal
+        else:
+            answer = f"withheld from the model, in `input_transformations` as `{rule.name}`"
+            if rule.message:
+                answer += f' (with `foreign_reasoning="refuse"`: {refusal})'
         rows.append(f"| `{rule.name}` | {_cell(answer)} | {_cell(rule.source)} |")
     return "\n".join(rows)
 

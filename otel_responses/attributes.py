@@ -45,6 +45,7 @@ OPERATION_CHAT: Final = "chat"
 OPERATION_COMPACT: Final = "compact_response"
 OPERATION_FETCH: Final = "fetch_response"
 OPERATION_CREATE_CONVERSATION_ITEMS: Final = "create_conversation_items"
+OPERATION_DELETE_CONVERSATION_ITEM: Final = "delete_conversation_item"
 TOKEN_TYPE_INPUT: Final = "input"
 TOKEN_TYPE_OUTPUT: Final = "output"
 
@@ -88,6 +89,11 @@ SIGNAL_SEVERITY: Final = "openai_responses.signal.severity"
 # that sent instructions (its response id and turn), for a turn that sends none.
 PARENT_ID: Final = "openai_responses.parent.id"
 PARENT_DELETED: Final = "openai_responses.parent.deleted"
+# `unstored_parent`: the parent was created under another organization or project than the request names.
+PARENT_OTHER_ORGANIZATION: Final = "openai_responses.parent.other_organization"
+# `encrypted_content_foreign`: the boundaries a replayed payload crossed since it was minted: `model`,
+# `organization`, `project`; once the API confirmed a crossing, also `endpoint` and `credential` when they changed.
+ENCRYPTED_CROSSED: Final = "openai_responses.encrypted.crossed"
 INSTRUCTIONS_LAST_RESPONSE_ID: Final = "openai_responses.instructions.last_response.id"
 INSTRUCTIONS_LAST_TURN: Final = "openai_responses.instructions.last_turn"
 MISSING_COUNT: Final = "openai_responses.missing.count"
@@ -168,6 +174,30 @@ TOKEN_KIND_OUTPUT: Final = "output"
 TRUNCATION: Final = "openai_responses.truncation"
 # `max_output_tokens`, by the GenAI conventions' name (span attribute only).
 GEN_AI_REQUEST_MAX_TOKENS: Final = "gen_ai.request.max_tokens"
+
+# --- What the response says the model saw --------------------------------------------------------------------
+# `input_transformations`: the replayed reasoning items the API withheld from the model, how many and for which
+# reasons (the distinct values, an enum: `turn_boundary`, `model_mismatch`, ...; never an item id). On the span, and
+# on the `reasoning_withheld` event for the reasons that make it. The metric counts withheld items by one reason.
+REASONING_WITHHELD: Final = "openai_responses.reasoning.withheld"
+REASONING_WITHHELD_REASONS: Final = "openai_responses.reasoning.withheld_reasons"
+WITHHELD_REASON: Final = "openai_responses.reasoning.withheld_reason"
+METRIC_WITHHELD_ITEMS: Final = "openai_responses.reasoning.withheld_items"
+# The effective `reasoning.context` the response returns (which earlier reasoning the model is shown): the request's
+# value as sent is `REASONING_CONTEXT`.
+RESPONSE_REASONING_CONTEXT: Final = "openai_responses.response.reasoning.context"
+# `prompt_cache_diagnostics` (a request naming `prompt_cache_options.comparison_response_id`): its type, the reason
+# the cache was missed, and the input tokens the miss affected.
+PROMPT_CACHE_DIAGNOSTIC_TYPE: Final = "openai_responses.prompt_cache.diagnostic.type"
+PROMPT_CACHE_DIAGNOSTIC_REASON: Final = "openai_responses.prompt_cache.diagnostic.reason"
+PROMPT_CACHE_MISSED_TOKENS: Final = "openai_responses.prompt_cache.diagnostic.missed_tokens"
+# Reasoning of earlier, finished turns a replay left out under an effective `current_turn`: the API renders none of
+# it back, so it is no loss (no `reasoning_dropped`), only said.
+REASONING_NOT_REPLAYED: Final = "openai_responses.reasoning.not_replayed"
+# `history_truncated` from the usage alone: the server itself dropped items (`truncation: "auto"`), and the input
+# tokens the state continued held at least.
+HISTORY_SERVER_TRUNCATED: Final = "openai_responses.history.server_truncated"
+HISTORY_HELD_TOKENS: Final = "openai_responses.history.held_tokens"
 
 # --- What the conventions define about the request and the response (both dialects) ------------------------------
 # Request settings, set when the span starts: `stream=True` (only then: unset means not streamed), the output type
@@ -322,6 +352,7 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "OPERATION_COMPACT": ("value", "", "of `gen_ai.operation.name`: `responses.compact`"),
     "OPERATION_FETCH": ("value", "", "of `gen_ai.operation.name`: `responses.retrieve`"),
     "OPERATION_CREATE_CONVERSATION_ITEMS": ("value", "", "of `gen_ai.operation.name`: `conversations.items.create`"),
+    "OPERATION_DELETE_CONVERSATION_ITEM": ("value", "", "of `gen_ai.operation.name`: `conversations.items.delete`"),
     "TOKEN_TYPE_INPUT": ("value", "", "of `gen_ai.token.type`"),
     "TOKEN_TYPE_OUTPUT": ("value", "", "of `gen_ai.token.type`"),
     "REQUEST_ID": ("span", "string", "the `x-request-id` of the HTTP response (also on errors)"),
@@ -369,6 +400,17 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "SIGNAL_SEVERITY": ("event, metric", "string", "`error`, `warning` or `info`"),
     "PARENT_ID": ("event", "string", "the parent the request continues"),
     "PARENT_DELETED": ("event", "bool", "`unstored_parent`: the app deleted the parent"),
+    "PARENT_OTHER_ORGANIZATION": (
+        "event",
+        "bool",
+        "`unstored_parent`: the parent was created under another organization or project than the request names",
+    ),
+    "ENCRYPTED_CROSSED": (
+        "event",
+        "string[]",
+        "`encrypted_content_foreign`: what the payload crossed since it was minted: `model`, `organization`, "
+        "`project`; once the API confirmed it, `endpoint` and `credential` where they changed",
+    ),
     "INSTRUCTIONS_LAST_RESPONSE_ID": ("event", "string", "`instructions_dropped`: the latest response that had them"),
     "INSTRUCTIONS_LAST_TURN": ("event", "int", "`instructions_dropped`: the latest turn that had them"),
     "MISSING_COUNT": ("event", "int", "replay signals: how many items of the earlier response are missing"),
@@ -440,7 +482,11 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "ERROR_CODE": ("span", "string", "on API errors: the error's `code` (e.g. `previous_response_not_found`)"),
     "GEN_AI_REQUEST_REASONING_LEVEL": ("span", "string", "`reasoning.effort` as sent"),
     "REASONING_SUMMARY": ("span", "string", "`reasoning.summary`: `auto`, `concise`, `detailed`"),
-    "REASONING_CONTEXT": ("span", "string", "`reasoning.context`: `all_turns`, `current_turn`, `auto`"),
+    "REASONING_CONTEXT": (
+        "span",
+        "string",
+        "the request's `reasoning.context` as sent: `all_turns`, `current_turn`, `auto`",
+    ),
     "REASONING_MODE": ("span", "string", "`reasoning.mode`: `standard`, `pro`"),
     "METRIC_TIME_PER_OUTPUT_CHUNK": ("histogram, s", "", "time between a stream's chunks (with `chunk_timing`)"),
     "METRIC_COST": ("counter, currency", "", "spend by model and token kind, from your price table only"),
@@ -450,6 +496,56 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "TOKEN_KIND_OUTPUT": ("value", "", "of `openai_responses.token.kind` (cost: output, reasoning included)"),
     "TRUNCATION": ("span, metric", "string", "the request's `truncation`: `auto` or `disabled`"),
     "GEN_AI_REQUEST_MAX_TOKENS": ("span", "int", "the request's `max_output_tokens`"),
+    "REASONING_WITHHELD": (
+        "span, event",
+        "int",
+        "replayed reasoning items the API withheld from the model (`input_transformations`); on the "
+        "`reasoning_withheld` event, those withheld for a mismatch",
+    ),
+    "REASONING_WITHHELD_REASONS": (
+        "span, event",
+        "string[]",
+        "the distinct reasons of `openai_responses.reasoning.withheld`: `turn_boundary`, `model_mismatch`, "
+        "`organization_mismatch`, `end_user_mismatch`, `prefix_mismatch`",
+    ),
+    "WITHHELD_REASON": ("metric", "string", "one reason the API withheld reasoning for (`input_transformations`)"),
+    "METRIC_WITHHELD_ITEMS": (
+        "counter",
+        "",
+        "replayed reasoning items the API withheld from the model, by reason, operation and model",
+    ),
+    "RESPONSE_REASONING_CONTEXT": (
+        "span",
+        "string",
+        "the effective `reasoning.context` the response returns: `current_turn` or `all_turns`",
+    ),
+    "REASONING_NOT_REPLAYED": (
+        "span",
+        "int",
+        "reasoning items of earlier, finished turns a replay left out under `current_turn`: the API renders none of "
+        "them back, so no `reasoning_dropped`",
+    ),
+    "PROMPT_CACHE_DIAGNOSTIC_TYPE": (
+        "span",
+        "string",
+        "`prompt_cache_diagnostics.type`: `cache_hit`, `cache_miss`, `comparison_response_not_found`, `unavailable`",
+    ),
+    "PROMPT_CACHE_DIAGNOSTIC_REASON": (
+        "span",
+        "string",
+        "`prompt_cache_diagnostics.reason` of a miss: `model_changed`, `tools_changed`, `input_changed`, …",
+    ),
+    "PROMPT_CACHE_MISSED_TOKENS": ("span", "int", "`prompt_cache_diagnostics.cache_missed_tokens` of a miss"),
+    "HISTORY_SERVER_TRUNCATED": (
+        "event",
+        "bool",
+        '`history_truncated`: the server dropped items itself (`truncation: "auto"`), seen in the usage',
+    ),
+    "HISTORY_HELD_TOKENS": (
+        "event",
+        "int",
+        "`history_truncated`: the input tokens the continued state held at least (its usage said fewer)",
+    ),
     "GEN_AI_EVALUATION_RESULT_EVENT": ("log event", "", "one per signal raised, in the call's span context"),
     "GEN_AI_EVALUATION_NAME": ("log event", "string", "`gen_ai.evaluation.result`: the signal's name"),
     "GEN_AI_EVALUATION_SCORE_LABEL": (

@@ -11,7 +11,15 @@ from typing import Final
 
 from opentelemetry.util.types import AttributeValue
 
-from .attributes import LEDGER_SHARED, PARENT_DELETED, REASONING_UNREPLAYABLE, REPLAY_MESSAGES_ONLY
+from .attributes import (
+    HISTORY_SERVER_TRUNCATED,
+    LEDGER_SHARED,
+    PARENT_DELETED,
+    PARENT_OTHER_ORGANIZATION,
+    REASONING_UNREPLAYABLE,
+    REASONING_WITHHELD_REASONS,
+    REPLAY_MESSAGES_ONLY,
+)
 from .docs_links import signal_doc_url
 
 __all__ = ["CATALOGUE", "ERROR", "INFO", "LOSS_SEVERITIES", "WARNING", "ContextLossError", "Kind", "Signal"]
@@ -43,6 +51,28 @@ class Kind:
     # without the Responses API (litellm translating to Chat Completions and keeping its own session state). The
     # others rest on the request's structure (tool pairing, both state fields, instructions across a lineage).
     server_premised: bool = False
+    # A fix per value of one detail attribute (a list of enum values, e.g. the reasons the API withheld reasoning
+    # for): the signal's fix is those of the values its detail names, the catalogue's fix when it names none known.
+    fixes: tuple[str, Mapping[str, str]] | None = None
+    # The severity of a variant (its attribute true in the detail) where it is not the signal's: what the server did
+    # itself, seen in numbers, is worth knowing, not a mistake of the app's.
+    severities: Mapping[str, str] = field(default_factory=dict)
+    # Variants strict mode never refuses (their attribute true in the detail), although the signal is strict: the
+    # fact behind them is one the API may judge otherwise.
+    unrefused: frozenset[str] = frozenset()
+
+
+# The fix for each reason the API withholds replayed reasoning for (`input_transformations`); `turn_boundary` is the
+# reasoning context at work, no mistake.
+WITHHELD_FIXES: Final[dict[str, str]] = {
+    "model_mismatch": "keep one model for a conversation's reasoning (a model switch, a router changing tier or a "
+    "fallback model gets none of it): switching on purpose, leave out the reasoning items the other model made",
+    "organization_mismatch": "send every turn under the organization (and project) that made its reasoning: pin "
+    "one organization per conversation, not per key of a pool or per gateway account",
+    "end_user_mismatch": "keep `safety_identifier` the same for every turn of a conversation",
+    "prefix_mismatch": "replay the items before a reasoning item exactly as they were (do not edit, reorder, drop or "
+    "insert items ahead of it)",
+}
 
 
 CATALOGUE: Final[dict[str, Kind]] = {
@@ -65,10 +95,17 @@ CATALOGUE: Final[dict[str, Kind]] = {
                     "`previous_response_id` names a response the app deleted",
                     "chain to a response that still exists (delete a conversation's responses only once it is over), "
                     "or keep the history yourself and replay every output item",
-                )
+                ),
+                PARENT_OTHER_ORGANIZATION: (
+                    "`previous_response_id` names a response created under another organization or project than "
+                    "this request names: the API finds no such response there",
+                    "continue a response under the organization (and project) that created it: a gateway's account "
+                    "pool or a key rotation must keep a conversation on one organization",
+                ),
             },
             strict=True,
             server_premised=True,
+            unrefused=frozenset({PARENT_OTHER_ORGANIZATION}),
         ),
         Kind(
             "unstored_retrieve",
@@ -101,7 +138,8 @@ CATALOGUE: Final[dict[str, Kind]] = {
         Kind(
             "reasoning_dropped",
             WARNING,
-            "a replay carries items of an earlier response but not its reasoning items",
+            "a replay carries items of an earlier response but not its reasoning items, where the model would have "
+            "seen them (under `all_turns`, or within the current turn)",
             "replay every output item, reasoning included, not just the message text",
             {
                 REASONING_UNREPLAYABLE: (
@@ -142,10 +180,33 @@ CATALOGUE: Final[dict[str, Kind]] = {
             server_premised=True,
         ),
         Kind(
+            "reasoning_withheld",
+            WARNING,
+            "the API reports (`input_transformations`) that it withheld replayed reasoning from the model: it was made "
+            "for another model, organization or end user, or the items before it were edited (`turn_boundary`, the "
+            "reasoning context at work, is recorded on the span, never a signal)",
+            "replay reasoning only to the model, organization and end user it was made for, after the items it "
+            "followed, unchanged",
+            server_premised=True,
+            fixes=(REASONING_WITHHELD_REASONS, WITHHELD_FIXES),
+        ),
+        Kind(
+            "encrypted_content_foreign",
+            WARNING,
+            "a replayed encrypted payload (reasoning or compaction `encrypted_content`) was minted for another model, "
+            "or for another organization or project (both requests naming one): the API withholds it from the "
+            "model, or refuses the request (400 `invalid_encrypted_content` naming the organization or the caller)",
+            "replay encrypted payloads only to the model and organization they were made for: keep one model and one "
+            "organization (and project) per conversation, a gateway's account pool and a model router included; "
+            "switching on purpose, leave out the reasoning and compaction items made before the switch",
+            server_premised=True,
+        ),
+        Kind(
             "encrypted_content_modified",
             ERROR,
             "a replayed opaque payload (reasoning or compaction `encrypted_content`, a `program` fingerprint) changed "
-            "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content`",
+            "in length or shape against every copy the API returned, or the API answered `invalid_encrypted_content` "
+            "(and no boundary was crossed: that is `encrypted_content_foreign`)",
             "store and send `encrypted_content` byte for byte; never decode, trim or re-serialise it",
             server_premised=True,
         ),
@@ -215,6 +276,15 @@ CATALOGUE: Final[dict[str, Kind]] = {
             WARNING,
             "a replay dropped earlier history without a compaction item in its place",
             "compact long histories (`responses.compact` or `context_management`) instead of cutting old items",
+            {
+                HISTORY_SERVER_TRUNCATED: (
+                    'the server dropped the oldest items itself (`truncation: "auto"`): the response read fewer input '
+                    "tokens than the chain or conversation it continues already held",
+                    "compact long conversations (`responses.compact` or `context_management`) before they fill the "
+                    'context window, or send `truncation: "disabled"` so that an overflow fails instead',
+                )
+            },
+            severities={HISTORY_SERVER_TRUNCATED: INFO},
         ),
         Kind(
             "concurrent_branch",
@@ -272,7 +342,11 @@ class Signal:
 
     @property
     def severity(self) -> str:
-        return CATALOGUE[self.name].severity
+        kind = CATALOGUE[self.name]
+        for attribute, severity in kind.severities.items():
+            if self.detail.get(attribute) is True:
+                return severity
+        return kind.severity
 
     @property
     def meaning(self) -> str:
@@ -280,6 +354,14 @@ class Signal:
 
     @property
     def fix(self) -> str:
+        fixes = CATALOGUE[self.name].fixes
+        if fixes is not None:
+            attribute, by_value = fixes
+            values = self.detail.get(attribute)
+            if isinstance(values, (list, tuple)):
+                named = [by_value[v] for v in dict.fromkeys(values) if isinstance(v, str) and v in by_value]
+                if named:
+                    return "; ".join(named)
         return self._variant()[1]
 
     def _variant(self) -> tuple[str, str]:
@@ -293,7 +375,9 @@ class Signal:
     def refusable(self) -> bool:
         """Strict mode may refuse the request for it: an error the request itself, or this process's own records of
         immutable facts, prove (never a fact read from a shared store, nor a conversation's latest turn)."""
-        return self.name in STRICT and self.settled and self.detail.get(SHARED_FACT) is not True
+        if self.name not in STRICT or not self.settled or self.detail.get(SHARED_FACT) is True:
+            return False
+        return not any(self.detail.get(attribute) is True for attribute in CATALOGUE[self.name].unrefused)
 
 
 class ContextLossError(Exception):

@@ -7,9 +7,10 @@ every test session of a project that installs ``otel-responses``. Importing this
 
 Fixtures: ``responses_emulator`` (session), ``responses_client``, ``responses_async_client``,
 ``responses_telemetry``. Functions: ``capture()``, ``assert_no_context_loss()``, ``assert_signal()``,
-``assert_no_signal()``. When one of these assertions fails, the test's spans are written as an HTML report of its
-conversations (under the test's ``tmp_path``, or ``--otel-responses-report-dir``) and the failure names the file;
-``--otel-responses-report=all`` writes one for every test that captured spans, ``off`` none.
+``assert_no_signal()``, ``assert_no_reasoning_withheld()``. When one of these assertions fails, the test's spans are
+written as an HTML report of its conversations (under the test's ``tmp_path``, or ``--otel-responses-report-dir``)
+and the failure names the file; ``--otel-responses-report=all`` writes one for every test that captured spans,
+``off`` none.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ __all__ = [
     "CapturedTelemetry",
     "Spans",
     "assert_no_context_loss",
+    "assert_no_reasoning_withheld",
     "assert_no_signal",
     "assert_signal",
     "capture",
@@ -55,6 +57,7 @@ __all__ = [
 ]
 
 _SDK_HINT = "pip install opentelemetry-sdk"
+_TURN_BOUNDARY = "turn_boundary"
 _OPENAI_HINT = "pip install 'openai>=1.101.0'"
 
 
@@ -298,7 +301,7 @@ def assert_no_context_loss(spans: Spans) -> None:
     severity and fix. Fails too when there is no span at all (the instrumentation was not on)."""
     __tracebackhide__ = True
     checked = _spans(spans, "assert_no_context_loss")
-    found = [(i, span, name) for i, span, name in _raised(checked) if CATALOGUE[name].severity in LOSS_SEVERITIES]
+    found = [(i, span, name) for i, span, name in _raised(checked) if _severity(span, name) in LOSS_SEVERITIES]
     if found:
         raise _failure(
             _report(f"context lost: {_count(len(found))} of severity error or warning", found, checked), checked
@@ -331,6 +334,36 @@ def assert_no_signal(spans: Spans, name: str) -> None:
     found = [(i, span, raised) for i, span, raised in _raised(checked) if raised == name]
     if found:
         raise _failure(_report(f"unexpected signal {name} raised {len(found)} time(s)", found, checked), checked)
+
+
+def assert_no_reasoning_withheld(spans: Spans, allow: Iterable[str] = (_TURN_BOUNDARY,)) -> None:
+    """Fail when the API reports (``input_transformations``) that it withheld replayed reasoning from the model for a
+    reason not in ``allow``: by default any but ``turn_boundary`` (under ``reasoning.context: current_turn`` an
+    earlier turn's reasoning is withheld by design). The message names each span, the reasons and their fixes.
+    Fails too when there is no span at all."""
+    __tracebackhide__ = True
+    allowed = frozenset(allow)
+    checked = _spans(spans, "assert_no_reasoning_withheld")
+    lines = []
+    for index, span in enumerate(checked):
+        attributes = span.attributes or {}
+        raw = attributes.get(_attr.REASONING_WITHHELD_REASONS)
+        reasons = [str(r) for r in raw if str(r) not in allowed] if isinstance(raw, (list, tuple)) else []
+        if not reasons:
+            continue
+        response = attributes.get(_attr.GEN_AI_RESPONSE_ID)
+        where = f"span {span.name!r} (#{index + 1} of {len(checked)}{f', response {response}' if response else ''})"
+        count = attributes.get(_attr.REASONING_WITHHELD)
+        lines.append(f"- {where}: {count} reasoning item(s) withheld, reasons {', '.join(reasons)}")
+        fix = Signal("reasoning_withheld", {_attr.REASONING_WITHHELD_REASONS: reasons}).fix
+        lines.append(f"  Fix: {fix}.")
+    if lines:
+        raise _failure("\n".join(["the API withheld replayed reasoning from the model:", *lines]), checked)
+
+
+def _severity(span: ReadableSpan, name: str) -> str:
+    """A raised signal's severity, as its event's metadata makes it (a variant may have its own)."""
+    return Signal(name, dict(_event(span, name))).severity
 
 
 def _known(name: str) -> str:

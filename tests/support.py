@@ -97,6 +97,24 @@ def closing(client: Any) -> Iterator[Any]:
 # -- spans -----------------------------------------------------------------------------------------------------
 
 
+def sdk_field(value: Any, name: str) -> Any:
+    """A field the oldest supported SDK (1.101) does not declare: the model's attribute, the plain dict its models
+    keep an undeclared object as, or None where it is absent."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def withheld(response: Any) -> list[tuple[str, str]]:
+    """(id, reason) of each item a response's `input_transformations` reports withheld."""
+    found = sdk_field(response, "input_transformations") or []
+    return [(sdk_field(t, "id"), sdk_field(t, "reason")) for t in found]
+
+
+def withheld_reasons(response: Any) -> list[str]:
+    return [reason for _, reason in withheld(response)]
+
+
 def attrs(span: Any) -> dict[str, Any]:
     """A span's attributes as a plain dict (the SDK's may be None)."""
     return dict(span.attributes or {})

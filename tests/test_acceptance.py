@@ -59,7 +59,8 @@ SCENARIO_SPANS: dict[str, list[tuple[str, ...]]] = {
     "replay_reasoning_altered": [(), ("encrypted_content_modified",)],
     "replay_phase_lost": [(), ("phase_dropped",), ("phase_dropped",), ("phase_dropped",)],
     "replay_tool_pair_broken": [(), (), ("replay_incomplete", "orphan_tool_output")],
-    "replay_history_cut": [(), (), (), ("history_truncated",)],
+    # Cutting the oldest turn also edits what every later reasoning item followed: the API withholds them.
+    "replay_history_cut": [(), (), (), ("history_truncated", "reasoning_withheld")],
     # Only the user's messages and the tool call kept: both later replays continue the tool turn (a second child).
     "replay_user_messages_only": [
         (),
@@ -71,6 +72,14 @@ SCENARIO_SPANS: dict[str, list[tuple[str, ...]]] = {
     "replay_stored_reasoning_dropped": [(), ("reasoning_dropped", "reasoning_pair_broken")],
     "replay_foreign_call_ids": [(), (), ("malformed_item_id",)],
     "conversation_items_resent": [(), (), (), ("duplicate_item_id",)],
+    # From the tool turn's second call on, every earlier payload was made by the other model: named before the request
+    # leaves, then withheld by the API (all_turns: the model would have read it).
+    "replay_model_switched": [
+        (),
+        (),
+        ("encrypted_content_foreign", "reasoning_withheld"),
+        ("encrypted_content_foreign", "reasoning_withheld"),
+    ],
 }
 
 
@@ -204,8 +213,10 @@ def test_long_session_compacted_keeps_context_without_truncation_signal(emulator
     answer, compactions = long_session(emulator.client(), compact=True)
     raised = signals_of(captured.spans())
     assert compactions, "the low threshold must trigger compaction"
-    # The info signal on each call whose response compacted (the final answer's too), nothing else.
-    assert per_span(captured.spans()) == [()] * 4 + [("compaction",)] * 9
+    # The info signal on each call whose response compacted (the final answer's too), nothing else. (Under the
+    # model's default, current_turn, no earlier turn's reasoning is rendered: the input reaches the threshold on the
+    # eighth call.)
+    assert per_span(captured.spans()) == [()] * 7 + [("compaction",)] * 6
     assert raised == [*compactions, "compaction"]
     assert loss_signals(captured.spans()) == []
     assert answer == "marker=LONG-7"

@@ -14,8 +14,9 @@ import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import openai
 import pytest
 
 from dashboards import build
@@ -656,3 +657,38 @@ def test_dashboards_help_is_plain_text() -> None:
     assert "--force" in result.stdout
     assert "exit codes: 0 " in result.stdout
     assert "'cli' extra is missing" not in result.stdout  # it needs none
+
+
+@pytest.mark.parametrize("emulator_process", [["--context-window", "40", "--refuse-foreign-reasoning"]], indirect=True)
+def test_the_emulator_process_takes_a_context_window_and_refuses_foreign_reasoning(emulator_process: str) -> None:
+    """Past its 40 tokens, `truncation: "auto"` drops the marker silently and any other request is refused; reasoning
+    replayed to another model is refused instead of withheld."""
+    with openai.OpenAI(base_url=emulator_process, api_key="x", max_retries=0) as client:
+        long = "Remember this: the marker is W-1. " + "Background. " * 5  # 28 tokens: fits alone
+        first = client.responses.create(model="gpt-4.1", input=long, truncation="auto")
+        cut = client.responses.create(
+            model="gpt-4.1", input="What is the marker?", previous_response_id=first.id, truncation="auto"
+        )
+        assert cut.output_text == "marker=unknown"
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(model="gpt-4.1", input="What is the marker?", previous_response_id=first.id)
+        assert refused.value.code == "context_length_exceeded"
+        encrypted: Any = ["reasoning.encrypted_content"]
+        chose = client.responses.create(model="gpt-5.4", input="Choose a code word.", store=False, include=encrypted)
+        history: Any = [{"role": "user", "content": "Choose a code word."}, *chose.output]
+        history.append({"role": "user", "content": "?"})
+        with pytest.raises(openai.BadRequestError) as foreign:
+            client.responses.create(model="gpt-5.5", input=history, store=False, reasoning={"context": "all_turns"})
+        assert "could not be decrypted or parsed" in foreign.value.message
+
+
+def test_the_emulator_process_names_a_context_window_it_cannot_use() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "otel_responses.emulator", "--context-window", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "--context-window 0: give a number of tokens, at least 1" in result.stderr

@@ -112,7 +112,7 @@ CONVENTIONS: list[tuple[str, str, tuple[str, str]]] = [
 # Names of the general conventions this package uses without a GenAI page: the HTTP status code, the session.
 OTHER_CONVENTIONS = {"HTTP_RESPONSE_STATUS_CODE": "http.response.status_code", "SESSION_ID": "session.id"}
 # Values of the conventions' attributes that name this package's own operations (custom values are allowed).
-OWN_VALUES = {"OPERATION_COMPACT", "OPERATION_CREATE_CONVERSATION_ITEMS"}
+OWN_VALUES = {"OPERATION_COMPACT", "OPERATION_CREATE_CONVERSATION_ITEMS", "OPERATION_DELETE_CONVERSATION_ITEM"}
 
 
 @pytest.mark.parametrize(("constant", "name", "page"), CONVENTIONS, ids=[row[0] for row in CONVENTIONS])

@@ -24,7 +24,7 @@ from openai.resources.responses import Responses
 from otel_responses.emulator import Emulator, EmulatorConfig
 
 from .ledger_scenarios import Item, user
-from .support import free_port
+from .support import free_port, sdk_field, withheld
 
 MODEL = "gpt-4.1"
 REASONER = "o4-mini"
@@ -36,6 +36,7 @@ WEATHER_TOOL: Any = {
     "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
 }
 CODE_WORD = re.compile(r"^code_word=CW-[0-9a-f]{6}$")
+ALL_TURNS: Any = {"context": "all_turns"}  # earlier turns' reasoning rendered back (o4-mini defaults to current_turn)
 
 
 @pytest.fixture(scope="module")
@@ -212,11 +213,20 @@ def test_code_word_remembered_through_chain(emu: Emulator, client: openai.OpenAI
     assert chose.usage is not None
     assert chose.usage.output_tokens_details.reasoning_tokens > 0
 
-    asked = client.responses.create(model=REASONER, input="What is the code word?", previous_response_id=chose.id)
+    asked = client.responses.create(
+        model=REASONER, input="What is the code word?", previous_response_id=chose.id, reasoning=ALL_TURNS
+    )
     assert CODE_WORD.match(asked.output_text), asked.output_text
     # the code word lives only server-side: it never crossed the wire before it was asked for
     word = asked.output_text.split("=")[1]
     assert word not in json.dumps(client.responses.retrieve(chose.id).model_dump())
+    # Under the model's default, current_turn, the earlier turn's reasoning is not rendered back, and the response
+    # says so.
+    current = client.responses.create(model=REASONER, input="What is the code word?", previous_response_id=chose.id)
+    assert current.output_text == "code_word=unknown"
+    assert current.reasoning is not None
+    assert sdk_field(current.reasoning, "context") == "current_turn"
+    assert withheld(current) == [(reasoning.id, "turn_boundary")]
 
 
 def test_code_word_through_replayed_encrypted_reasoning(client: openai.OpenAI) -> None:
@@ -226,8 +236,8 @@ def test_code_word_through_replayed_encrypted_reasoning(client: openai.OpenAI) -
     token = chose.output[0].encrypted_content
     assert isinstance(token, str)
     assert token
-    replay = [*replayable(chose.output), user("What is the code word?")]
-    asked = client.responses.create(model=REASONER, input=replay, store=False)
+    replay = [user("Choose a code word."), *replayable(chose.output), user("What is the code word?")]
+    asked = client.responses.create(model=REASONER, input=replay, store=False, reasoning=ALL_TURNS)
     assert CODE_WORD.match(asked.output_text), asked.output_text
     word = asked.output_text.split("=")[1]
     assert word not in token
@@ -235,7 +245,7 @@ def test_code_word_through_replayed_encrypted_reasoning(client: openai.OpenAI) -
 
     dropped = [item for item in replay if item.get("type") != "reasoning"]
     assert len(dropped) == len(replay) - 1
-    forgot = client.responses.create(model=REASONER, input=dropped, store=False)
+    forgot = client.responses.create(model=REASONER, input=dropped, store=False, reasoning=ALL_TURNS)
     assert forgot.output_text == "code_word=unknown"
 
 
@@ -280,11 +290,20 @@ def test_reasoning_item_references_resolve_only_when_stored(client: openai.OpenA
     reasoning_id, answer_id = stored.output[0].id, stored.output[1].id
     answer: Any = {"type": "item_reference", "id": answer_id}
     by_reference = client.responses.create(
-        model=REASONER, input=[{"type": "item_reference", "id": reasoning_id}, answer, user("code word?")]
+        model=REASONER,
+        input=[user("Choose a code word."), {"type": "item_reference", "id": reasoning_id}, answer, user("code word?")],
+        reasoning=ALL_TURNS,
     )
     assert CODE_WORD.match(by_reference.output_text)
     bare_id = client.responses.create(
-        model=REASONER, input=[{"type": "reasoning", "id": reasoning_id, "summary": []}, answer, user("code word?")]
+        model=REASONER,
+        input=[
+            user("Choose a code word."),
+            {"type": "reasoning", "id": reasoning_id, "summary": []},
+            answer,
+            user("code word?"),
+        ],
+        reasoning=ALL_TURNS,
     )
     assert bare_id.output_text == by_reference.output_text
 
@@ -420,7 +439,7 @@ def test_usage_and_ids_are_deterministic() -> None:
     assert runs[0] == runs[1]
     (_, _, first_usage, _), (_, second_text, second_usage, _), (_, third_text, third_usage, _) = runs[0]
     assert second_text == "marker=det-1"
-    assert CODE_WORD.match(third_text)
+    assert third_text == "code_word=unknown"  # another model: the reasoning is withheld from it (model_mismatch)
     assert first_usage["input_tokens_details"]["cached_tokens"] == 0
     assert second_usage["input_tokens_details"]["cached_tokens"] > 0
     assert second_usage["input_tokens"] > second_usage["input_tokens_details"]["cached_tokens"]
@@ -574,7 +593,7 @@ def test_compaction_keeps_context_opaque_and_replayable(client: openai.OpenAI) -
     assert compacted.usage.input_tokens_details.cached_tokens > 0
 
     window = [*replayable(compacted.output), user("What is the marker and the code word?")]
-    asked = client.responses.create(model=REASONER, input=window, store=False)
+    asked = client.responses.create(model=REASONER, input=window, store=False, reasoning=ALL_TURNS)
     marker, word = asked.output_text.split("; ")
     assert marker == "marker=cmp-1"
     assert CODE_WORD.match(word)

@@ -64,7 +64,10 @@ def test_stream_copies_of_an_encrypted_item_differ_in_bytes_not_length(client: o
     for copy in (streamed, final):
         reasoning: Any = {"type": "reasoning", "id": completed.output[0].id, "summary": [], "encrypted_content": copy}
         answer = client.responses.create(
-            model=REASONER, input=[user("Choose a code word."), reasoning, user("What is the code word?")], store=False
+            model=REASONER,
+            input=[user("Choose a code word."), reasoning, user("What is the code word?")],
+            store=False,
+            reasoning={"context": "all_turns"},  # an earlier turn's reasoning, rendered back
         )
         assert answer.output_text.startswith("code_word=CW-")
 

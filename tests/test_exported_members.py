@@ -85,6 +85,7 @@ PINNED: dict[str, list[str]] = {
         "CapturedTelemetry",
         "Spans",
         "assert_no_context_loss",
+        "assert_no_reasoning_withheld",
         "assert_no_signal",
         "assert_signal",
         "capture",

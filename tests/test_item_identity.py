@@ -25,6 +25,7 @@ from .shared_ledger import KEY, RedisServer
 REASONING = "gpt-5-mini"  # reasoning, no `phase`
 MODEL = "gpt-4.1-mini"
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
+ALL_TURNS: Any = {"context": "all_turns"}  # earlier turns' reasoning rendered back: dropping it loses it
 PARENT_DELETED = "openai_responses.parent.deleted"
 
 
@@ -89,25 +90,27 @@ def repeating() -> Iterator[Emulator]:
 def test_an_id_repeated_by_the_server_replayed_byte_for_byte(repeating: Emulator) -> None:
     with repeating.client() as client, capture() as cap:
         first = client.responses.create(
-            model=REASONING, input="Now choose a code word.", store=False, include=ENCRYPTED
+            model=REASONING, input="Now choose a code word.", store=False, include=ENCRYPTED, reasoning=ALL_TURNS
         )
         output = dumped(first)
         assert [item["type"] for item in output] == ["reasoning", "reasoning", "message"]
         assert output[0]["id"] == output[1]["id"]
         assert output[0]["encrypted_content"] != output[1]["encrypted_content"]
         base = [user("Now choose a code word."), *output, user("What is the code word?")]
-        whole = client.responses.create(model=REASONING, input=base, store=False, include=ENCRYPTED)
+        whole = client.responses.create(
+            model=REASONING, input=base, store=False, include=ENCRYPTED, reasoning=ALL_TURNS
+        )
         assert whole.output_text.startswith("code_word=CW-")
         # The same, in another conversation, each of the pair in the other's place.
         other = dumped(client.responses.create(model=REASONING, input="Choose a code word.", store=False,
-                                               include=ENCRYPTED))  # fmt: skip
+                                               include=ENCRYPTED, reasoning=ALL_TURNS))  # fmt: skip
         swapped = [user("Choose a code word."), other[1], other[0], other[2], user("What is the code word?")]
-        client.responses.create(model=REASONING, input=swapped, store=False, include=ENCRYPTED)
+        client.responses.create(model=REASONING, input=swapped, store=False, include=ENCRYPTED, reasoning=ALL_TURNS)
         # Near miss: one of the pair dropped is a loss, counted once.
         third = dumped(client.responses.create(model=REASONING, input="Pick a code word.", store=False,
-                                               include=ENCRYPTED))  # fmt: skip
+                                               include=ENCRYPTED, reasoning=ALL_TURNS))  # fmt: skip
         one = [user("Pick a code word."), third[0], third[2], user("What is the code word?")]
-        client.responses.create(model=REASONING, input=one, store=False, include=ENCRYPTED)
+        client.responses.create(model=REASONING, input=one, store=False, include=ENCRYPTED, reasoning=ALL_TURNS)
     assert chat_signals(cap) == [(), (), (), (), (), ("reasoning_dropped",)]
     assert [d["openai_responses.missing.count"] for d in signal_details(cap, "reasoning_dropped")] == [1]
 

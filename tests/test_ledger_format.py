@@ -99,6 +99,9 @@ def rich_entry(response_id: str = "resp_rich", **changes: Any) -> Entry:
         instructed_id="resp_first", instructed_turn=1, system_in_state=True,
         held_calls=("call_old", "call_abc"), held_outputs=("call_old",), held_partial=False,
         given_outputs=(GivenOutput("call_old", 4096, 2**64 - 1),), input_system_messages=2, given_messages=2**63 + 5,
+        model="gpt-5.4", resolved_model="gpt-5.4-2026-03-05", reasoning_context="current_turn", input_tokens=1200,
+        output_tokens=340, reasoning_held=900, reasoning_turn=300, tools_fingerprint=2**64 - 1,
+        organization=2**32 - 1, project=7, credential=8, endpoint=9,
     )  # fmt: skip
     return dataclasses.replace(entry, **changes)
 
@@ -494,6 +497,24 @@ HOSTILE_FIELDS: dict[str, object] = {
     "given-messages-string": with_field("gm", "ffffffffffffffff"),
     "given-messages-list": with_field("gm", [1]),
     "given-messages-bool": with_field("gm", True),
+    # What the response was made by and what its usage said.
+    "model-brace": with_field("md", "gpt-{5}"),
+    "model-injection": with_field("md", "gpt-5\nopenai_responses.signals=x"),
+    "resolved-model-number": with_field("rm", 5),
+    "context-text": with_field("rc", "all turns"),
+    "context-uppercase": with_field("rc", "ALL_TURNS"),
+    "input-tokens-negative": with_field("ti", -1),
+    "output-tokens-string": with_field("to", "340"),
+    "tokens-huge": with_field("ti", 2**40),
+    "reasoning-held-float": with_field("rh", 1.5),
+    "reasoning-turn-null": with_field("rt", None),
+    "tools-fingerprint-too-big": with_field("tf", 2**64),
+    "tools-fingerprint-hex": with_field("tf", "ffff"),
+    # Whom the request was made as: keyed fingerprints of 32 bits.
+    "organization-too-big": with_field("og", 2**32),
+    "project-string": with_field("pj", "proj_1"),
+    "credential-negative": with_field("cr", -1),
+    "endpoint-list": with_field("ep", [1]),
 }
 HOSTILE_BYTES: dict[str, bytes] = {
     "not-json": b"not json at all",
@@ -867,7 +888,10 @@ def api_sized_entry(id_chars: int = 55, call_id_chars: int = 29) -> Entry:
         lineage_id=named("resp_l", id_chars, 0), instructed_id=named("resp_i", id_chars, 0),
         instructed_turn=2**32 - 1, held_calls=held, held_outputs=held, given_outputs=given,
         input_system_messages=2**32 - 1, input_app_messages=2**32 - 1, input_compactions=2**32 - 1,
-        store=False, deleted=True, written_by_app=True,
+        store=False, deleted=True, written_by_app=True, model="gpt-5.4-mini-2026-03-17",
+        resolved_model="gpt-5.4-mini-2026-03-17", reasoning_context="current_turn", input_tokens=2**32 - 1,
+        output_tokens=2**32 - 1, reasoning_held=2**32 - 1, reasoning_turn=2**32 - 1, tools_fingerprint=2**64 - 1,
+        organization=2**32 - 1, project=2**32 - 1, credential=2**32 - 1, endpoint=2**32 - 1,
     )  # fmt: skip
 
 

@@ -19,7 +19,11 @@ from otel_responses.testing import assert_no_context_loss, assert_signal, captur
 def chat(client, history, text):
     history.append({"role": "user", "content": text})
     response = client.responses.create(
-        model="gpt-5.4", input=history, store=False, include=["reasoning.encrypted_content"]
+        model="gpt-5.4",
+        input=history,
+        store=False,
+        include=["reasoning.encrypted_content"],
+        reasoning={"context": "all_turns"},
     )
     history.append({"role": "assistant", "content": response.output_text})  # the text only: context lost
 

@@ -180,7 +180,8 @@ def test_a_signal_shows_the_meaning_and_fix_of_the_variant_its_event_names(emula
                 ask = {"role": "user", "content": f"Remember this: the marker is V-{len(include)}."}
                 first = client.responses.create(model="gpt-5.4", input=[ask], store=False, include=include)
                 history = [ask, *(i for i in first.output if i.type == "message"), {"role": "user", "content": "?"}]
-                client.responses.create(model="gpt-5.4", input=history, store=False, include=include)
+                every: Any = {"context": "all_turns"}  # the earlier turn's reasoning would have been read
+                client.responses.create(model="gpt-5.4", input=history, store=False, include=include, reasoning=every)
         root = parse(render(list(from_sdk(telemetry.spans()))))
     finally:
         client.close()

@@ -126,6 +126,10 @@ def _workload(client: openai.OpenAI) -> dict[str, int]:
     }
 
 
+def _withheld(metrics: dict[str, list[Any]]) -> dict[str, int]:
+    return {dict(p.attributes)[a.WITHHELD_REASON]: p.value for p in metrics[a.METRIC_WITHHELD_ITEMS]}
+
+
 def total(points: list[Any]) -> int:
     return int(sum(p.value for p in points))
 
@@ -141,7 +145,9 @@ def test_the_default_dialect_is_unchanged(emulator: Emulator) -> None:
         a.METRIC_CALLS,
         a.METRIC_SIGNALS,
         a.METRIC_TOKENS,
+        a.METRIC_WITHHELD_ITEMS,  # the chained turn's parent reasoning, an earlier turn's (o4-mini: current_turn)
     }
+    assert _withheld(metrics) == {"turn_boundary": 1}
     durations = by_operation(metrics[a.METRIC_OPERATION_DURATION])
     assert sum(p.count for p in durations["chat"]) == 3  # the refused call too, with its error.type
     assert {dict(p.attributes).get(a.ERROR_TYPE) for p in durations["chat"]} == {None, "BadRequestError"}
@@ -173,7 +179,9 @@ def test_the_latest_dialect_emits_the_newest_names_and_not_the_old_ones(emulator
         a.METRIC_OPERATION_OUTPUT_TOKENS,
         a.METRIC_CALLS,
         a.METRIC_SIGNALS,
+        a.METRIC_WITHHELD_ITEMS,  # the project's own: the same in both dialects
     }
+    assert _withheld(metrics) == {"turn_boundary": 1}
     # Inference has its own duration; the operation duration is for the other operations only.
     inference = by_operation(metrics[a.METRIC_INFERENCE_DURATION])
     assert set(inference) == {"chat"}

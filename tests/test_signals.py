@@ -25,6 +25,9 @@ from .conftest import Captured, new_captured
 from .ledger_scenarios import MODEL, REASONING_MODEL, TOOL_NAME, TOOLS, Item, user
 
 ENCRYPTED: Any = ["reasoning.encrypted_content"]
+# Every turn's reasoning rendered back: reasoning left out of a replay is then lost on any turn (the model's default,
+# current_turn, withholds an earlier turn's anyway).
+ALL_TURNS: Any = {"context": "all_turns"}
 # Sent through extra_body: `context_management` is not in the oldest supported SDK's signature.
 COMPACT_EARLY: Any = [{"type": "compaction", "compact_threshold": 10}]
 
@@ -153,7 +156,7 @@ def instrumented(**config: Any) -> Iterator[Captured]:
 
 
 def test_catalogue_matches_the_design_table() -> None:
-    """The 23 names and severities of DESIGN.md section 4: the signals every test below raises."""
+    """The 25 names and severities of DESIGN.md section 4: the signals every test below raises."""
     assert {name: kind.severity for name, kind in CATALOGUE.items()} == {
         "state_mode_conflict": ERROR,
         "unstored_parent": ERROR,
@@ -164,6 +167,8 @@ def test_catalogue_matches_the_design_table() -> None:
         "reasoning_dropped": WARNING,
         "replay_incomplete": WARNING,
         "reasoning_pair_broken": WARNING,
+        "reasoning_withheld": WARNING,
+        "encrypted_content_foreign": WARNING,
         "encrypted_content_modified": ERROR,
         "phase_dropped": WARNING,
         "orphan_tool_output": ERROR,
@@ -261,7 +266,9 @@ def test_zdr_near_miss_client_replay_with_encrypted_reasoning(client: openai.Ope
         first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
         history += first.output
         history.append(user("What is the marker and what is the code word?"))
-        second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+        second = client.responses.create(
+            model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, reasoning=ALL_TURNS
+        )
     assert "marker=Z-2" in second.output_text
     assert "code_word=CW-" in second.output_text
     spans = cap.spans()
@@ -475,10 +482,20 @@ def test_reasoning_dropped(client: openai.OpenAI, captured: Captured) -> None:
     assert [item.type for item in first.output] == ["reasoning", "message"]
     history += [item for item in first.output if item.type != "reasoning"]
     history.append(user("What is the code word?"))
-    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    second = client.responses.create(
+        model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, reasoning=ALL_TURNS
+    )
     assert "code_word=unknown" in second.output_text  # the model really lost it
-    first_span, span = captured.spans()
+    # The near miss: the model's default, current_turn, would not have rendered that earlier turn's reasoning back.
+    again: list[Any] = [user("Please choose a code word again.")]
+    other: Any = client.responses.create(model=REASONING_MODEL, input=again, store=False, include=ENCRYPTED)
+    again += [*(item for item in other.output if item.type != "reasoning"), user("What is the code word?")]
+    client.responses.create(model=REASONING_MODEL, input=again, store=False, include=ENCRYPTED)
+    first_span, span, _, by_default = captured.spans()
     assert_clean(first_span)
+    assert signals_of(by_default) == ()
+    assert attrs(by_default)["openai_responses.reasoning.not_replayed"] == 1
+    assert "openai_responses.reasoning.not_replayed" not in attrs(span)
     assert signals_of(span) == ("reasoning_dropped",)
     assert_signal(captured, span, "reasoning_dropped", mode="client_replay", model=REASONING_MODEL)
     (event,) = span.events
@@ -490,10 +507,11 @@ def test_reasoning_dropped_near_miss_every_item_replayed(client: openai.OpenAI, 
     history: list[Any] = [user("Please choose a code word.")]
     first = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
     history += [*first.output, user("What is the code word?")]
-    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    options: dict[str, Any] = {"store": False, "include": ENCRYPTED, "reasoning": ALL_TURNS}
+    second = client.responses.create(model=REASONING_MODEL, input=history, **options)
     assert "code_word=CW-" in second.output_text
     history += [*second.output, user("And again, what is the code word?")]
-    client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    client.responses.create(model=REASONING_MODEL, input=history, **options)
     for span in captured.spans():
         assert_clean(span)
 
@@ -509,7 +527,7 @@ def test_reasoning_dropped_when_it_could_never_be_replayed(client: openai.OpenAI
     history.append(user("What is the code word?"))
     with pytest.raises(openai.NotFoundError):  # the reasoning item replayed as it came back
         client.responses.create(model=REASONING_MODEL, input=[*history[:1], *first.output], store=False)
-    client.responses.create(model=REASONING_MODEL, input=history, store=False)
+    client.responses.create(model=REASONING_MODEL, input=history, store=False, reasoning=ALL_TURNS)
     first_span, _, span = captured.spans()
     assert signals_of(first_span) == ("reasoning_not_replayable",)
     assert signals_of(span) == ("reasoning_dropped", "reasoning_not_replayable")
@@ -648,7 +666,9 @@ def test_encrypted_content_modified_near_miss_stream_copy(client: openai.OpenAI,
     assert done[0].type == "reasoning"
     history += [item.model_dump(exclude_none=True) for item in done]
     history.append(user("What is the code word?"))
-    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    second = client.responses.create(
+        model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, reasoning=ALL_TURNS
+    )
     assert "code_word=CW-" in second.output_text
     # A copy this process never saw (a later retrieve, another worker's stream): the same length and alphabet.
     stored: Any = client.responses.create(model=REASONING_MODEL, input="Please choose a code word.", include=ENCRYPTED)
@@ -658,6 +678,7 @@ def test_encrypted_content_modified_near_miss_stream_copy(client: openai.OpenAI,
         model=REASONING_MODEL,
         input=[user("Please choose a code word."), *unseen, user("What is the code word?")],
         include=ENCRYPTED,
+        reasoning=ALL_TURNS,
     )
     assert "code_word=CW-" in third.output_text
     assert_clean(final)
@@ -692,7 +713,9 @@ def test_encrypted_content_modified_near_miss_byte_for_byte(client: openai.OpenA
     first: Any = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
     history += [item.model_dump(exclude_none=True) for item in first.output]
     history.append(user("What is the code word?"))
-    second = client.responses.create(model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED)
+    second = client.responses.create(
+        model=REASONING_MODEL, input=history, store=False, include=ENCRYPTED, reasoning=ALL_TURNS
+    )
     assert "code_word=CW-" in second.output_text
     # store=true: the reasoning item may be sent by id, without its payload.
     stored: Any = client.responses.create(model=REASONING_MODEL, input="Please choose a code word.", include=ENCRYPTED)
@@ -700,6 +723,7 @@ def test_encrypted_content_modified_near_miss_byte_for_byte(client: openai.OpenA
     third = client.responses.create(
         model=REASONING_MODEL,
         input=[user("Please choose a code word."), by_id, stored.output[1], user("What is the code word?")],
+        reasoning=ALL_TURNS,
     )
     assert "code_word=CW-" in third.output_text
     for span in captured.spans():
@@ -1548,6 +1572,7 @@ def test_signal_metadata_never_carries_payload(client: openai.OpenAI, captured: 
             instructions=INSTRUCTIONS,
             store=False,
             tools=TOOLS,
+            reasoning=ALL_TURNS,
         )
     stored = client.responses.create(
         model=MODEL, input=f"Remember {USER_SECRET}.", instructions=INSTRUCTIONS, max_output_tokens=1

@@ -228,7 +228,12 @@ def test_encrypted_reasoning_requested_returned_and_replayed(emulator: Emulator,
     assert one["gen_ai.usage.reasoning.output_tokens"] > 0
     assert two["openai_responses.reasoning.encrypted_input_count"] == 1
     assert two["openai_responses.input.item_types"] == ("message", "reasoning", "message", "message")
-    assert "code_word=CW-" in second.output_text
+    # Replayed, but an earlier turn's: under the model's default, current_turn, the API withholds it and says so.
+    assert second.output_text == "code_word=unknown"
+    assert two["openai_responses.response.reasoning.context"] == "current_turn"
+    assert two["openai_responses.reasoning.withheld"] == 1
+    assert two["openai_responses.reasoning.withheld_reasons"] == ("turn_boundary",)
+    assert "openai_responses.reasoning.context" not in two  # the request sent none
     encrypted = first.output[0].encrypted_content
     assert encrypted
     assert all(encrypted not in str(v) for s in captured.spans() for v in attrs(s).values())

@@ -147,13 +147,16 @@ def test_streamed_replay_carries_the_same_signals_as_a_plain_one(emulator: Emula
         history: list[Any] = [{"role": "user", "content": "Remember this: the marker is R-1. Now choose a code word."}]
         first = client.responses.create(model=PHASED, input=history, store=False, include=INCLUDE)
         history += [{"role": "assistant", "content": first.output_text}, {"role": "user", "content": "Code word?"}]
+        every: Any = {"context": "all_turns"}  # the earlier turn's reasoning would have been read
         if stream:
             events = list(
-                client.responses.create(model=PHASED, input=history, store=False, include=INCLUDE, stream=True)
+                client.responses.create(
+                    model=PHASED, input=history, store=False, include=INCLUDE, stream=True, reasoning=every
+                )
             )
             assert events[-1].type == "response.completed"
         else:
-            client.responses.create(model=PHASED, input=history, store=False, include=INCLUDE)
+            client.responses.create(model=PHASED, input=history, store=False, include=INCLUDE, reasoning=every)
         return tuple(attrs(captured.spans()[-1])["openai_responses.signals"])
 
     plain, streamed = session(False), session(True)

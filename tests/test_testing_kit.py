@@ -92,7 +92,10 @@ def test_readme_failure_example_is_what_the_kit_prints() -> None:
 
 def chat(client: openai.OpenAI, history: list[Any], text: str, *, text_only: bool = False) -> str:
     history.append({"role": "user", "content": text})
-    response = client.responses.create(model=MODEL, input=history, store=False, include=ENCRYPTED)
+    # all_turns: every turn's reasoning is rendered back, so replaying only the text loses it.
+    response = client.responses.create(
+        model=MODEL, input=history, store=False, include=ENCRYPTED, reasoning={"context": "all_turns"}
+    )
     if text_only:
         history.append({"role": "assistant", "content": response.output_text})
     else:
@@ -151,13 +154,14 @@ def test_assert_no_context_loss_names_span_signal_severity_and_fix(
 def test_the_kit_gives_the_fix_of_reasoning_that_could_never_be_replayed(
     responses_client: openai.OpenAI, responses_telemetry: CapturedTelemetry
 ) -> None:
-    """store=false without `include=["reasoning.encrypted_content"]`, the text replayed: the reasoning could never
-    have been, and the failure says where the fix is."""
+    """store=false without `include=["reasoning.encrypted_content"]`, the text replayed under `all_turns` (the
+    earlier turn's reasoning would have been read): it could never have been replayed, and the failure says where the
+    fix is."""
     history: list[Any] = [{"role": "user", "content": "Remember this: the marker is K-2."}]
     first = responses_client.responses.create(model=MODEL, input=history, store=False)
     history += [item for item in first.output if item.type == "message"]
     history.append({"role": "user", "content": "What is the marker?"})
-    responses_client.responses.create(model=MODEL, input=history, store=False)
+    responses_client.responses.create(model=MODEL, input=history, store=False, reasoning={"context": "all_turns"})
     with pytest.raises(AssertionError) as info:
         assert_no_signal(responses_telemetry, "reasoning_dropped")
     message = _without_report(str(info.value))

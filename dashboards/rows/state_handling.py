@@ -15,6 +15,8 @@ from dashboards.names import (
     STATE_MODE,
     STORE,
     TRUNCATION,
+    WITHHELD_ITEMS,
+    WITHHELD_REASON,
 )
 from dashboards.panels import Section, legend, prom, series
 from dashboards.promql import HAS_MODEL, RATE, eq, ne, no_model, per_minute, share, total
@@ -74,14 +76,24 @@ def state_handling() -> Section:
                 prom(no_model(per_minute(SIGNALS, eq(SIGNAL_NAME, "compaction"), by=(MODEL,))), legend(MODEL))
             ),
             series(
+                "Reasoning withheld by the API, by reason",
+                "Replayed reasoning items the API withheld from the model per minute, as its responses report them "
+                "(input_transformations), by reason. turn_boundary is the reasoning context at work: under "
+                "reasoning.context current_turn an earlier turn's reasoning is never rendered back. Any other "
+                "reason is the reasoning_withheld signal: the reasoning was made for another model "
+                "(model_mismatch), organization (organization_mismatch) or end user (end_user_mismatch), or the "
+                "items before it were edited (prefix_mismatch), and the model answered without it.",
+                unit="cpm",
+            ).with_target(prom(per_minute(WITHHELD_ITEMS, by=(WITHHELD_REASON,)), legend(WITHHELD_REASON))),
+            series(
                 "Calls with server-side truncation, by state mode",
                 "Calls per minute sent with truncation=auto (openai_responses.truncation), by state mode. With it, "
-                "the API itself drops the oldest items when the context overflows; the response does not say it "
-                "did, so no signal can name it. A long conversation that suddenly loses its early decisions, "
-                "without a signal, on a state mode shown here may have been cut by the server: compact the history "
-                "(responses.compact) or leave truncation disabled (the default) to get an error instead.",
+                "the API itself drops the oldest items when the context overflows, without saying so. In a chain or "
+                "a conversation the usage shows it (history_truncated, info); in a client replay nothing does. A "
+                "long conversation that suddenly loses its early decisions on a state mode shown here may have been "
+                "cut by the server: compact the history (responses.compact) or leave truncation disabled (the "
+                "default) to get an error instead.",
                 unit="cpm",
-                width=24,
             ).with_target(prom(per_minute(CALLS, eq(TRUNCATION, "auto"), by=(STATE_MODE,)), legend(STATE_MODE))),
         ],
     )

@@ -30,10 +30,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .._items import APP_OUTPUTS, APP_ROLES, CALL_TYPES, OUTPUT_TYPES, ItemMeta, payload_length, reshaped
-from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_CREATE_CONVERSATION_ITEMS
-from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id
+from ..attributes import (
+    OPERATION_CHAT,
+    OPERATION_COMPACT,
+    OPERATION_CREATE_CONVERSATION_ITEMS,
+    OPERATION_DELETE_CONVERSATION_ITEM,
+    PROVIDER_AZURE_OPENAI,
+    PROVIDER_OPENAI,
+)
+from ..ledger import MAX_OUTPUT_ITEMS, NOWHERE, Entry, LedgerView, Place, deleted_item_id, items_deleted_id
+from .boundaries import BEFORE_SENDING, crossed
 from .facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, SINGLE_TURN, Lookup, RequestFacts
 from .item_ids import input_duplicates, malformed, own_ids
+from .reasoning_context import CURRENT_TURN, effective_context, latest_user_message
 from .tool_outputs import NONE, Outputs, tool_outputs
 
 # Output items a replay must carry back: messages, reasoning, compaction items and the calls the app answered
@@ -54,6 +63,7 @@ class Replayed:
     compactions_before: int
     system_messages_before: int  # of them, the system and developer messages
     seen: set[int] = field(default_factory=set)
+    last: int = -1  # the input position of the last item recognised as one of its outputs
 
     def missing(self) -> list[ItemMeta]:
         """Output items of the response that the replay does not carry, one per position."""
@@ -95,8 +105,10 @@ class Analysis:
     """Everything the request-side checks read."""
 
     parent: Entry | None = None
-    # A request writing items into a conversation: its latest turn, which the items are remembered after.
+    # A request writing items into a conversation (or deleting one): its latest turn, which they are remembered after.
     written_after: Entry | None = None
+    # The app deleted items from the conversation since its latest response: the state holds less than it said.
+    items_deleted: bool = False
     replayed: list[Replayed] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)
     phase_dropped: list[str] = field(default_factory=list)
@@ -112,6 +124,18 @@ class Analysis:
     malformed_ids: list[tuple[int, str, str]] = field(default_factory=list)  # (input position, item type, problem)
     broken_pairs: list[tuple[str, str]] = field(default_factory=list)  # (item id, `reasoning` or `follower` missing)
     continued: Entry | None = None  # the response a replay of its messages alone continues (``Entry.given_messages``)
+    # The boundaries replayed encrypted payloads crossed since they were minted (`model`, `organization`, `project`,
+    # `endpoint`, `credential`): the first three raise `encrypted_content_foreign`; all are its detail once the API
+    # confirms a crossing.
+    crossed: list[str] = field(default_factory=list)
+    foreign: list[str] = field(default_factory=list)  # payload items (their ids, else types) minted across one
+    # What the model is shown of replayed reasoning (``reasoning_context``): the request's effective
+    # `reasoning.context` (None: not known, every replayed reasoning item counts as seen), the replayed responses of
+    # earlier, finished turns whose reasoning it withholds anyway (under `current_turn`), and how many reasoning items
+    # of theirs the replay left out (no loss: a detail on the span).
+    reasoning_context: str | None = None
+    earlier_turns: frozenset[str] = frozenset()
+    not_replayed: int = 0
 
     @property
     def latest_replayed(self) -> Replayed | None:
@@ -442,6 +466,10 @@ def _replays(req: RequestFacts, ledger: LedgerView, analysis: Analysis, found: l
     _own_copies(req, analysis.replayed)
     if matcher.own:
         analysis.broken_pairs = matcher.pairs()
+    matched = matcher.matched
+    for position, (replayed, _) in matched.items():
+        replayed.last = max(replayed.last, position)
+    _boundaries(req, analysis, [(p, matched[p][0].entry) for p in _payloads(req) if p in matched])
 
 
 def _by_text(req: RequestFacts, ledger: LedgerView, renamed: list[Lookup]) -> list[tuple[Lookup, tuple[Place, ...]]]:
@@ -467,6 +495,60 @@ def _continued(req: RequestFacts, ledger: LedgerView, analysis: Analysis) -> Non
     entries = {place[0].response_id: place[0] for place in places if place[0].given_messages == wanted}
     if len(entries) == 1:
         (analysis.continued,) = entries.values()
+
+
+# The providers whose reasoning context rule is the API's: a compatible server keeps the rule that every replayed
+# reasoning item is seen.
+_RENDERING_PROVIDERS = frozenset({PROVIDER_OPENAI, PROVIDER_AZURE_OPENAI})
+
+
+def _earlier_turns(req: RequestFacts, analysis: Analysis) -> None:
+    """Under an effective `current_turn`, the replayed responses of earlier, finished turns (every item of them
+    before the latest user message the app wrote): the API renders none of their reasoning back, so reasoning of
+    theirs left out loses nothing."""
+    if req.provider not in _RENDERING_PROVIDERS:
+        return
+    context = analysis.reasoning_context = effective_context(req, analysis.parent)
+    start = latest_user_message(req) if context == CURRENT_TURN else None
+    if start is None:
+        return
+    earlier = [r for r in analysis.replayed if 0 <= r.last < start]
+    analysis.earlier_turns = frozenset(r.entry.response_id for r in earlier)
+    analysis.not_replayed = sum(1 for r in earlier for m in r.missing() if m.type == "reasoning")
+
+
+def _payloads(req: RequestFacts) -> list[int]:
+    """Positions of the input's encrypted payloads the API ties to whom they were minted for: reasoning and
+    compaction items carrying `encrypted_content`."""
+    return [i for i, meta in enumerate(req.input_items) if meta.encrypted and meta.type in _MINTED]
+
+
+_MINTED = frozenset({"reasoning", "compaction"})
+
+
+def _minted_by_id(req: RequestFacts, found: list[tuple[Place, ...]]) -> list[tuple[int, Entry]]:
+    """The response that returned each payload replayed beside server state (found by its id alone: one response)."""
+    payloads = set(_payloads(req))
+    minted: list[tuple[int, Entry]] = []
+    for lookup, places in zip(req.lookups, found, strict=True):
+        if lookup.position in payloads and type(lookup.key) is str and places:
+            one = _one_response(places)
+            if one is not None:
+                minted.append((lookup.position, one[0][0]))
+    return minted
+
+
+def _boundaries(req: RequestFacts, analysis: Analysis, minted: list[tuple[int, Entry]]) -> None:
+    """The boundaries the replayed payloads crossed since they were minted (``boundaries.crossed``), and the payloads
+    that crossed one a request shows before it is sent."""
+    found: dict[str, None] = dict.fromkeys(analysis.crossed)
+    for position, entry in minted:
+        kinds = crossed(req.model, req.identity, (entry,))
+        found.update(dict.fromkeys(kinds))
+        if BEFORE_SENDING.intersection(kinds):
+            meta = req.input_items[position]
+            analysis.foreign.append(meta.id or meta.type)
+    analysis.crossed = list(found)
 
 
 def _first_positions(items: tuple[ItemMeta, ...]) -> dict[int, int]:
@@ -686,8 +768,11 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
     if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
         analysis.parent = ledger.get(req.previous_response_id)
     elif req.state_mode == CONVERSATION and req.conversation_id is not None:
-        analysis.parent = ledger.latest_in_conversation(req.conversation_id)
-    elif req.conversation_id is not None and req.input_items and req.operation in _WRITES_ITEMS:
+        analysis.parent = parent = ledger.latest_in_conversation(req.conversation_id)
+        if req.truncation == "auto" and parent is not None:  # the only call that compares the state's numbers
+            deleted = ledger.get(items_deleted_id(req.conversation_id))
+            analysis.items_deleted = deleted is not None and deleted.parent_id == parent.response_id
+    elif req.conversation_id is not None and _writes(req):
         analysis.written_after = ledger.latest_in_conversation(req.conversation_id)
     replay = req.state_mode == CLIENT_REPLAY
     found = _places(req, ledger)
@@ -699,6 +784,8 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
         analysis.parent = latest.entry if latest is not None else None
         if req.operation == OPERATION_CHAT and req.continues is not None:
             _continued(req, ledger, analysis)
+        if analysis.replayed:
+            _earlier_turns(req, analysis)
     elif (
         analysis.parent is not None
         and req.operation == OPERATION_CHAT
@@ -716,8 +803,17 @@ def analyse(req: RequestFacts, ledger: LedgerView) -> Analysis:
             duplicated[kind] = duplicated.get(kind, 0) + count
     if replay and req.operation == OPERATION_CHAT:
         analysis.outputs = tool_outputs(req, analysis.parent)
+    if found and not replay and req.operation == OPERATION_CHAT and (req.encrypted_input_count or req.compaction):
+        _boundaries(req, analysis, _minted_by_id(req, found))  # payloads replayed beside server state
     return analysis
 
 
 # Conversations API operations that write items: remembered against the conversation's latest entry.
 _WRITES_ITEMS = frozenset({OPERATION_CREATE_CONVERSATION_ITEMS})
+
+
+def _writes(req: RequestFacts) -> bool:
+    """Whether the call changes what a conversation holds after its latest response (items written or deleted)."""
+    if req.operation == OPERATION_DELETE_CONVERSATION_ITEM:
+        return True
+    return bool(req.input_items) and req.operation in _WRITES_ITEMS

@@ -6,12 +6,12 @@ checks read the response facts. Each returns a Signal with metadata only, or Non
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry.util.types import AttributeValue
 
-from .._items import pending_calls
+from .._items import CALL_TYPES, pending_calls
 from ..attributes import (
     CALL_IDS,
     CONFIRMED,
@@ -19,8 +19,11 @@ from ..attributes import (
     DUPLICATED_COUNT,
     DUPLICATED_COUNTS,
     DUPLICATED_ITEM_TYPES,
+    ENCRYPTED_CROSSED,
     HISTORY_APP_MESSAGES,
     HISTORY_EXPECTED_APP_MESSAGES,
+    HISTORY_HELD_TOKENS,
+    HISTORY_SERVER_TRUNCATED,
     INCOMPLETE_REASON,
     INSTRUCTIONS_LAST_RESPONSE_ID,
     INSTRUCTIONS_LAST_TURN,
@@ -35,24 +38,32 @@ from ..attributes import (
     PAIR_MISSING,
     PARENT_DELETED,
     PARENT_ID,
+    PARENT_OTHER_ORGANIZATION,
     REASONING_COUNT,
     REASONING_UNREPLAYABLE,
+    REASONING_WITHHELD,
+    REASONING_WITHHELD_REASONS,
     REPLAY_MESSAGES_ONLY,
     ZDR,
 )
+from ..ledger import MAX_OUTPUT_ITEMS, Entry
 from ..signals import SHARED_FACT, TOOL_SIGNALS, Signal
 from .analysis import Analysis, owed
+from .boundaries import BEFORE_SENDING
 from .facts import (
     CLIENT_REPLAY,
     CONFLICT,
     CONVERSATION,
     SERVER_CHAIN,
     SINGLE_TURN,
+    TURN_BOUNDARY,
+    Identity,
     RequestFacts,
     ResponseFacts,
     effective_store,
 )
 from .item_ids import well_formed
+from .reasoning_context import ALL_TURNS, effective_context, latest_user_message
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +75,7 @@ class Situation:
 
 
 RequestCheck = Callable[[RequestFacts, Analysis, Situation], "Signal | None"]
-ResponseCheck = Callable[[RequestFacts, ResponseFacts, Situation], "Signal | None"]
+ResponseCheck = Callable[[RequestFacts, Analysis, ResponseFacts, Situation], "Signal | None"]
 
 
 def state_mode_conflict(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -82,9 +93,23 @@ def unstored_parent(req: RequestFacts, an: Analysis, sit: Situation) -> Signal |
         if sit.zdr:  # the setting alone says the parent is unstored, whatever the ledger holds
             return Signal("unstored_parent", {PARENT_ID: an.parent.response_id, ZDR: True})
         return Signal("unstored_parent", _on_entry({PARENT_ID: an.parent.response_id}, an.parent.shared))
+    if an.parent is not None and other_organization(req.identity, an.parent):
+        detail = {PARENT_ID: an.parent.response_id, PARENT_OTHER_ORGANIZATION: True}
+        return Signal("unstored_parent", _on_entry(detail, an.parent.shared))
     if sit.zdr:
         return Signal("unstored_parent", {ZDR: True})
     return None
+
+
+def other_organization(identity: Identity | None, minted: Entry) -> bool:
+    """The request names another organization than the one ``minted`` was made under, or another project, where
+    both name one (a request naming none is under its key's default, which nothing here can tell)."""
+    if identity is None:
+        return False
+    for now, then in ((identity.organization, minted.organization), (identity.project, minted.project)):
+        if now is not None and then is not None and now != then:
+            return True
+    return False
 
 
 def unstored_retrieve(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -131,7 +156,10 @@ def reasoning_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal
     response), the event says so: the fix is then on the earlier request, not the replay."""
     dropped = 0
     replayable = False
+    earlier = an.earlier_turns
     for replayed in an.replayed:
+        if earlier and replayed.entry.response_id in earlier:
+            continue  # an earlier turn's reasoning: under current_turn the API renders none of it back
         for m in replayed.missing():
             if m.type == "reasoning":
                 dropped += 1
@@ -178,6 +206,15 @@ def encrypted_content_modified(req: RequestFacts, an: Analysis, sit: Situation) 
     if not an.modified:
         return None
     return Signal("encrypted_content_modified", {ITEM_IDS: an.modified[:16]})
+
+
+def encrypted_content_foreign(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
+    """Replayed payloads minted for another model, organization or project (``boundaries``): the endpoint and the
+    credential are no evidence before the API answers."""
+    if not an.foreign:
+        return None
+    kinds = [kind for kind in an.crossed if kind in BEFORE_SENDING]
+    return Signal("encrypted_content_foreign", {ITEM_IDS: an.foreign[:16], ENCRYPTED_CROSSED: kinds})
 
 
 def phase_dropped(req: RequestFacts, an: Analysis, sit: Situation) -> Signal | None:
@@ -316,20 +353,88 @@ def context_duplicated(req: RequestFacts, an: Analysis, sit: Situation) -> Signa
     )
 
 
-def response_incomplete(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def response_incomplete(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if resp.status != "incomplete":
         return None
     return Signal("response_incomplete", {INCOMPLETE_REASON: resp.finish_reason or "unknown"})
 
 
-def reasoning_not_replayable(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def reasoning_not_replayable(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     if effective_store(req, resp) and not sit.zdr:
         return None
     bare = sum(1 for m in resp.output_items if m.type == "reasoning" and not m.encrypted)
     return Signal("reasoning_not_replayable", {REASONING_COUNT: bare}) if bare else None
 
 
-def compaction(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> Signal | None:
+def reasoning_withheld(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    """Replayed reasoning the API says it withheld from the model for a mismatch (its own report, so confirmed);
+    ``turn_boundary`` is the reasoning context at work: recorded on the span, never a signal."""
+    crossed = [(reason, count) for reason, count in resp.withheld if reason != TURN_BOUNDARY]
+    if not crossed:
+        return None
+    detail: dict[str, AttributeValue] = {
+        REASONING_WITHHELD: sum(count for _, count in crossed),
+        REASONING_WITHHELD_REASONS: [reason for reason, _ in crossed],
+        CONFIRMED: True,
+    }
+    return Signal("reasoning_withheld", detail)
+
+
+def history_truncated_by_server(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
+    """Under ``truncation: "auto"`` the server drops the oldest items itself, silently: a response that read fewer
+    input tokens than the chain or conversation it continues already held (``held_tokens``) had items dropped. Not
+    where the app deleted items from the conversation since: it holds less by the app's own doing."""
+    if (
+        req.truncation != "auto"
+        or req.operation != OPERATION_CHAT
+        or req.state_mode not in (SERVER_CHAIN, CONVERSATION)
+    ):
+        return None
+    parent = an.parent
+    if parent is None or resp.input_tokens is None or resp.compaction or an.items_deleted:
+        return None
+    held = held_tokens(req, parent)
+    if held is None or resp.input_tokens >= held:
+        return None
+    detail: dict[str, AttributeValue] = {
+        PARENT_ID: parent.response_id,
+        HISTORY_HELD_TOKENS: held,
+        HISTORY_SERVER_TRUNCATED: True,
+    }
+    return Signal("history_truncated", _on_entry(detail, parent.shared))
+
+
+# Output items that render back as at least the tokens they were generated with (text, reasoning, client tool calls):
+# a hosted tool's item (a web search, a generated image) may render back as fewer.
+_RENDERED_WHOLE = CALL_TYPES | {"message", "reasoning"}
+
+
+def held_tokens(req: RequestFacts, parent: Entry) -> int | None:
+    """The input tokens the state ``parent`` ends already holds for this request, at least: the parent's input and
+    output tokens, less the reasoning the request's effective reasoning context does not render back (all of it
+    when that context is not known). None where the numbers cannot be compared: a compaction in between (sent, or
+    returned by the parent), another model, other instructions (never inherited), other tool definitions, a state
+    the app wrote to itself, or one whose numbers are not known."""
+    if parent.input_tokens is None or parent.written_by_app or req.compactions:
+        return None
+    if parent.model is None or parent.model != req.model or parent.instructions_hash != req.instructions_hash:
+        return None
+    if req.tools_fingerprint is None or parent.tools_fingerprint != req.tools_fingerprint:
+        return None
+    outputs = parent.outputs
+    if any(m.type == "compaction" for m in outputs):
+        return None
+    whole = len(outputs) < MAX_OUTPUT_ITEMS and all(m.type in _RENDERED_WHOLE for m in outputs)
+    held = parent.input_tokens + ((parent.output_tokens or 0) if whole else 0)
+    if effective_context(req, parent) == ALL_TURNS:
+        return held
+    if parent.reasoning_held is None:
+        return None
+    earlier_turns = parent.reasoning_held - parent.reasoning_turn
+    return held - (parent.reasoning_held if latest_user_message(req) is not None else earlier_turns)
+
+
+def compaction(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> Signal | None:
     return Signal("compaction") if resp.compaction or req.operation == OPERATION_COMPACT else None
 
 
@@ -342,6 +447,7 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     reasoning_dropped,
     replay_incomplete,
     reasoning_pair_broken,
+    encrypted_content_foreign,
     encrypted_content_modified,
     phase_dropped,
     orphan_tool_output,
@@ -355,7 +461,13 @@ REQUEST_CHECKS: tuple[RequestCheck, ...] = (
     context_duplicated,
     tool_output_modified,
 )
-RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (response_incomplete, reasoning_not_replayable, compaction)
+RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (
+    response_incomplete,
+    reasoning_not_replayable,
+    reasoning_withheld,
+    history_truncated_by_server,
+    compaction,
+)
 
 
 # A single-turn request (app messages only, at most one user message, no state parameter) continues nothing and
@@ -369,8 +481,8 @@ def run_request_checks(req: RequestFacts, an: Analysis, sit: Situation) -> list[
     return [s for check in checks if (s := check(req, an, sit)) is not None]
 
 
-def run_response_checks(req: RequestFacts, resp: ResponseFacts, sit: Situation) -> list[Signal]:
-    return [s for check in RESPONSE_CHECKS if (s := check(req, resp, sit)) is not None]
+def run_response_checks(req: RequestFacts, an: Analysis, resp: ResponseFacts, sit: Situation) -> list[Signal]:
+    return [s for check in RESPONSE_CHECKS if (s := check(req, an, resp, sit)) is not None]
 
 
 def tool_calls_check(an: Analysis, signals: list[Signal], resp: ResponseFacts | None = None) -> str:
@@ -395,12 +507,59 @@ def accepted_by_api(signals: list[Signal]) -> list[Signal]:
     return signals if all(s.settled for s in signals) else [s for s in signals if s.settled]
 
 
-def confirmed_by_api(signals: list[Signal], error_code: object) -> list[Signal]:
-    """The API refused the request with `invalid_encrypted_content`: a replayed payload was modified, whether or not
-    its shape showed it before sending."""
+# What the API's `invalid_encrypted_content` answers say when a payload crossed a boundary (openai/codex#13724,
+# anomalyco/opencode#48773), lowercased; "item_id did not match" is a client that rewrote the item's id.
+_CROSSING_ANSWERS = ("organization_id did not match", "not issued to this caller")
+_REWRITTEN_ID = "item_id did not match"
+
+
+def confirmed_by_api(
+    signals: list[Signal], error_code: object, message: str | None = None, crossed: Sequence[str] = ()
+) -> list[Signal]:
+    """The API refused the request with `invalid_encrypted_content`. A payload that crossed a boundary (the answer
+    names the organization or the caller, or the request was seen crossing one before it left) is
+    `encrypted_content_foreign`, confirmed, with every boundary known crossed (``crossed``: the endpoint and the
+    credential among them); otherwise a replayed payload was modified, whether or not its shape showed it before
+    sending."""
     if error_code != "invalid_encrypted_content":
         return signals
+    answer = (message or "").lower()
+    foreign = next((s for s in signals if s.name == "encrypted_content_foreign"), None)
+    if _REWRITTEN_ID not in answer and (foreign is not None or any(text in answer for text in _CROSSING_ANSWERS)):
+        return confirmed_crossing(signals, crossed)
     confirmed: dict[str, AttributeValue] = {CONFIRMED: True}
     kept = [s for s in signals if s.name != "encrypted_content_modified"]
     before = next((s for s in signals if s.name == "encrypted_content_modified"), None)
     return [*kept, Signal("encrypted_content_modified", {**(before.detail if before else {}), **confirmed})]
+
+
+# The reasons `input_transformations` gives for reasoning made for another caller or model: the API confirmed that a
+# replayed payload crossed a boundary.
+_CROSSING_REASONS = frozenset({"organization_mismatch", "end_user_mismatch", "model_mismatch"})
+
+
+def confirmed_crossing(signals: list[Signal], crossed: Sequence[str]) -> list[Signal]:
+    """`encrypted_content_foreign`, confirmed by the API, in place of the one raised before sending (if any): with
+    every boundary known crossed, the endpoint and the credential among them (``crossed``: what the analysis found,
+    evidence only now)."""
+    before = next((s for s in signals if s.name == "encrypted_content_foreign"), None)
+    detail: dict[str, AttributeValue] = dict(before.detail) if before is not None else {}
+    named = detail.get(ENCRYPTED_CROSSED)
+    every = list(dict.fromkeys([*(named if isinstance(named, (list, tuple)) else ()), *crossed]))
+    if every:
+        detail[ENCRYPTED_CROSSED] = [str(boundary) for boundary in every]
+    detail[CONFIRMED] = True
+    confirmed = Signal("encrypted_content_foreign", detail)
+    if before is None:
+        return [*signals, confirmed]
+    return [confirmed if s is before else s for s in signals]  # in its place
+
+
+def confirmed_by_response(signals: list[Signal], resp: ResponseFacts, crossed: Sequence[str]) -> list[Signal]:
+    """The response reports reasoning withheld for another organization, end user or model: a payload the request
+    was seen crossing a boundary with (before sending, or only by its endpoint or credential) is confirmed foreign."""
+    if not any(reason in _CROSSING_REASONS for reason, _ in resp.withheld):
+        return signals
+    if not crossed and not any(s.name == "encrypted_content_foreign" for s in signals):
+        return signals
+    return confirmed_crossing(signals, crossed)

@@ -5,6 +5,7 @@ Every value held is metadata (ids, enums, counts, keyed fingerprints); payloads 
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
@@ -18,7 +19,6 @@ from .._items import (
     NOT_BY_CALL,
     ItemMeta,
     elements,
-    field_of,
     fields_of,
     is_sequence,
     item_meta,
@@ -34,6 +34,9 @@ CLIENT_REPLAY = "client_replay"
 SINGLE_TURN = "single_turn"
 CONFLICT = "conflict"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
+# The reason `input_transformations` gives for reasoning of an earlier, finished turn that the request's reasoning
+# context does not render back: the context at work, no mismatch.
+TURN_BOUNDARY = "turn_boundary"
 
 
 _log = logging.getLogger(__name__)
@@ -112,6 +115,20 @@ class RequestFacts:
     # when the input holds app messages only, each with a text; and of all of them but the last, a user message.
     given: int | None = None
     continues: int | None = None
+    # A keyed fingerprint of the tool definitions, only under `truncation: "auto"`: the usage of two turns is compared
+    # only when they had the same tools.
+    tools_fingerprint: int | None = None
+    identity: Identity | None = None  # set by the call from its client (``_patching.identity``)
+
+
+class Identity(NamedTuple):
+    """Whom a request is made as, each a keyed fingerprint (never exported), None when it does not say: the
+    organization and project it names, its credential (the API key) and its endpoint (the base URL)."""
+
+    organization: int | None
+    project: int | None
+    credential: int | None
+    endpoint: int | None
 
 
 class Lookup(NamedTuple):
@@ -290,11 +307,32 @@ class ResponseFacts:
     store: bool | None = None  # the body's `store`: the effective flag (an organisation default may have set it)
     copies: tuple[tuple[int, int], ...] = ()  # (output index, shape) of other copies of an opaque payload seen
     cache_write_tokens: int | None = None  # input tokens written to the prompt cache (`cache_write_tokens`)
+    # What the response says the model saw: the effective `reasoning.context`, the replayed reasoning the API withheld
+    # (`input_transformations`: each reason with its count, in the order first met), and `prompt_cache_diagnostics`.
+    reasoning_context: str | None = None
+    withheld: tuple[tuple[str, int], ...] = ()
+    cache_diagnostic: CacheDiagnostic | None = None
+
+    @property
+    def withheld_count(self) -> int:
+        return sum(count for _, count in self.withheld)
 
     @classmethod
     def empty(cls, request_id: str | None = None) -> ResponseFacts:
         """Facts of a result that is not a response (a conversation, a token count)."""
         return cls(None, None, None, None, (), 0, False, None, None, None, None, None, None, request_id, False)
+
+
+class CacheDiagnostic(NamedTuple):
+    """``prompt_cache_diagnostics``: its type, and for a miss its reason and the input tokens the miss affected."""
+
+    type: str
+    reason: str | None
+    missed_tokens: int | None
+
+
+# A withheld item whose reason is no enum-like token is counted under this one.
+UNKNOWN_REASON = "unknown"
 
 
 def _str(value: object) -> str | None:
@@ -303,12 +341,6 @@ def _str(value: object) -> str | None:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _undeclared_bool(model: object, name: str) -> bool | None:
-    """A boolean field the SDK's model may lack (it then sits in ``__pydantic_extra__``)."""
-    value = field_of(model, name)
-    return value if isinstance(value, bool) else None
 
 
 def _conversation_id(value: object) -> str | None:
@@ -359,6 +391,7 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
     previous = _str(kwargs.get("previous_response_id")) or None
     conversation = _conversation_id(kwargs.get("conversation")) or None
     prompt = stored_prompt(kwargs)
+    truncation = _setting(_sent(kwargs, "truncation"))
     return RequestFacts(
         operation=operation,
         model=_str(kwargs.get("model")),
@@ -387,7 +420,8 @@ def request_facts(operation: str, kwargs: Mapping[str, Any], settings: Reading) 
         given=scan.given,
         continues=scan.continues,
         reasoning=reasoning_settings(kwargs),
-        truncation=_setting(_sent(kwargs, "truncation")),
+        truncation=truncation,
+        tools_fingerprint=tools_fingerprint(kwargs, settings.fingerprinter) if truncation == "auto" else None,
         max_output_tokens=_token_count(_sent(kwargs, "max_output_tokens")),
         temperature=_number(_sent(kwargs, "temperature")),
         top_p=_number(_sent(kwargs, "top_p")),
@@ -466,6 +500,9 @@ def response_facts(response: object, settings: Reading, request_id: str | None =
     details = getattr(response, "incomplete_details", None)  # None unless incomplete: no failing getattr on None
     finish = (_str(getattr(details, "reason", None)) if details is not None else None) or status
     usage = getattr(response, "usage", None)
+    # Fields an older SDK does not declare (its models keep them as extras, or a dict stands for the response): read
+    # by name, never through the SDK's types.
+    get = fields_of(response)
     if usage is not None:
         input_details = getattr(usage, "input_tokens_details", None)
         output_details = getattr(usage, "output_tokens_details", None)
@@ -486,9 +523,49 @@ def response_facts(response: object, settings: Reading, request_id: str | None =
         service_tier=_str(getattr(response, "service_tier", None)),
         conversation_id=_conversation_id(getattr(response, "conversation", None)),
         request_id=request_id if request_id is not None else _str(getattr(response, "_request_id", None)),
-        store=_undeclared_bool(response, "store"),
+        store=_bool(get("store")),
         cache_write_tokens=_int(getattr(input_details, "cache_write_tokens", None)),
+        reasoning_context=_effective_context(get("reasoning")),
+        withheld=_withheld(get("input_transformations")),
+        cache_diagnostic=_cache_diagnostic(get("prompt_cache_diagnostics")),
     )
+
+
+def _bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+def _effective_context(reasoning: object) -> str | None:
+    """The response's ``reasoning.context``: the reasoning context the API used (an enum-like token)."""
+    return _setting(fields_of(reasoning)("context")) if reasoning is not None else None
+
+
+def _withheld(raw: object) -> tuple[tuple[str, int], ...]:
+    """``input_transformations``: the reasoning items the API removed before the model read the input, counted by
+    reason (a reason that is no enum-like token counts as ``unknown``); an action other than ``removed`` withholds
+    nothing."""
+    if not is_sequence(raw) or not raw:
+        return ()
+    counts: dict[str, int] = {}
+    for transformation in elements(raw):
+        get = fields_of(transformation)
+        action = get("action")
+        if action is not None and action != "removed":
+            continue
+        reason = _setting(get("reason")) or UNKNOWN_REASON
+        counts[reason] = counts.get(reason, 0) + 1
+    return tuple(counts.items())
+
+
+def _cache_diagnostic(raw: object) -> CacheDiagnostic | None:
+    """``prompt_cache_diagnostics``: its type, reason and missed tokens, each only when well formed."""
+    if raw is None:
+        return None
+    get = fields_of(raw)
+    kind = _setting(get("type"))
+    if kind is None:
+        return None
+    return CacheDiagnostic(kind, _setting(get("reason")), _token_count(get("cache_missed_tokens")))
 
 
 class ReasoningSettings(NamedTuple):
@@ -591,6 +668,26 @@ def stored_prompt(kwargs: Mapping[str, Any]) -> tuple[str | None, str | None] | 
     get = fields_of(raw)
     name, version = _str(get("id")), _str(get("version"))
     return (name, version) if name else None
+
+
+def tools_fingerprint(kwargs: Mapping[str, Any], fingerprints: Fingerprinter) -> int | None:
+    """A keyed fingerprint of the request's tool definitions (none sent: the empty list's); None when they cannot be
+    read as plain data (a generator is never iterated)."""
+    raw = _sent(kwargs, "tools")
+    tools = raw if is_sequence(raw) else []
+    try:
+        text = json.dumps(tools, sort_keys=True, separators=(",", ":"), default=_plain)
+    except Exception:  # a tool object that is not plain data: no fingerprint, so no comparison
+        return None
+    return fingerprints.number(text)
+
+
+def _plain(value: object) -> object:
+    """An SDK model (a tool given as one) as its fields; anything else is not plain data."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_unset=True)
+    raise TypeError
 
 
 def _cursor(value: object) -> str | None:

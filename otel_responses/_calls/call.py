@@ -33,11 +33,12 @@ from .._analysis.checks import (
     Situation,
     accepted_by_api,
     confirmed_by_api,
+    confirmed_by_response,
     run_request_checks,
     run_response_checks,
     tool_calls_check,
 )
-from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, RequestFacts, ResponseFacts
+from .._analysis.facts import CLIENT_REPLAY, CONVERSATION, SERVER_CHAIN, Identity, RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage, lineage_of
 from .._telemetry.recorded import NOTHING_READ, Outcome, Server
 from ..attributes import OPERATION_CHAT, REQUEST_ID
@@ -88,6 +89,17 @@ def _flight_key(req: RequestFacts, an: Analysis) -> str | None:
     if req.state_mode == SERVER_CHAIN and req.previous_response_id is not None:
         return "r:" + req.previous_response_id
     return None
+
+
+def _answer(exc: BaseException | None) -> str | None:
+    """The message of the API's error (the SDK's, and its body's): read only to tell which refusal it is, never
+    recorded (it may echo payload)."""
+    if exc is None:
+        return None
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, Mapping) else None
+    parts = [text for text in (message, getattr(exc, "message", None)) if isinstance(text, str)]
+    return " ".join(parts) or None
 
 
 @contextmanager
@@ -145,10 +157,12 @@ class Call:
         endpoint: Endpoint,
         exempt: frozenset[str] = frozenset(),
         dropped: frozenset[str] = frozenset(),
+        identity: Identity | None = None,
     ) -> None:
         """The request's facts. ``endpoint``: the server and provider the call reaches; ``exempt``: signals this call
         may not raise (a WebSocket connection's own latest response may be continued unstored); ``dropped``: signals
-        whose premise this call's server does not share (a bridged provider), never raised on it."""
+        whose premise this call's server does not share (a bridged provider), never raised on it; ``identity``: whom
+        the call is made as, when its front end can tell (an SDK client, a proxied request's headers)."""
         self.runtime = runtime
         self.telemetry = runtime.telemetry
         self.settings = settings = runtime.settings
@@ -160,6 +174,8 @@ class Call:
         self.raw_mode = raw_mode(kwargs)
         self.req = op.facts(args, kwargs, settings)
         self.req.provider = provider
+        if identity is not None:
+            self.req.identity = identity
         self.analysis = Analysis()
         self.analysed = False  # ``analysis`` is the request's against the ledger (made by ``reads``, or the check)
         self.signals: list[Signal] = []
@@ -189,6 +205,7 @@ class Call:
         *,
         exempt: frozenset[str] = frozenset(),
         dropped: frozenset[str] = frozenset(),
+        identity: Identity | None = None,
         opens: bool = True,
         attach: bool = True,
         view: CallLedger | None = None,
@@ -196,8 +213,9 @@ class Call:
         """The start sequence, once: the call built, checked against the ledger (strict mode's refusal is known
         then) and, with ``opens``, opened (``attach``: its span's context made current). None, counted, when any step
         failed: the app's call goes on unrecorded, and no in-flight record is left behind. ``view``: the ledger view
-        to read through (a library's retry reads what its first attempt read)."""
-        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped)
+        to read through (a library's retry reads what its first attempt read); ``identity``: whom the call is made as,
+        when its front end can tell."""
+        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped, identity)
         if call is None:
             return None
         if view is not None:
@@ -215,12 +233,13 @@ class Call:
         *,
         exempt: frozenset[str] = frozenset(),
         dropped: frozenset[str] = frozenset(),
+        identity: Identity | None = None,
         opens: bool = True,
         attach: bool = True,
     ) -> Call | None:
         """:meth:`begin` in a coroutine: a shared ledger's reads for the call are awaited first (never run on the
         event loop), and the check then reads what they found."""
-        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped)
+        call = cls._built(runtime, op, args, kwargs, endpoint, exempt, dropped, identity)
         if call is None:
             return None
         await call._await_reads()
@@ -236,9 +255,10 @@ class Call:
         endpoint: Endpoint,
         exempt: frozenset[str],
         dropped: frozenset[str],
+        identity: Identity | None,
     ) -> Call | None:
         try:
-            return cls(runtime, op, args, kwargs, endpoint, exempt, dropped)
+            return cls(runtime, op, args, kwargs, endpoint, exempt, dropped, identity)
         except Exception:
             runtime.telemetry.internal_error("start_call")
             return None
@@ -453,13 +473,15 @@ class Call:
             resp, exc = outcome.response, outcome.exception
             code = getattr(exc, "code", None) if exc is not None else outcome.error_type
             if code is not None:  # the API's refusal, or the code of a stream's error event
-                self.signals = confirmed_by_api(self.signals, code)
+                self.signals = confirmed_by_api(self.signals, code, _answer(exc), self.analysis.crossed)
             if resp is not None:
                 if outcome.error_type is None and resp.response_id is not None:
                     self.signals = accepted_by_api(self.signals)
                 if resp.has_output:
-                    found = run_response_checks(self.req, resp, Situation(self.settings.zdr, False))
+                    found = run_response_checks(self.req, self.analysis, resp, Situation(self.settings.zdr, False))
                     self.signals += [s for s in found if s.name not in self.dropped] if self.dropped else found
+                    if resp.withheld and "encrypted_content_foreign" not in self.dropped:
+                        self.signals = confirmed_by_response(self.signals, resp, self.analysis.crossed)
                 if self.op.remember is not None:
                     self.op.remember(self, resp)
             if self.req.state_mode is not None:  # a call that carries no state (not a model call) has no tool check

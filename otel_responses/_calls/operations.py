@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .._analysis.facts import (
     CONVERSATION,
     SERVER_CHAIN,
+    SINGLE_TURN,
     RequestFacts,
     ResponseFacts,
     conversation_facts,
@@ -20,10 +21,11 @@ from .._analysis.facts import (
     target_facts,
 )
 from .._analysis.held import held_after
+from .._analysis.reasoning_context import latest_user_message
 from .._items import CALL_TYPES, OUTPUT_TYPES, ItemMeta, elements, is_sequence, item_meta
-from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_FETCH
+from ..attributes import OPERATION_CHAT, OPERATION_COMPACT, OPERATION_DELETE_CONVERSATION_ITEM, OPERATION_FETCH
 from ..config import Settings
-from ..ledger import CallLedger, Entry, deleted_item_id, outputs_to_keep
+from ..ledger import CallLedger, Entry, deleted_item_id, items_deleted_id, outputs_to_keep
 
 if TYPE_CHECKING:
     from .._analysis.analysis import Analysis
@@ -168,6 +170,13 @@ def remember_created(call: CallState, resp: ResponseFacts) -> None:
         given_outputs=an.outputs.given,
         input_system_messages=req.system_app_messages,
         given_messages=_given_messages(req, resp, kept),
+        reasoning_context=resp.reasoning_context,
+        input_tokens=resp.input_tokens,
+        output_tokens=resp.output_tokens,
+        reasoning_held=_reasoning_held(req, parent, resp),
+        reasoning_turn=_reasoning_turn(req, parent, resp),
+        tools_fingerprint=req.tools_fingerprint,
+        **_minted_by(req, resp),
     )
     ledger.record(entry, parent_id)
 
@@ -183,6 +192,37 @@ def _given_messages(req: RequestFacts, resp: ResponseFacts, kept: tuple[ItemMeta
     if req.given is None or resp.status != "completed":
         return None
     return req.given if any(meta.type in _ANSWERS for meta in kept) else None
+
+
+def _minted_by(req: RequestFacts, resp: ResponseFacts) -> dict[str, Any]:
+    """What a response's payloads were minted for: the model asked for and the one that answered, and whom the
+    request was made as (keyed fingerprints)."""
+    found: dict[str, Any] = {"model": req.model, "resolved_model": resp.model}
+    identity = req.identity
+    if identity is not None:
+        found.update(identity._asdict())
+    return found
+
+
+def _reasoning_held(req: RequestFacts, parent: Entry | None, resp: ResponseFacts) -> int | None:
+    """The reasoning tokens of every response of the state this response ends: a first turn's own; a chained or
+    conversation turn's added to its parent's; None where that state is not known from its start (a replay's input,
+    a parent not known)."""
+    own = resp.reasoning_tokens or 0
+    if req.state_mode == SINGLE_TURN:
+        return own
+    if not _continues_state(req) or parent is None or parent.reasoning_held is None:
+        return None
+    return parent.reasoning_held + own
+
+
+def _reasoning_turn(req: RequestFacts, parent: Entry | None, resp: ResponseFacts) -> int:
+    """The reasoning tokens of this response's turn so far: its own, and its parent's turn's when the request sent no
+    user message (a tool loop's next step continues the turn)."""
+    own = resp.reasoning_tokens or 0
+    if not _continues_state(req) or parent is None or latest_user_message(req) is not None:
+        return own
+    return parent.reasoning_turn + own
 
 
 def _sent_newest_first(req: RequestFacts, an: Analysis) -> Iterator[ItemMeta]:
@@ -238,6 +278,7 @@ def remember_compacted(call: CallState, resp: ResponseFacts) -> None:
         instructed_id=instructed[0] if instructed is not None else None,
         instructed_turn=instructed[1] if instructed is not None else None,
         **_place(lineage, resp.response_id),
+        **_minted_by(req, resp),
     )
     ledger.record(entry, None)
 
@@ -315,6 +356,11 @@ def remember_conversation_items(call: CallState, resp: ResponseFacts) -> None:
         held_calls=held.calls,
         held_outputs=held.outputs,
         held_partial=held.partial,
+        # Items written hold no reasoning tokens that are known: the state's count is carried over only without any.
+        reasoning_held=None
+        if any(m.type == "reasoning" for m in req.input_items)
+        else (0 if created else (latest.reasoning_held if latest is not None else None)),
+        reasoning_turn=latest.reasoning_turn if latest is not None and latest_user_message(req) is None else 0,
     )
     ledger.record(entry, None)
 
@@ -327,6 +373,22 @@ def remember_conversation_item_deleted(call: CallState, resp: ResponseFacts) -> 
     ledger = call.ledger
     name = deleted_item_id(req.conversation_id, req.target_item_id)
     ledger.record(Entry(name, ledger.next_sequence(), True, None, None, (), 0, 0, written_by_app=True), None)
+    latest = call.analysis.written_after
+    if latest is not None:  # what the conversation held after its latest response is known no more
+        marker = items_deleted_id(req.conversation_id)
+        deleted = Entry(
+            marker,
+            ledger.next_sequence(),
+            True,
+            None,
+            None,
+            (),
+            0,
+            0,
+            parent_id=latest.response_id,
+            written_by_app=True,
+        )
+        ledger.record(deleted, None)
 
 
 # -- the table ------------------------------------------------------------------------------------------
@@ -367,8 +429,8 @@ OPERATIONS: dict[str, Operation] = {
             "retrieve_conversation_item", _conversation_facts("retrieve_conversation_item", by_item=True), read_nothing
         ),
         Operation(
-            "delete_conversation_item",
-            _conversation_facts("delete_conversation_item", by_item=True),
+            OPERATION_DELETE_CONVERSATION_ITEM,
+            _conversation_facts(OPERATION_DELETE_CONVERSATION_ITEM, by_item=True),
             read_nothing,
             remember_conversation_item_deleted,
         ),

@@ -13,12 +13,14 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from .._analysis.facts import Identity
 from .._calls.call import PARSING, Call, Endpoint
 from .._calls.library import LIBRARY_CALL
 from .._calls.operations import Operation
 from .._calls.runtime import Runtime
 from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Server
 from ..attributes import PROVIDER_OPENAI
+from .identity import identity_of
 from .providers import provider_of_client
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
@@ -97,12 +99,10 @@ class Method:
         off, or (counted) when the call could not be begun: the app's call then goes on unrecorded."""
         if not self.switch.active():
             return None
-        try:
-            endpoint = endpoint_of(instance)
-        except Exception:
-            self.runtime.telemetry.internal_error("start_call")
+        read = self._read(instance, kwargs)
+        if read is None:
             return None
-        return Call.begin(self.runtime, self.op, args, kwargs, endpoint, exempt=exempt)
+        return Call.begin(self.runtime, self.op, args, kwargs, read[0], exempt=exempt, identity=read[1])
 
     async def begin_async(
         self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str] = frozenset()
@@ -110,12 +110,19 @@ class Method:
         """:meth:`begin` in a coroutine (see ``Call.begin_async``)."""
         if not self.switch.active():
             return None
+        read = self._read(instance, kwargs)
+        if read is None:
+            return None
+        return await Call.begin_async(self.runtime, self.op, args, kwargs, read[0], exempt=exempt, identity=read[1])
+
+    def _read(self, instance: Any, kwargs: Any) -> tuple[Endpoint, Identity | None] | None:
+        """What the SDK resource's client says of the call: the endpoint it reaches and whom it is made as; None
+        (counted) when it cannot be read."""
         try:
-            endpoint = endpoint_of(instance)
+            return endpoint_of(instance), identity_of(instance, kwargs, self.runtime.settings.fingerprinter)
         except Exception:
             self.runtime.telemetry.internal_error("start_call")
             return None
-        return await Call.begin_async(self.runtime, self.op, args, kwargs, endpoint, exempt=exempt)
 
 
 def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -67,6 +67,12 @@ class Metrics:
             unit="{item}",
             description="Reasoning items carrying encrypted_content, returned (output) and replayed (input).",
         )
+        self.withheld = observable_tally(
+            meter,
+            a.METRIC_WITHHELD_ITEMS,
+            unit="{item}",
+            description="Replayed reasoning items the API withheld from the model (input_transformations), by reason.",
+        )
         self.internal_errors = meter.create_counter(
             a.METRIC_INTERNAL_ERRORS,
             unit="{error}",
@@ -214,8 +220,8 @@ class Metrics:
 
     def _count_usage(self, req: RequestFacts, resp: ResponseFacts, model: str | None) -> None:
         """The project's counters of a response's usage: the parts of it the default dialect's histogram cannot show
-        (cached input, reasoning output), encrypted reasoning items sent and returned, cost. Zero counts are not
-        recorded: a counter's missing series reads as zero."""
+        (cached input, reasoning output), encrypted reasoning items sent and returned, reasoning the API withheld,
+        cost. Zero counts are not recorded: a counter's missing series reads as zero."""
         operation, tokens = req.operation, self.tokens
         if tokens is not None:
             if resp.cached_tokens:
@@ -234,6 +240,8 @@ class Metrics:
             self._count_by_model(
                 self.encrypted_items, operation, model, a.DIRECTION, "output", resp.encrypted_output_count
             )
+        for reason, count in resp.withheld:
+            self._count_by_model(self.withheld, operation, model, a.WITHHELD_REASON, reason, count)
         if self.settings.prices is not None:
             self._count_cost(req, resp, model)
 

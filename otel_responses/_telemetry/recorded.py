@@ -10,6 +10,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span
 from opentelemetry.util.types import AttributeValue
 
+from .._analysis.analysis import Analysis
 from .._analysis.facts import RequestFacts, ResponseFacts
 from .._analysis.lineage import Lineage
 from ..ledger import CallLedger
@@ -47,6 +48,7 @@ class Recorded(Protocol):
     its lineage, signals and tool-call check; the span and context telemetry gives it; its times."""
 
     req: RequestFacts
+    analysis: Analysis
     server: Server
     ledger: CallLedger
     lineage: Lineage

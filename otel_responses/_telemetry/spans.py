@@ -73,6 +73,8 @@ def request_attributes(call: Call, zdr: bool) -> tuple[Attributes, list[Link] | 
     if call.ledger.unavailable:
         attrs[a.LEDGER_UNAVAILABLE] = True
     _put_reasoning(attrs, req.reasoning)
+    if call.analysis.not_replayed:
+        attrs[a.REASONING_NOT_REPLAYED] = call.analysis.not_replayed
     _put(attrs, a.TRUNCATION, req.truncation)
     _put(attrs, a.GEN_AI_REQUEST_MAX_TOKENS, req.max_output_tokens)
     if req.stream:
@@ -164,6 +166,21 @@ def _response_attrs(req: RequestFacts, resp: ResponseFacts, attrs: Attributes) -
             attrs[a.GEN_AI_USAGE_CACHE_WRITE_INPUT_TOKENS] = resp.cache_write_tokens
     if resp.conversation_id is not None and req.conversation_id is None:
         attrs[a.GEN_AI_CONVERSATION_ID] = cap(resp.conversation_id)  # a conversation the call itself created
+    _what_the_model_saw(resp, attrs)
+
+
+def _what_the_model_saw(resp: ResponseFacts, attrs: Attributes) -> None:
+    """The effective reasoning context, the reasoning the API withheld and the prompt cache's diagnostics, as the
+    response reports them (validated tokens and counts: see ``facts.response_facts``)."""
+    _put(attrs, a.RESPONSE_REASONING_CONTEXT, resp.reasoning_context)
+    if resp.withheld:
+        attrs[a.REASONING_WITHHELD] = resp.withheld_count
+        attrs[a.REASONING_WITHHELD_REASONS] = [reason for reason, _ in resp.withheld]
+    diagnostic = resp.cache_diagnostic
+    if diagnostic is not None:
+        attrs[a.PROMPT_CACHE_DIAGNOSTIC_TYPE] = diagnostic.type
+        _put(attrs, a.PROMPT_CACHE_DIAGNOSTIC_REASON, diagnostic.reason)
+        _put(attrs, a.PROMPT_CACHE_MISSED_TOKENS, diagnostic.missed_tokens)
 
 
 # The Responses API's `incomplete_details.reason` -> the conventions' finish reason; another reason is kept as sent.

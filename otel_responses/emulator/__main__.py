@@ -11,6 +11,7 @@ import threading
 from types import FrameType
 
 from . import LOOPBACK_HOSTS, Emulator, EmulatorConfig
+from .config import REFUSE, WITHHOLD
 
 DESCRIPTION = """\
 Serve a local, deterministic OpenAI Responses API emulator on 127.0.0.1. It prints its base
@@ -35,6 +36,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--api-key-env", metavar="VAR", help="refuse any key but the one in this environment variable (it must be set)"
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help='the input tokens a model reads at most: past it, truncation "auto" drops the oldest items, else a 400',
+    )
+    parser.add_argument(
+        "--refuse-foreign-reasoning",
+        action="store_true",
+        help="refuse reasoning made for another organization, end user or model (400) instead of withholding it",
     )
     parser.add_argument("--verbose", action="store_true", help="log each request to stderr")
     return parser
@@ -65,6 +77,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m otel_responses.em
         required_key = os.environ.get(args.api_key_env)
         if not (required_key or "").strip():  # unset, it would mean that every key is accepted
             parser.error(f"--api-key-env {args.api_key_env}: the variable is not set; set it to the key to accept")
+    if args.context_window is not None and args.context_window < 1:
+        parser.error(f"--context-window {args.context_window}: give a number of tokens, at least 1")
     if not 0 <= args.port <= 65535:  # 0: a free port
         sys.stderr.write(f"{PREFIX}: port {args.port} is out of range (1-65535)\n")
         return EXIT_USAGE
@@ -73,6 +87,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m otel_responses.em
         drop_context=args.drop_context,
         api_key=required_key,
         repeat_reasoning_ids=args.repeat_reasoning_ids,
+        context_window=args.context_window,
+        foreign_reasoning=REFUSE if args.refuse_foreign_reasoning else WITHHOLD,
     )
     stop = threading.Event()
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 DEFAULT_REASONING_MODELS: tuple[str, ...] = ("o1", "o3", "o4", "gpt-5", "codex")
 
@@ -22,6 +22,29 @@ def returns_phase(model: str) -> bool:
     if major != 5:
         return major > 5
     return minor >= 4 or (minor == 3 and "codex" in model.lower())
+
+
+CURRENT_TURN = "current_turn"
+ALL_TURNS = "all_turns"
+REASONING_CONTEXTS = (CURRENT_TURN, ALL_TURNS)
+
+
+def default_reasoning_context(model: str) -> str:
+    """The `reasoning.context` a reasoning model uses when the request omits it (or sends `auto`): `all_turns` from
+    the `gpt-5.6` family on, `current_turn` before it (the SDK's docstring of `Reasoning.context`; recorded traffic:
+    gpt-5, 5-mini, 5.2, 5.4, 5.5, o3 and o4-mini answer `current_turn`, gpt-5.6 `all_turns`)."""
+    found = _GPT_VERSION.match(model.lower())
+    if found is None:
+        return CURRENT_TURN
+    major, minor = int(found[1]), int(found[2] or 0)
+    return ALL_TURNS if major > 5 or (major == 5 and minor >= 6) else CURRENT_TURN
+
+
+# What the emulator does with replayed reasoning made for another organization, model or end user: withhold it (and
+# say so in `input_transformations`, as the API's newest answers do: the SDK types the reasons since 3.57), or refuse
+# the request with the 400 `invalid_encrypted_content` reported before that (openai/codex#13724).
+WITHHOLD = "withhold"
+REFUSE = "refuse"
 
 
 @dataclass(frozen=True)
@@ -47,6 +70,15 @@ class EmulatorConfig:
         to test how a client reports a refused key.
     repeat_reasoning_ids: a habit of some Responses-compatible servers: each reasoning turn returns two reasoning
         items under one id, with payloads of their own (a client replaying both byte for byte loses nothing).
+    context_window: the input tokens a model reads at most (None: no limit). Over it, a request with `truncation:
+        "auto"` has its oldest items dropped until it fits (silently, as the API does); any other is refused with the
+        API's 400 `context_length_exceeded`.
+    organization: the caller's organization when a request names none (`OpenAI-Organization`): payloads are minted
+        for the organization (and the project, `OpenAI-Project`) of the request that made them.
+    key_organizations: the organization each API key belongs to (a gateway's account pool spans several): a request
+        that names no organization is made under its key's; a key not listed is under `organization`.
+    foreign_reasoning: `withhold` (the default: the newest evidence) or `refuse`: what replayed reasoning made for
+        another organization, model or end user gets (see `WITHHOLD`).
     """
 
     seed: str = "otel-responses"
@@ -58,6 +90,16 @@ class EmulatorConfig:
     background_polls: int = 2
     api_key: str | None = None
     repeat_reasoning_ids: bool = False
+    context_window: int | None = None
+    organization: str = "org-emulator"
+    key_organizations: Mapping[str, str] = field(default_factory=dict)
+    foreign_reasoning: str = WITHHOLD
+
+    def __post_init__(self) -> None:
+        if self.foreign_reasoning not in (WITHHOLD, REFUSE):
+            raise ValueError(f"foreign_reasoning must be {WITHHOLD!r} or {REFUSE!r}, not {self.foreign_reasoning!r}")
+        if self.context_window is not None and self.context_window < 1:
+            raise ValueError("context_window must be at least 1 token")
 
     def is_reasoning_model(self, model: str) -> bool:
         """Whether `model` reasons (prefix match, as model snapshots add suffixes)."""

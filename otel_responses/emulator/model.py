@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import schema, tokens
+from . import rendering, schema, tokens
 from .context import Context
 from .errors import bad_request
 from .items import Item, kind, parts_text, text_of
@@ -278,22 +278,14 @@ def _finish(
             )
             visible += tokens.count(reply)
 
-    input_tokens = count_input_tokens(context, request.instructions)
-    cached = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.history)
+    input_tokens = rendering.input_tokens(context, request.instructions)
+    cached = sum(rendering.entry_tokens(e) for e in context.history)
     return Turn(
         output=output,
         status=status,
         usage=tokens.usage(input_tokens, cached, visible + reasoning, reasoning),
         incomplete_reason="max_output_tokens" if status == "incomplete" else None,
     )
-
-
-def count_input_tokens(context: Context, instructions: str | None) -> int:
-    """The `usage.input_tokens` of a turn over `context` (also what `POST /v1/responses/input_tokens` reports)."""
-    total = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in context.entries)
-    if instructions:
-        total += tokens.item_tokens(instructions)
-    return total
 
 
 def _assistant_message(message_id: str, text: str, status: str, phase: str | None) -> Item:

@@ -2,9 +2,15 @@
 the API's answer (status, `type`, `code`, `param`, message) and where that answer is known from (a recorded answer
 where one exists, else the public reports it rests on).
 
-A create request is checked row by row, in order, before its items are resolved; the first rule that finds something
-is the request's answer. A rule reads only the request's own items and what the server holds: the responses it stored
-(their outputs, in order), the conversation or the chain the request continues.
+Two kinds of rows. A refusal: a create request is checked row by row, in order, before its items are resolved; the
+first rule that finds something is the request's answer. It reads only the request's own items and what the server
+holds: the responses it stored (their outputs, in order), the conversation or the chain the request continues, and
+whom a replayed payload was made for. A withholding: once the context is resolved, every reasoning item of it
+(server-side history, then the input) is taken by the first such rule that finds it, in order, and withheld from the
+model; its name is the reason `input_transformations` reports. The turn boundary comes first: an earlier turn's
+reasoning under `current_turn` is not rendered whatever it was made for, so no mismatch costs the model anything
+there. With `EmulatorConfig.foreign_reasoning = "refuse"`, a withholding rule that has an answer refuses the request
+with it instead, as the API did before it withheld.
 """
 
 from __future__ import annotations
@@ -14,10 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import EmulatorConfig
+from .config import CURRENT_TURN, EmulatorConfig
+from .context import compaction_caller
+from .crypto import Sealer
 from .errors import ApiError
 from .items import kind
-from .state import Entry, Store
+from .state import Caller, Entry, Store
 
 Finding = dict[str, object]  # the values a rule's param and message are written with
 
@@ -32,26 +40,44 @@ class Replay:
     chain_ids: frozenset[str]
     store: Store
     config: EmulatorConfig
+    caller: Caller | None = None  # whom the request comes from (a payload made for another is refused)
+    sealer: Sealer | None = None  # opens a replayed payload to read whom it was made for
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What a withholding rule reads: the request's model, caller and effective reasoning context, the whole context
+    and, per entry, the digest of the items before it (``rendering.prefix_digests``), and where its turn begins."""
+
+    model: str
+    caller: Caller
+    context: str | None
+    entries: list[Entry]
+    prefixes: list[str]
+    turn_start: int
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of the API: ``finds`` the first item that breaks it, or None; the rest is the API's answer."""
+    """One rule of the API: a refusal ``finds`` the first item that breaks it, or None, and the rest is the API's
+    answer; a withholding ``withholds`` each reasoning item of the context it takes (its name: the reason reported),
+    and its answer, where it has a message, is the refusal the emulator gives instead when configured to."""
 
     name: str
-    finds: Callable[[Replay], Finding | None]
+    finds: Callable[[Replay], Finding | None] | None
     status: int
     type: str
     code: str | None
-    param: str
+    param: str | None
     message: str
     source: str
+    withholds: Callable[[Reading, int, Entry], bool] | None = None
 
     def error(self, found: Finding) -> ApiError:
         return ApiError(
             self.status,
             self.message.format(**found),
-            param=self.param.format(**found),
+            param=self.param.format(**found) if self.param is not None else None,
             code=self.code,
             type_=self.type,
         )
@@ -167,6 +193,49 @@ def _without_follower(replay: Replay) -> Finding | None:
     return None
 
 
+def _compaction_foreign(replay: Replay) -> Finding | None:
+    """A compaction item made for another organization (or project) than the request's caller: a compacted context
+    has no reasoning item to withhold, so the request is refused."""
+    if replay.caller is None or replay.sealer is None:
+        return None
+    for item in replay.items:
+        if kind(item) != "compaction":
+            continue
+        made_for = compaction_caller(item, replay.sealer)
+        if made_for is not None and made_for.crosses(replay.caller):
+            return {"id": item.get("id")}
+    return None
+
+
+def _earlier_turn(reading: Reading, position: int, entry: Entry) -> bool:
+    return reading.context == CURRENT_TURN and position < reading.turn_start
+
+
+def _organization(reading: Reading, position: int, entry: Entry) -> bool:
+    return entry.minted is not None and entry.minted.caller.crosses(reading.caller)
+
+
+def _end_user(reading: Reading, position: int, entry: Entry) -> bool:
+    made = entry.minted.caller.end_user if entry.minted is not None else None
+    now = reading.caller.end_user
+    return made is not None and now is not None and made != now
+
+
+def _model(reading: Reading, position: int, entry: Entry) -> bool:
+    return entry.minted is not None and entry.minted.model != reading.model
+
+
+def _edited_prefix(reading: Reading, position: int, entry: Entry) -> bool:
+    """Reasoning a compaction item holds is out of the client's reach: only what it replays itself is judged."""
+    minted = entry.minted
+    if minted is None or not minted.prefix or entry.compacted is not None:
+        return False
+    return minted.prefix != reading.prefixes[position]
+
+
+_NOT_VERIFIED = "The encrypted content for item {id} could not be verified. Reason: "
+_WITHHELD = "withheld: the SDK's `InputTransformation` (openai-python 3.57)"
+
 RULES: tuple[Rule, ...] = (
     Rule(
         "id_prefix",
@@ -234,12 +303,99 @@ RULES: tuple[Rule, ...] = (
         "recorded: tests/real_traffic, pydantic-ai `test_openai_responses_thinking_with_modified_history` call 2 "
         "(also continuedev/continue#8933)",
     ),
+    Rule(
+        "compaction_foreign",
+        _compaction_foreign,
+        400,
+        "invalid_request_error",
+        "invalid_encrypted_content",
+        None,
+        _NOT_VERIFIED + "Encrypted content organization_id did not match the target organization.",
+        "from public reports: openai/codex#13724 (the answer's message, for an organization's payload; a compaction "
+        "item has no reasoning item to withhold), Kilo-Org/kilo#110 (an organization leaking across turns)",
+    ),
+    Rule(
+        "turn_boundary",
+        None,
+        400,
+        "invalid_request_error",
+        None,
+        None,
+        "",
+        "the SDK's docstring of `Reasoning.context` (`current_turn` renders only the current turn's reasoning back; "
+        "the `gpt-5.6` family defaults to `all_turns`); recorded: gpt-5, 5-mini, 5.2, 5.4, 5.5, o3, o4-mini answer "
+        "`current_turn`, gpt-5.6 `all_turns` (tests/real_traffic); reported as `turn_boundary` by the SDK's types",
+        withholds=_earlier_turn,
+    ),
+    Rule(
+        "organization_mismatch",
+        None,
+        400,
+        "invalid_request_error",
+        "invalid_encrypted_content",
+        None,
+        _NOT_VERIFIED + "Encrypted content organization_id did not match the target organization.",
+        _WITHHELD + "; refused before it: openai/codex#13724 (the answer), Kilo-Org/kilo#110; the project: no public "
+        "evidence, judged as the instrumentation judges it",
+        withholds=_organization,
+    ),
+    Rule(
+        "end_user_mismatch",
+        None,
+        400,
+        "invalid_request_error",
+        "invalid_encrypted_content",
+        None,
+        _NOT_VERIFIED + "reasoning `encrypted_content` was not issued to this caller.",
+        _WITHHELD + "; refused before it: anomalyco/opencode#48773 (a gateway's answer: not issued to this caller)",
+        withholds=_end_user,
+    ),
+    Rule(
+        "model_mismatch",
+        None,
+        400,
+        "invalid_request_error",
+        "invalid_encrypted_content",
+        None,
+        _NOT_VERIFIED + "Encrypted content could not be decrypted or parsed.",
+        _WITHHELD + "; refused before it: miuuyy/codex-chatgpt-web#249 (a model switch mid-conversation), "
+        "Wei-Shaw/sub2api#2863 (a gateway's account pool)",
+        withholds=_model,
+    ),
+    Rule(
+        "prefix_mismatch",
+        None,
+        400,
+        "invalid_request_error",
+        None,
+        None,
+        "",
+        _WITHHELD + ": no public report of an answer yet",
+        withholds=_edited_prefix,
+    ),
 )
 
 
 def check(replay: Replay) -> None:
-    """Raise the API's answer to the first rule the request breaks."""
+    """Raise the API's answer to the first refusal the request breaks."""
     for rule in RULES:
-        found = rule.finds(replay)
+        found = rule.finds(replay) if rule.finds is not None else None
         if found is not None:
             raise rule.error(found)
+
+
+def withheld(reading: Reading, refuse: bool) -> list[tuple[Entry, str]]:
+    """Each reasoning item of the context a withholding rule takes, with its reason, in context order; with
+    ``refuse``, the first item a rule with an answer takes is that answer instead."""
+    found: list[tuple[Entry, str]] = []
+    rules = [rule for rule in RULES if rule.withholds is not None]
+    for position, entry in enumerate(reading.entries):
+        if kind(entry.item) != "reasoning":
+            continue
+        for rule in rules:
+            if rule.withholds is not None and rule.withholds(reading, position, entry):
+                if refuse and rule.message:
+                    raise rule.error({"id": entry.item.get("id")})
+                found.append((entry, rule.name))
+                break
+    return found

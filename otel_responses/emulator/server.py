@@ -13,18 +13,20 @@ import socket
 import socketserver
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from . import sse, websocket
+from .config import EmulatorConfig
 from .errors import ApiError, bad_request, not_found
 from .recording import RecordedRequest, RequestLog
 from .service import Service
+from .state import Caller
 
 Query = dict[str, list[str]]
-Handler = Callable[[Service, "re.Match[str]", Query, Any], dict[str, Any]]
+Handler = Callable[[Service, "re.Match[str]", Query, Any, Caller], dict[str, Any]]
 
 
 def _flat(query: Query) -> dict[str, str]:
@@ -42,6 +44,15 @@ def _redact(name: str, value: str) -> str:
     if name.lower() in ("authorization", "api-key", "openai-api-key"):
         return value.split(" ", 1)[0] + " <redacted>" if " " in value else "<redacted>"
     return value
+
+
+def caller_of(headers: Iterable[tuple[str, str]], config: EmulatorConfig) -> Caller:
+    """The organization and project a request's headers name (`OpenAI-Organization`, `OpenAI-Project`); when it names
+    no organization, its key's (`EmulatorConfig.key_organizations`, else `EmulatorConfig.organization`)."""
+    lowered = {key.lower(): value for key, value in headers}
+    key = lowered.get("authorization", "").removeprefix("Bearer ")
+    organization = lowered.get("openai-organization") or config.key_organizations.get(key) or config.organization
+    return Caller(organization, lowered.get("openai-project") or None)
 
 
 def _body(body: Any) -> dict[str, Any]:
@@ -63,40 +74,40 @@ def _route_path(path: str) -> str:
 
 
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
-    ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b: s.create_response(_body(b))),
-    ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b: s.compact_response(_body(b))),
-    ("POST", re.compile(r"/v1/responses/input_tokens"), lambda s, m, q, b: s.count_input_tokens(_body(b))),
-    ("POST", re.compile(r"/v1/responses/([^/]+)/cancel"), lambda s, m, q, b: s.cancel_response(m[1])),
-    ("GET", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.retrieve_response(m[1], _include(q))),
-    ("DELETE", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b: s.delete_response(m[1])),
+    ("POST", re.compile(r"/v1/responses"), lambda s, m, q, b, c: s.create_response(_body(b), caller=c)),
+    ("POST", re.compile(r"/v1/responses/compact"), lambda s, m, q, b, c: s.compact_response(_body(b), c)),
+    ("POST", re.compile(r"/v1/responses/input_tokens"), lambda s, m, q, b, c: s.count_input_tokens(_body(b), c)),
+    ("POST", re.compile(r"/v1/responses/([^/]+)/cancel"), lambda s, m, q, b, c: s.cancel_response(m[1])),
+    ("GET", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b, c: s.retrieve_response(m[1], _include(q))),
+    ("DELETE", re.compile(r"/v1/responses/([^/]+)"), lambda s, m, q, b, c: s.delete_response(m[1])),
     (
         "GET",
         re.compile(r"/v1/responses/([^/]+)/input_items"),
-        lambda s, m, q, b: s.list_input_items(m[1], _flat(q), _include(q)),
+        lambda s, m, q, b, c: s.list_input_items(m[1], _flat(q), _include(q)),
     ),
-    ("POST", re.compile(r"/v1/conversations"), lambda s, m, q, b: s.create_conversation(_body(b or {}))),
-    ("GET", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.retrieve_conversation(m[1])),
-    ("POST", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.update_conversation(m[1], _body(b))),
-    ("DELETE", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b: s.delete_conversation(m[1])),
+    ("POST", re.compile(r"/v1/conversations"), lambda s, m, q, b, c: s.create_conversation(_body(b or {}))),
+    ("GET", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b, c: s.retrieve_conversation(m[1])),
+    ("POST", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b, c: s.update_conversation(m[1], _body(b))),
+    ("DELETE", re.compile(r"/v1/conversations/([^/]+)"), lambda s, m, q, b, c: s.delete_conversation(m[1])),
     (
         "GET",
         re.compile(r"/v1/conversations/([^/]+)/items"),
-        lambda s, m, q, b: s.list_conversation_items(m[1], _flat(q), _include(q)),
+        lambda s, m, q, b, c: s.list_conversation_items(m[1], _flat(q), _include(q)),
     ),
     (
         "POST",
         re.compile(r"/v1/conversations/([^/]+)/items"),
-        lambda s, m, q, b: s.add_conversation_items(m[1], _body(b), _include(q)),
+        lambda s, m, q, b, c: s.add_conversation_items(m[1], _body(b), _include(q)),
     ),
     (
         "GET",
         re.compile(r"/v1/conversations/([^/]+)/items/([^/]+)"),
-        lambda s, m, q, b: s.retrieve_conversation_item(m[1], m[2], _include(q)),
+        lambda s, m, q, b, c: s.retrieve_conversation_item(m[1], m[2], _include(q)),
     ),
     (
         "DELETE",
         re.compile(r"/v1/conversations/([^/]+)/items/([^/]+)"),
-        lambda s, m, q, b: s.delete_conversation_item(m[1], m[2]),
+        lambda s, m, q, b, c: s.delete_conversation_item(m[1], m[2]),
     ),
 ]
 
@@ -230,7 +241,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._authorize(server.service.config.api_key)
             if invalid_json:
                 raise bad_request("We could not parse the JSON body of your request.")
-            result = self._route(server.service, path, query, body)
+            caller = caller_of(self.headers.items(), server.service.config)
+            result = self._route(server.service, path, query, body, caller)
             streaming = isinstance(body, dict) and body.get("stream") is True
             resuming = self.command == "GET" and _RETRIEVE.fullmatch(path) and _flat(query).get("stream") == "true"
             if self.command == "POST" and path == "/v1/responses" and streaming:
@@ -275,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         def record(event: Any) -> None:
             server.log.append(RecordedRequest("WEBSOCKET", path, event, query, headers))
 
-        session = websocket.Session(server.service)
+        session = websocket.Session(server.service, caller_of(self.headers.items(), server.service.config))
         websocket.serve(self.connection, read, handshake + b"\r\n", session, request_id, record)
 
     def _authorize(self, expected: str | None) -> None:
@@ -283,11 +295,11 @@ class _Handler(BaseHTTPRequestHandler):
         if expected is not None and self.headers.get("Authorization", "") != f"Bearer {expected}":
             raise ApiError(401, "Incorrect API key provided.", code="invalid_api_key")
 
-    def _route(self, service: Service, path: str, query: Query, body: Any) -> dict[str, Any]:
+    def _route(self, service: Service, path: str, query: Query, body: Any, caller: Caller) -> dict[str, Any]:
         for method, pattern, handler in ROUTES:
             match = pattern.fullmatch(path)
             if match and method == self.command:
-                return handler(service, match, query, body)
+                return handler(service, match, query, body, caller)
         raise not_found(f"Invalid URL ({self.command} {path})")
 
     def _send_json(self, status: int, payload: dict[str, Any], request_id: str) -> None:

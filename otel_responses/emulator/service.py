@@ -9,16 +9,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from . import model, replay_rules, schema, tokens
-from .config import EmulatorConfig
-from .context import Context, chain_history, resolve_input, seal_compaction
+from . import model, prompt_cache, rendering, replay_rules, schema, tokens
+from .config import REFUSE, EmulatorConfig
+from .context import Context, chain_history, previous_not_found, resolve_input, seal_compaction, seal_reasoning
 from .crypto import Sealer
 from .errors import bad_request, not_found
-from .items import Item, is_user_message, parts_text, text_of
-from .state import ConnectionCache, Conversation, Entry, IdFactory, Pending, Store, StoredResponse
+from .items import Item, is_user_message, kind, parts_text, text_of
+from .state import Caller, ConnectionCache, Conversation, Entry, IdFactory, Minted, Pending, Store, StoredResponse
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
@@ -87,9 +87,18 @@ def _paginate(items: list[Item], query: Mapping[str, str], default_order: str) -
     }
 
 
+def _end_user(body: Mapping[str, Any]) -> str | None:
+    """The end user a request names: `safety_identifier`, else the older `user`."""
+    for name in ("safety_identifier", "user"):
+        value = body.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
 @dataclass
 class _Prepared:
-    """A validated create request and the context its model turn will see."""
+    """A validated create request, the context it continues and sends, and what its model turn will see of it."""
 
     request: model.Request
     previous: str | None
@@ -97,7 +106,10 @@ class _Prepared:
     conversation: Conversation | None
     store: bool
     history: list[Entry]  # the server-side history before `drop_context` is applied
-    context: Context
+    context: Context  # as sent: stored and listed so
+    caller: Caller
+    reasoning_context: str | None  # the effective `reasoning.context` (None: a model that does not reason)
+    rendered: rendering.Rendered  # what the model reads: withheld reasoning and truncated items left out
 
 
 def _list_page(items: list[Item]) -> dict[str, Any]:
@@ -121,6 +133,17 @@ def _with_reasoning_ids_repeated(output: list[Entry]) -> list[Entry]:
     return repeated
 
 
+def _mint(output: list[Entry], context: list[Entry], model_name: str, caller: Caller) -> None:
+    """Stamp each reasoning item of a turn's output with what it was made for: the model, the caller, and the items
+    before it (the context as sent, then the output before it)."""
+    if not any(kind(entry.item) == "reasoning" for entry in output):
+        return
+    prefixes = rendering.prefix_digests([*context, *output])
+    for index, entry in enumerate(output, len(context)):
+        if kind(entry.item) == "reasoning":
+            entry.minted = Minted(model_name, caller, prefixes[index])
+
+
 class Service:
     """Holds the store, id factory and sealer; each public method is one endpoint."""
 
@@ -138,10 +161,23 @@ class Service:
 
     # -- responses -------------------------------------------------------------------------
 
+    def _caller(self, caller: Caller | None, body: Mapping[str, Any]) -> Caller:
+        """The request's caller: its organization and project (the server reads them from the headers; the key's own
+        organization when none is named) and the end user its body names."""
+        found = caller if caller is not None else Caller(self.config.organization)
+        return replace(found, end_user=_end_user(body))
+
     def _prepare(
-        self, body: Mapping[str, Any], new_id: Callable[[str], str], connection: ConnectionCache | None, *, count: bool
+        self,
+        body: Mapping[str, Any],
+        new_id: Callable[[str], str],
+        connection: ConnectionCache | None,
+        *,
+        count: bool,
+        caller: Caller | None = None,
     ) -> _Prepared:
         """Validate a create (or input-token count) and build its context; the caller holds the store lock."""
+        who = self._caller(caller, body)
         model_name = body.get("model")
         if not count and (not isinstance(model_name, str) or not model_name):
             raise bad_request("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
@@ -182,18 +218,23 @@ class Service:
         history: list[Entry] = []
         conversation: Conversation | None = None
         if previous is not None:
-            history = self._previous_history(previous, connection)
+            history = self._previous_history(previous, connection, who)
         elif conversation_id is not None:
             conversation = self.store.get_conversation(conversation_id)
             if conversation is None:
                 raise not_found(f"Conversation with id '{conversation_id}' not found.", param="conversation")
             history = list(conversation.items)
-        self._check_replayed(body.get("input"), history, chained=previous is not None)
+        self._check_replayed(body.get("input"), history, chained=previous is not None, caller=who)
         current = resolve_input(body.get("input"), self.store, self.sealer, new_id)
         context = Context(history=[] if self.config.drop_context else history, current=current)
-        return _Prepared(request, previous, conversation_id, conversation, store, history, context)
+        reasoning_context = rendering.effective_context(body.get("reasoning"), model_name, request.reasoning)
+        model.check_tool_pairs(context.entries)
+        shown = self._shown(context, request, who, reasoning_context, body.get("truncation") == "auto")
+        return _Prepared(
+            request, previous, conversation_id, conversation, store, history, context, who, reasoning_context, shown
+        )
 
-    def _check_replayed(self, raw: Any, history: list[Entry], *, chained: bool) -> None:
+    def _check_replayed(self, raw: Any, history: list[Entry], *, chained: bool, caller: Caller) -> None:
         """The API's rules on the items a request replays (``replay_rules``), against the state it continues."""
         if not isinstance(raw, list):
             return
@@ -206,15 +247,38 @@ class Service:
                 chain_ids=held if chained else frozenset(),
                 store=self.store,
                 config=self.config,
+                caller=caller,
+                sealer=self.sealer,
             )
         )
 
-    def _previous_history(self, previous: str, connection: ConnectionCache | None) -> list[Entry]:
+    def _shown(
+        self, context: Context, request: model.Request, caller: Caller, reasoning_context: str | None, auto: bool
+    ) -> rendering.Rendered:
+        """What the model reads of ``context``: the reasoning the rules withhold (``replay_rules``) left out, then the
+        oldest items `truncation: "auto"` drops to fit the context window."""
+        entries = context.entries
+        reading = replay_rules.Reading(
+            request.model,
+            caller,
+            reasoning_context,
+            entries,
+            rendering.prefix_digests(entries),
+            rendering.turn_start(entries),
+        )
+        withheld = replay_rules.withheld(reading, refuse=self.config.foreign_reasoning == REFUSE)
+        shown = rendering.without(context, withheld)
+        return rendering.truncate(shown, self.config.context_window, auto, request.instructions)
+
+    def _previous_history(self, previous: str, connection: ConnectionCache | None, caller: Caller) -> list[Entry]:
         """The context a `previous_response_id` stands for: the connection's cached last response (WebSocket
-        mode, also when it was not stored), else the stored chain; an unfinished background parent is a 400."""
+        mode, also when it was not stored), else the stored chain; an unfinished background parent is a 400, and
+        so is one another organization stored (the API finds no such response)."""
         if connection is not None and connection.last_id == previous:
             return list(connection.last_entries)
         parent = self.store.get_response(previous)
+        if parent is not None and parent.caller is not None and parent.caller.organization != caller.organization:
+            raise previous_not_found(previous)
         if parent is not None and parent.pending is not None:
             raise bad_request(
                 f"Previous response with id '{previous}' is still in progress; wait until it has finished.",
@@ -223,35 +287,39 @@ class Service:
         return chain_history(self.store, previous)
 
     def create_response(
-        self, body: Mapping[str, Any], connection: ConnectionCache | None = None, generate: bool = True
+        self,
+        body: Mapping[str, Any],
+        connection: ConnectionCache | None = None,
+        generate: bool = True,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         """POST /v1/responses: validate, build the context, run the model, persist, answer.
 
         `background: true` (not streamed) answers `queued` at once and stores the finished response as
         pending: retrieves advance it (see `EmulatorConfig.background_polls`). `connection` is the
         WebSocket connection's cache of its most recent response, if the request came over one;
-        `generate=False` is its warm-up: the model is not run, the response has no output.
+        `generate=False` is its warm-up: the model is not run, the response has no output. `caller`: the organization
+        and project the request's headers name.
         """
         include = _strings(body.get("include"))
         with self.store.lock:
-            prepared = self._prepare(body, self.ids.new, connection, count=False)
-            request, context = prepared.request, prepared.context
+            prepared = self._prepare(body, self.ids.new, connection, count=False, caller=caller)
+            request, context, shown = prepared.request, prepared.context, prepared.rendered.context
             response_id = self.ids.new("resp")
             if generate:
                 turn = model.respond(
-                    context, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new
+                    shown, request, response_id=response_id, seed=self.config.seed, new_id=self.ids.new
                 )
             else:
-                turn = model.warm_up(context, request, new_id=self.ids.new)
+                turn = model.warm_up(shown, request, new_id=self.ids.new)
             if self.config.repeat_reasoning_ids:
                 turn.output = _with_reasoning_ids_repeated(turn.output)
             threshold = _compact_threshold(body.get("context_management"))
             if threshold is not None and turn.usage["input_tokens"] > threshold:
-                turn.output.insert(0, self._compaction_entry(context.entries))
+                turn.output.insert(0, self._compaction_entry(context.entries, prepared.caller))
+            _mint(turn.output, context.entries, request.model, prepared.caller)
             now = int(time.time())
-            public = self._response_body(
-                body, request, response_id, prepared.conversation_id, prepared.store, turn, now
-            )
+            public = self._response_body(body, prepared, response_id, turn, now)
             current, previous, conversation = context.current, prepared.previous, prepared.conversation
             if connection is not None and turn.status == "failed":
                 connection.forget()
@@ -263,31 +331,32 @@ class Service:
                 pending = Pending(public, turn.output, max(0, self.config.background_polls))
                 if conversation is not None:
                     pending.conversation_id, pending.conversation_items = conversation.id, [*current, *turn.output]
-                self.store.put_response(StoredResponse(response_id, queued, current, [], previous, pending))
+                stored = StoredResponse(response_id, queued, current, [], previous, pending, prepared.caller)
+                self.store.put_response(stored)
                 return self._render(queued, [], include)
             if prepared.store:
-                self.store.put_response(StoredResponse(response_id, public, current, turn.output, previous))
+                stored = StoredResponse(response_id, public, current, turn.output, previous, caller=prepared.caller)
+                self.store.put_response(stored)
             if conversation is not None:
                 self.store.append_to_conversation(conversation.id, [*current, *turn.output], persist=prepared.store)
         return self._render(public, turn.output, include)
 
-    def count_input_tokens(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def count_input_tokens(self, body: Mapping[str, Any], caller: Caller | None = None) -> dict[str, Any]:
         """POST /v1/responses/input_tokens: what `create` would report as `usage.input_tokens`; nothing is
         stored and no id is spent."""
         with self.store.lock:
-            prepared = self._prepare(body, lambda prefix: f"{prefix}_uncounted", None, count=True)
-            model.check_tool_pairs(prepared.context.entries)
-            counted = model.count_input_tokens(prepared.context, prepared.request.instructions)
+            prepared = self._prepare(body, lambda prefix: f"{prefix}_uncounted", None, count=True, caller=caller)
+            counted = rendering.input_tokens(prepared.rendered.context, prepared.request.instructions)
         return {"object": "response.input_tokens", "input_tokens": counted}
 
-    def _compaction_entry(self, entries: list[Entry]) -> Entry:
+    def _compaction_entry(self, entries: list[Entry], caller: Caller) -> Entry:
         """Server-side compaction: one item standing for the whole context so far; what came before it
         may then be dropped from a replay."""
         compaction_id = self.ids.new("cmp")
-        sealed = seal_compaction(entries, self.sealer)
+        sealed = seal_compaction(entries, self.sealer, caller)
         return Entry({"type": "compaction", "id": compaction_id, "encrypted_content": sealed})
 
-    def compact_response(self, body: Mapping[str, Any]) -> dict[str, Any]:
+    def compact_response(self, body: Mapping[str, Any], caller: Caller | None = None) -> dict[str, Any]:
         """POST /v1/responses/compact: user messages kept, everything else sealed into one compaction item.
 
         Nothing is stored; replaying the returned `output` as `input` restores the full context.
@@ -299,9 +368,10 @@ class Service:
         if previous is not None and not isinstance(previous, str):
             raise bad_request("Invalid type for 'previous_response_id'.", param="previous_response_id")
         instructions = _instructions_text(body.get("instructions"))
+        who = self._caller(caller, body)
         with self.store.lock:
-            history = self._previous_history(previous, None) if previous is not None else []
-            self._check_replayed(body.get("input"), history, chained=previous is not None)
+            history = self._previous_history(previous, None, who) if previous is not None else []
+            self._check_replayed(body.get("input"), history, chained=previous is not None, caller=who)
             current = resolve_input(body.get("input"), self.store, self.sealer, self.ids.new)
             if self.config.drop_context:
                 history = []
@@ -313,13 +383,11 @@ class Service:
             compaction = {
                 "type": "compaction",
                 "id": compaction_id,
-                "encrypted_content": seal_compaction(compacted, self.sealer),
+                "encrypted_content": seal_compaction(compacted, self.sealer, who),
             }
             response_id = self.ids.new("resp")
-        input_tokens = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in entries)
-        if instructions:
-            input_tokens += tokens.item_tokens(instructions)
-        cached = sum(tokens.item_tokens(text_of(e.item, e.notes)) for e in history)
+        input_tokens = rendering.input_tokens(Context(current=entries), instructions)
+        cached = sum(rendering.entry_tokens(e) for e in history)
         output_tokens = sum(tokens.count(text_of(e.item, e.notes)) for e in compacted) + tokens.ITEM_OVERHEAD
         return {
             "id": response_id,
@@ -330,21 +398,24 @@ class Service:
         }
 
     def _response_body(
-        self,
-        body: Mapping[str, Any],
-        request: model.Request,
-        response_id: str,
-        conversation_id: str | None,
-        store: bool,
-        turn: model.Turn,
-        now: int,
+        self, body: Mapping[str, Any], prepared: _Prepared, response_id: str, turn: model.Turn, now: int
     ) -> dict[str, Any]:
         """The response object; `output` is filled in by `_render`."""
+        request, conversation_id, store = prepared.request, prepared.conversation_id, prepared.store
         reasoning_param = body.get("reasoning")
         reasoning: dict[str, Any] = {"effort": None, "summary": None}
         if request.reasoning:  # the model decides; a non-reasoning model reports no reasoning settings
             asked = reasoning_param if isinstance(reasoning_param, Mapping) else {}
-            reasoning = {"effort": asked.get("effort") or "medium", "summary": asked.get("summary")}
+            reasoning = {
+                "effort": asked.get("effort") or "medium",
+                "summary": asked.get("summary"),
+                "context": prepared.reasoning_context,  # the effective one
+            }
+        extra: dict[str, Any] = {}
+        options = body.get("prompt_cache_options")
+        if isinstance(options, Mapping):
+            extra["prompt_cache_options"] = prompt_cache.options(options)
+            extra["prompt_cache_diagnostics"] = prompt_cache.diagnostics(self.store, body, prepared.context)
         return {
             "id": response_id,
             "object": "response",
@@ -361,6 +432,7 @@ class Service:
             "output": [],
             "parallel_tool_calls": body.get("parallel_tool_calls", True),
             "previous_response_id": body.get("previous_response_id"),
+            "prompt_cache_key": body.get("prompt_cache_key"),
             "conversation": {"id": conversation_id} if conversation_id is not None else None,
             "reasoning": reasoning,
             "service_tier": body.get("service_tier") or "default",
@@ -374,6 +446,8 @@ class Service:
             "usage": turn.usage,
             "user": body.get("user"),
             "metadata": body.get("metadata") or {},
+            "input_transformations": prepared.rendered.transformations(),
+            **extra,
         }
 
     def _render_items(self, entries: list[Entry], include: list[str]) -> list[Item]:
@@ -385,7 +459,7 @@ class Service:
             if item.get("type") == "reasoning":
                 item.pop("encrypted_content", None)
                 if ENCRYPTED_REASONING in include and entry.notes is not None:
-                    item["encrypted_content"] = self.sealer.seal(entry.notes)
+                    item["encrypted_content"] = seal_reasoning(entry.notes, entry.minted, self.sealer)
             elif isinstance(item.get("encrypted_content"), str):
                 item["encrypted_content"] = self.sealer.reseal(item["encrypted_content"])
             items.append(item)

@@ -14,12 +14,42 @@ from typing import Any
 from .items import Item
 
 
+@dataclass(frozen=True)
+class Caller:
+    """Who a request comes from, as the API scopes payloads: the organization (`OpenAI-Organization`, else the key's
+    own) and the project (`OpenAI-Project`), and the end user the request names (`safety_identifier`, else `user`)."""
+
+    organization: str
+    project: str | None = None
+    end_user: str | None = None
+
+    def crosses(self, other: Caller) -> bool:
+        """A payload made for this caller replayed by ``other`` crosses an organization: another one, or another
+        project where both name one."""
+        if self.organization != other.organization:
+            return True
+        return self.project is not None and other.project is not None and self.project != other.project
+
+
+@dataclass(frozen=True)
+class Minted:
+    """What a reasoning item (or a compaction item) was made for: its model, its caller, and a digest of the items
+    before it (`rendering.prefix_digest`). Sealed into its `encrypted_content`, kept beside a stored one."""
+
+    model: str
+    caller: Caller
+    prefix: str = ""
+
+
 @dataclass
 class Entry:
-    """One item of a context; `notes` holds a reasoning item's private notes, never sent as-is."""
+    """One item of a context; `notes` holds a reasoning item's private notes, never sent as-is; `minted`, what the
+    reasoning was made for; `compacted`, the id of the replayed compaction item it was read from."""
 
     item: Item
     notes: str | None = None
+    minted: Minted | None = None
+    compacted: str | None = None
 
 
 @dataclass
@@ -47,6 +77,7 @@ class StoredResponse:
     output: list[Entry]
     previous_response_id: str | None
     pending: Pending | None = None
+    caller: Caller | None = None  # whose it is: another organization cannot continue it
 
 
 @dataclass

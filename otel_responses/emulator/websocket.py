@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import sse
 from .errors import ApiError, bad_request
 from .service import Service
-from .state import ConnectionCache
+from .state import Caller, ConnectionCache
 
 if TYPE_CHECKING:
     from websockets.server import ServerProtocol
@@ -63,9 +63,10 @@ def error_event(error: ApiError, stream_id: str | None = None) -> dict[str, Any]
 class Session:
     """The API side of one WebSocket connection: client events in, server events out (no I/O)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, caller: Caller | None = None) -> None:
         self.service = service
         self.cache = ConnectionCache()
+        self.caller = caller  # the organization and project the upgrade request's headers name
 
     def handle(self, text: str) -> Events:
         """The server events answering one client event (a text message)."""
@@ -100,7 +101,7 @@ class Session:
         if generate is not None and not isinstance(generate, bool):
             raise bad_request("Invalid type for 'generate': expected a boolean.", param="generate")
         body = {key: value for key, value in event.items() if key not in _CREATE_DROPPED}
-        response = self.service.create_response(body, self.cache, generate=generate is not False)
+        response = self.service.create_response(body, self.cache, generate=generate is not False, caller=self.caller)
         extra = {"stream_id": stream_id} if stream_id is not None else {}
         return [{**data, **extra} for _, data in sse.events(response, reseal=self.service.reseal)]
 

@@ -134,6 +134,26 @@ class Entry:
     # reasoning. It is also a key of the entry (``entry_keys``): a replay made of those messages and one new user
     # message continues this response without carrying any of its output (only the user's messages kept).
     given_messages: int | None = None
+    # The model the request named and the one the response says answered (what its payloads were minted for), and
+    # the effective `reasoning.context` the response returned.
+    model: str | None = None
+    resolved_model: str | None = None
+    reasoning_context: str | None = None
+    # The response's usage, for `history_truncated` read from numbers: its input and output tokens; the reasoning
+    # tokens of every response of the state it ends (None when that state is not known from its start) and of those
+    # of its own turn (since the latest user message); a keyed fingerprint of its tool definitions (kept only under
+    # `truncation: "auto"`, where it is compared).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_held: int | None = None
+    reasoning_turn: int = 0
+    tools_fingerprint: int | None = None
+    # Whom the request was made as (keyed fingerprints of 32 bits, never exported; None where it did not say): the
+    # organization and project its payloads were minted for, its credential and its endpoint.
+    organization: int | None = None
+    project: int | None = None
+    credential: int | None = None
+    endpoint: int | None = None
 
     @property
     def pending_calls(self) -> tuple[str, ...]:
@@ -183,6 +203,12 @@ def deleted_item_id(conversation_id: str, item_id: str) -> str:
     """The name of the entry that says the app deleted ``item_id`` from a conversation (it holds it no more: sent
     again under that id, it is no duplicate)."""
     return f"conversation-item-deleted:{conversation_id}:{item_id}"
+
+
+def items_deleted_id(conversation_id: str) -> str:
+    """The name of the entry that says the app deleted items from a conversation after its latest response (its
+    ``parent_id``): that state holds fewer tokens than the response's numbers say."""
+    return f"conversation-items-deleted:{conversation_id}"
 
 
 def entry_keys(entry: Entry) -> list[tuple[Key, int]]:

@@ -49,7 +49,7 @@ from . import (
 if TYPE_CHECKING:
     from .._fingerprint import Fingerprinter
 
-DEFAULT_MAX_ENTRY_BYTES = 8192
+DEFAULT_MAX_ENTRY_BYTES = 8448  # every field at its bound with the API's ids takes 8,241 bytes
 # The version every value is sealed with: a value of another is of no format this reader knows (counted
 # ``undecodable``, treated as absent). A field added to ``FIELDS`` is no new version.
 FORMAT = 1
@@ -278,6 +278,12 @@ def _write_given(given: tuple[GivenOutput, ...]) -> list[list[Any]]:
     return [[g.call_id, g.length, g.fingerprint] for g in given[-MAX_GIVEN_OUTPUTS:] if is_id(g.call_id)]
 
 
+def _id_or_none(value: str) -> str | None:
+    """A name the app chose (a model, a deployment) as shared: left out (none known) when it fails the id rule,
+    rather than the entry staying unshared for it."""
+    return value if is_id(value) else None
+
+
 # -- the table: one row per shared field of ``Entry`` -------------------------------------------------------------
 
 
@@ -320,6 +326,18 @@ FIELDS: tuple[Field, ...] = (
     Field("given_outputs", "g", _list(_given, MAX_GIVEN_OUTPUTS), _write_given),
     Field("input_system_messages", "sy", _count),
     Field("given_messages", "gm", _optional(_fingerprint)),
+    Field("model", "md", _optional_id, _id_or_none),
+    Field("resolved_model", "rm", _optional_id, _id_or_none),
+    Field("reasoning_context", "rc", _optional(_token)),
+    Field("input_tokens", "ti", _optional(_count)),
+    Field("output_tokens", "to", _optional(_count)),
+    Field("reasoning_held", "rh", _optional(_count)),
+    Field("reasoning_turn", "rt", _count),
+    Field("tools_fingerprint", "tf", _optional(_fingerprint)),
+    Field("organization", "og", _optional(_count)),
+    Field("project", "pj", _optional(_count)),
+    Field("credential", "cr", _optional(_count)),
+    Field("endpoint", "ep", _optional(_count)),
 )
 # Entry fields no shared value holds: ``shared`` is the reader's own mark.
 NOT_SHARED = frozenset({"shared"})

@@ -15,6 +15,7 @@ from typing import Any
 
 from opentelemetry.context import Context
 
+from .._analysis.facts import Identity
 from .._calls.call import Call, Endpoint
 from .._calls.observer import Fields, StreamObserver
 from .._calls.paths import Route
@@ -71,16 +72,19 @@ class Exchange:
         route: Route,
         keywords: Mapping[str, Any] | None,
         endpoint: Endpoint,
+        identity: Identity,
         parent: Context,
         limit: int,
     ) -> Exchange | None:
-        """The call, begun (a shared ledger's reads awaited first) and its span opened as a child of the client's own
-        span (``parent``: the context its trace headers carry); None when it cannot be recorded (counted): the request
-        is forwarded all the same."""
+        """The call, made as ``identity``, begun (a shared ledger's reads awaited first) and its span opened as a
+        child of the client's own span (``parent``: the context its trace headers carry); None when it cannot be
+        recorded (counted): the request is forwarded all the same."""
         kwargs: Mapping[str, Any] = route.kwargs
         if keywords is not None:
             kwargs = {**keywords, **route.kwargs} if route.kwargs else keywords
-        call = await Call.begin_async(runtime, route.operation, route.args, kwargs, endpoint, opens=False)
+        call = await Call.begin_async(
+            runtime, route.operation, route.args, kwargs, endpoint, identity=identity, opens=False
+        )
         if call is None or not call.open(parent=parent):
             return None
         return cls(call, limit, route.reads)

@@ -24,7 +24,7 @@ from opentelemetry import propagate
 from yarl import URL
 
 from . import errors, unrecorded
-from .headers import client_response, upstream_request
+from .headers import caller, client_response, upstream_request
 from .routing import route_of
 from .settings import ProxySettings
 
@@ -48,9 +48,10 @@ def answer(status: int, message: str, type_: str, code: str | None = None) -> we
 
 
 def read_headers(headers: CIMultiDictProxy[str], names: frozenset[str]) -> list[tuple[str, str]]:
-    """The request headers the analysis reads (``names``: the content coding and the trace context's): the rest,
-    credentials included, never leave the relay."""
-    return [(str(name), value) for name, value in headers.items() if name.lower() in names]  # no `istr`: marshal
+    """The request headers the analysis reads (``names``: the content coding and the trace context's) and whom the
+    call is made as (``headers.caller``: a credential by its digest only): the rest never leave the relay."""
+    read = [(str(name), value) for name, value in headers.items() if name.lower() in names]  # no `istr`: marshal
+    return read + caller(headers)
 
 
 class Tapped:

@@ -22,10 +22,12 @@ from opentelemetry import propagate
 from opentelemetry.context import Context
 from yarl import URL
 
+from .._analysis.facts import Identity
 from .._calls.call import Endpoint
 from .._calls.observer import Fields
 from .._calls.runtime import Runtime
 from .._patching import websocket as seam
+from .._patching.identity import IdentifiedClient, identity_from
 from .._patching.providers import is_azure_host
 from .._patching.wrappers import Switch
 from .._telemetry.recorded import Server
@@ -34,6 +36,7 @@ from ..signals import ContextLossError
 from . import errors, unrecorded
 from .channel import Message, Reply
 from .exchange import Exchange
+from .headers import CREDENTIAL_DIGEST, ORGANIZATION_HEADER, PROJECT_HEADER
 from .reading import Unreadable, loads, request_keywords
 from .routing import route_of
 from .settings import ProxySettings
@@ -51,16 +54,12 @@ def endpoints_of(settings: ProxySettings) -> tuple[Endpoint, Endpoint]:
 
 class Socket:
     """One relayed WebSocket as the seam sees an SDK connection: its client's base URL (each call's server and
-    provider), its open responses (kept on it by the seam), and the trace context its handshake carried."""
+    provider) and whom its calls are made as (its handshake's headers), its open responses (kept on it by the seam),
+    and the trace context its handshake carried."""
 
-    def __init__(self, base_url: URL, parent: Context) -> None:
-        self._client = _Client(base_url)
+    def __init__(self, base_url: URL, identity: Identity, parent: Context) -> None:
+        self._client = IdentifiedClient(base_url, identity)
         self.parent = parent
-
-
-class _Client:
-    def __init__(self, base_url: URL) -> None:
-        self.base_url = base_url
 
 
 async def _sent(*args: Any, **kwargs: Any) -> None:
@@ -95,6 +94,7 @@ class Recorder:
             settings.max_body_bytes if self.strict else min(settings.max_body_bytes, settings.max_analysed_bytes)
         )
         self._base_url = URL(settings.upstream.url)
+        self._fingerprints = runtime.settings.fingerprinter
         switch = Switch()
         self._send = seam.async_send_wrapper(switch, runtime)
         self._calls: dict[int, Exchange] = {}
@@ -149,6 +149,16 @@ class Recorder:
         for socket in sockets.values():
             seam.closed(socket)
 
+    def _identity(self, read: CIMultiDict[str]) -> Identity:
+        """Whom a call is made as: what its headers name (``headers.caller``) at the one upstream."""
+        return identity_from(
+            read.get(ORGANIZATION_HEADER),
+            read.get(PROJECT_HEADER),
+            read.get(CREDENTIAL_DIGEST),
+            self.settings.upstream.url,
+            self._fingerprints,
+        )
+
     # -- HTTP --------------------------------------------------------------------------------------------------------
 
     def _refused(self, reason: str, wait: bool) -> Reply | None:
@@ -184,7 +194,9 @@ class Recorder:
                 return self._refused(exc.reason, wait)
         parent = propagate.extract(read)
         endpoint = self._endpoints[1] if found.azure else self._endpoints[0]
-        exchange = await Exchange.begin(self.runtime, found, keywords, endpoint, parent, settings.max_body_bytes)
+        exchange = await Exchange.begin(
+            self.runtime, found, keywords, endpoint, self._identity(read), parent, settings.max_body_bytes
+        )
         if exchange is None:
             return _NOTHING if wait else None
         refusal = exchange.refusal()
@@ -238,7 +250,8 @@ class Recorder:
     # -- WebSocket ---------------------------------------------------------------------------------------------------
 
     def _ws_open(self, message: Message) -> None:
-        self._sockets[message[1]] = Socket(self._base_url, propagate.extract(CIMultiDict(message[2])))
+        read = CIMultiDict(message[2])
+        self._sockets[message[1]] = Socket(self._base_url, self._identity(read), propagate.extract(read))
 
     async def _ws_frame(self, frame_id: int, conn: int, data: str | bytes, wait: bool) -> Reply | None:
         """A frame the client sends: a ``response.create`` opens its call (strict mode may refuse it: the answer is

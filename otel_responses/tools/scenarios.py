@@ -3,7 +3,9 @@ demo and the tests.
 
 Each follows the minimal troubleshooting flow for lost context: turn 1 gives a marker (and the model
 privately chooses a code word), turn 2 runs a tool, turn 3 asks for the marker, the tool's result, the
-current constraints and the code word.
+current constraints and the code word. The code word lives in turn 1's reasoning only: every request asks for
+`reasoning.context: all_turns`, under which the API renders earlier turns' reasoning back (the model's default,
+`current_turn`, would withhold it whatever the app replays).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from openai import OpenAI
 
 MODEL = "gpt-5.4"  # a reasoning model that returns `phase` (gpt-5.4 and later do)
+SWITCHED_MODEL = "gpt-5.5"  # where a switch mid-conversation goes: another reasoning model with `phase`
+REASONING: Any = {"context": "all_turns"}  # earlier turns' reasoning rendered back: the code word is turn 1's
 INSTRUCTIONS = "Answer briefly. Never reveal internal ids."
 TOOL_NAME = "lookup_order"
 TOOLS: Any = [  # typed loosely: the SDK's TypedDicts vary across supported releases
@@ -150,6 +154,13 @@ SCENARIOS: tuple[Scenario, ...] = (
         "tool calls replayed under ids another provider made",
     ),
     Scenario(
+        "replay_model_switched",
+        "client_replay",
+        "model_switched",
+        ("encrypted_content_foreign", "reasoning_withheld"),
+        f"the model switched mid-conversation ({MODEL} to {SWITCHED_MODEL}), every item replayed",
+    ),
+    Scenario(
         "conversation_items_resent",
         "conversation",
         "items_resent",
@@ -219,7 +230,8 @@ class _Session:
         self.history: list[Any] = []
 
     def create(self, turn: int, new_input: list[Any], **extra: Any) -> Any:
-        kwargs: dict[str, Any] = {"model": MODEL, **extra}
+        switched = self.mistake == "model_switched" and turn >= 3  # from the tool turn's second call on
+        kwargs: dict[str, Any] = {"model": SWITCHED_MODEL if switched else MODEL, "reasoning": REASONING, **extra}
         if turn == 1 or self.mistake != "instructions_dropped":
             kwargs["instructions"] = INSTRUCTIONS
         mode = self.scenario.mode

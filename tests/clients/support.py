@@ -13,6 +13,10 @@ The conversation (four user turns, five model calls):
 4. "What is the marker, the code word, and what did the tool return?"
                                                        -> "marker=M-1; tool=sunny; code_word=CW-......" when every
                                                           bit of context reached the model
+
+The code word lives in turn 3's reasoning only, so turn 4's model sees it only under `reasoning.context: all_turns`
+(the default from gpt-5.6 on); under `current_turn` the API drops an earlier turn's reasoning, whatever the library
+replays, and the answer says `code_word=unknown` with no signal (nothing the app sent was lost).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from otel_responses.emulator import Emulator
+from otel_responses.emulator.config import ALL_TURNS, default_reasoning_context
 from otel_responses.testing import CapturedTelemetry, capture
 
 MARKER = "M-1"
@@ -45,6 +50,9 @@ PLAIN = "gpt-4.1"
 REASONING = "gpt-5-mini"
 PHASED = "gpt-5.4-mini"
 ENCRYPTED = "reasoning.encrypted_content"
+# What a flow that proves replayed reasoning reaches the model asks for: every turn's reasoning in view, so the code
+# word of turn 3 can come back in turn 4.
+ALL_TURNS_REASONING = {"context": ALL_TURNS}
 
 _CODE_WORD = re.compile(r"^CW-[0-9a-f]{6}$")
 
@@ -58,6 +66,12 @@ def is_reasoning(model: str) -> bool:
     return model.startswith(("o1", "o3", "o4", "gpt-5", "codex"))
 
 
+def keeps_code_word(model: str, context: str | None = None) -> bool:
+    """Whether turn 4's model can see the code word turn 3's reasoning holds: a reasoning model whose effective
+    `reasoning.context` (``context`` as the library sends it, else the model's default) keeps earlier turns."""
+    return is_reasoning(model) and (context or default_reasoning_context(model)) == ALL_TURNS
+
+
 # -- expectations -----------------------------------------------------------------------------------------------
 
 
@@ -66,9 +80,16 @@ def clean() -> list[set[str]]:
     return [set() for _ in range(CALLS)]
 
 
-def calls(first: Iterable[str] = (), rest: Iterable[str] = ()) -> list[set[str]]:
-    """The first call raises ``first``, each later call (every one continues the conversation) ``rest``."""
-    return [set(first)] + [set(rest) for _ in range(CALLS - 1)]
+TOOL_LOOP = 2  # the call that sends the tool's output: the only later call whose turn is the one before it
+
+
+def calls(first: Iterable[str] = (), rest: Iterable[str] = (), *, loop: Iterable[str] = ()) -> list[set[str]]:
+    """The first call raises ``first``, each later call (every one continues the conversation) ``rest``, and the
+    tool loop's second call ``loop`` beside it: what only the current turn's replay can lose (its reasoning, which
+    the model sees under every `reasoning.context`)."""
+    expected = [set(first)] + [set(rest) for _ in range(CALLS - 1)]
+    expected[TOOL_LOOP] |= set(loop)
+    return expected
 
 
 def answer_facts(answer: object) -> dict[str, str]:
@@ -93,6 +114,13 @@ def assert_final_answer(answer: object, *, tool: str = TOOL_RESULT, code_word: b
         assert _CODE_WORD.match(word), f"the code word kept in reasoning was lost: {answer!r}"
     else:
         assert word == "unknown", f"expected code_word=unknown: {answer!r}"
+
+
+def sent_context(emulator: Emulator) -> str | None:
+    """The `reasoning.context` the library's last request asked for (None when it sent none)."""
+    reasoning = responses_requests(emulator)[-1].get("reasoning") or {}
+    context = reasoning.get("context")
+    return context if isinstance(context, str) else None
 
 
 # -- what was sent, what was raised --------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from otel_responses.testing import CapturedTelemetry, capture
 
 from .chat_stub import ChatStub
 from .support import (
+    ALL_TURNS_REASONING,
     ENCRYPTED,
     INSTRUCTIONS,
     PHASED,
@@ -37,7 +38,7 @@ from .support import (
     assert_same_behaviour,
     clean,
     expect_signals,
-    is_reasoning,
+    keeps_code_word,
     lookup_weather,
     maybe_capture,
     responses_requests,
@@ -180,7 +181,7 @@ def test_responses(mode: str, model: str) -> None:
     off, on, emu = off_then_on(_flow(model, mode))
     assert_same_behaviour(off, on)
     expect_signals(on.captured, emu, clean())
-    assert_final_answer(on.answer, code_word=is_reasoning(model))
+    assert_final_answer(on.answer, code_word=keeps_code_word(model))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
@@ -190,7 +191,7 @@ def test_aresponses(mode: str, stream: bool) -> None:
     off, on, emu = off_then_on(_flow(REASONING, mode, asynchronous=True, stream=stream))
     assert_same_behaviour(off, on)
     expect_signals(on.captured, emu, clean())
-    assert_final_answer(on.answer, code_word=True)
+    assert_final_answer(on.answer, code_word=keeps_code_word(REASONING))
 
 
 @pytest.mark.parametrize("model", [REASONING, PHASED])
@@ -200,14 +201,15 @@ def test_streamed(mode: str, model: str) -> None:
     off, on, emu = off_then_on(_flow(model, mode, stream=True))
     assert_same_behaviour(off, on)
     expect_signals(on.captured, emu, clean())
-    assert_final_answer(on.answer, code_word=True)
+    assert_final_answer(on.answer, code_word=keeps_code_word(model))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 def test_stateless_replay_with_encrypted_reasoning(stream: bool) -> None:
     """`store=False` + `include=["reasoning.encrypted_content"]`: the reasoning items go back with the
-    `encrypted_content` litellm handed over, and the code word survives."""
-    off, on, emu = off_then_on(_flow(REASONING, "replay", stream=stream, store=False, include=[ENCRYPTED]))
+    `encrypted_content` litellm handed over, and the code word survives (the flow asks for `all_turns`)."""
+    flow = _flow(REASONING, "replay", stream=stream, store=False, include=[ENCRYPTED], reasoning=ALL_TURNS_REASONING)
+    off, on, emu = off_then_on(flow)
     assert_same_behaviour(off, on)
     expect_signals(on.captured, emu, clean())
     assert_final_answer(on.answer, code_word=True)

@@ -61,7 +61,8 @@ FLEET_HASH_KEY = secrets.token_hex(16)
 # Generous: the gateway imports the whole proxy (several seconds on a quiet machine) on a machine shared with others.
 STARTUP_SECONDS = 120
 # The demo's flows (each with a marker of its own), each call's signals as the same flows raise them in-process. The
-# two conversation flows are out of the gateway's reach: it has no Conversations API route.
+# two conversation flows are out of the gateway's reach: it has no Conversations API route; the model switch too (the
+# gateway serves one model).
 EXPECTED: dict[str, list[set[str]]] = {
     "server_chain": [set(), set(), set(), set()],
     "client_replay": [set(), set(), set(), set()],
@@ -74,7 +75,7 @@ EXPECTED: dict[str, list[set[str]]] = {
     "replay_reasoning_altered": [set(), {"encrypted_content_modified"}],
     "replay_phase_lost": [set(), {"phase_dropped"}, {"phase_dropped"}, {"phase_dropped"}],
     "replay_tool_pair_broken": [set(), set(), {"replay_incomplete", "orphan_tool_output"}],
-    "replay_history_cut": [set(), set(), set(), {"history_truncated"}],
+    "replay_history_cut": [set(), set(), set(), {"history_truncated", "reasoning_withheld"}],
 }
 CONVERSATIONS = [s for s in scenarios.SCENARIOS if s.mode == "conversation"]
 

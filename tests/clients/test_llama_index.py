@@ -49,7 +49,7 @@ from .support import (  # noqa: E402
     calls,
     clean,
     expect_signals,
-    is_reasoning,
+    keeps_code_word,
     lookup_weather,
     maybe_capture,
     responses_requests,
@@ -117,18 +117,18 @@ FLOWS = ["chat_with_tools", "FunctionAgent"]
 def test_replay_default(emu: Emulator, telemetry: CapturedTelemetry, model: str, flow: str) -> None:
     """The default (`store=False`, nothing in `include`): llama-index rebuilds assistant messages as plain
     `{role, content}` (no id, no `phase`), sends calls without their `id`, and leaves out every reasoning item
-    (`store` is False). Named: the reasoning that cannot be replayed, the reasoning dropped, the phases lost. Seen
-    in the answer: no code word, and on a phased model the tool result is ignored (its progress update, replayed
-    without `phase`, reads as the final answer)."""
+    (`store` is False). Named: the reasoning that cannot be replayed, the phases lost, and the reasoning dropped
+    where the model would have seen it (the tool loop: under `current_turn` an earlier turn's reasoning never
+    reaches the model). Seen in the answer: no code word, and on a phased model the tool result is ignored (its
+    progress update, replayed without `phase`, reads as the final answer)."""
     answer = run_flow(emu, flow, model)
     if model == PLAIN:
         expected = clean()
     elif model == REASONING:
-        expected = calls({"reasoning_not_replayable"}, {"reasoning_not_replayable", "reasoning_dropped"})
+        expected = calls({"reasoning_not_replayable"}, {"reasoning_not_replayable"}, loop={"reasoning_dropped"})
     else:
-        expected = calls(
-            {"reasoning_not_replayable"}, {"reasoning_not_replayable", "reasoning_dropped", "phase_dropped"}
-        )
+        rest = {"reasoning_not_replayable", "phase_dropped"}
+        expected = calls({"reasoning_not_replayable"}, rest, loop={"reasoning_dropped"})
     expect_signals(telemetry, emu, expected)
     assert_final_answer(answer, tool="unknown" if model == PHASED else "sunny", code_word=False)
 
@@ -138,19 +138,21 @@ def test_replay_default(emu: Emulator, telemetry: CapturedTelemetry, model: str,
 def test_replay_stored(emu: Emulator, telemetry: CapturedTelemetry, model: str, flow: str) -> None:
     """`store=True`: llama-index would replay a reasoning item as `{type, id, summary}`, but only when it had a
     summary text; the API returns none unless asked (`reasoning.summary`), so every reasoning item is left out.
-    Calls are replayed without their `id` (matched by `call_id`: the replay is complete)."""
+    Calls are replayed without their `id` (matched by `call_id`: the replay is complete). The reasoning is named
+    dropped where the model would have seen it: the tool loop."""
     answer = run_flow(emu, flow, model, store=True)
-    rest = {"reasoning_dropped", "phase_dropped"} if model == PHASED else {"reasoning_dropped"}
-    expect_signals(telemetry, emu, calls((), rest))
+    rest = {"phase_dropped"} if model == PHASED else set()
+    expect_signals(telemetry, emu, calls((), rest, loop={"reasoning_dropped"}))
     assert_final_answer(answer, tool="unknown" if model == PHASED else "sunny", code_word=False)
 
 
 @pytest.mark.parametrize("flow", FLOWS)
 def test_replay_with_encrypted_reasoning_requested(emu: Emulator, telemetry: CapturedTelemetry, flow: str) -> None:
     """`include=["reasoning.encrypted_content"]` with `store=False`: the reasoning comes back replayable, and
-    llama-index still leaves it out (it never sends `encrypted_content`)."""
+    llama-index still leaves it out (it never sends `encrypted_content`): dropped where the model would have seen
+    it, the tool loop."""
     answer = run_flow(emu, flow, REASONING, include=[ENCRYPTED])
-    expect_signals(telemetry, emu, calls((), {"reasoning_dropped"}))
+    expect_signals(telemetry, emu, calls((), (), loop={"reasoning_dropped"}))
     assert_final_answer(answer, code_word=False)
 
 
@@ -167,7 +169,7 @@ def test_track_previous_responses(emu: Emulator, telemetry: CapturedTelemetry, m
     assert all(r["input"][:2] == requests[1]["input"][:2] for r in requests[2:])  # the history, from its start
     rest = {"context_duplicated", "phase_dropped"} if model == PHASED else {"context_duplicated"}
     expect_signals(telemetry, emu, calls((), rest))
-    assert_final_answer(answer, tool="unknown" if model == PHASED else "sunny", code_word=is_reasoning(model))
+    assert_final_answer(answer, tool="unknown" if model == PHASED else "sunny", code_word=keeps_code_word(model))
 
 
 def test_function_agent_context_keeps_no_memory_between_runs(emu: Emulator, telemetry: CapturedTelemetry) -> None:

@@ -28,12 +28,14 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.models.openai_responses import OpenAIResponsesModel, OpenAIResponsesWSModel
+from openai.types.shared import Reasoning
 from pydantic import BaseModel
 
 from otel_responses.emulator import Emulator
 from otel_responses.testing import CapturedTelemetry
 
 from .support import (
+    ALL_TURNS_REASONING,
     ENCRYPTED,
     INSTRUCTIONS,
     PHASED,
@@ -46,6 +48,7 @@ from .support import (
     clean,
     expect_signals,
     is_reasoning,
+    keeps_code_word,
     lookup_weather,
     maybe_capture,
     responses_requests,
@@ -147,7 +150,7 @@ def test_runner_run(emu: Emulator, telemetry: CapturedTelemetry, mode: str, mode
     as returned (ids, `phase`, reasoning items) or sends only new items beside the server state."""
     answer = asyncio.run(conversation(emu, model, mode))
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=is_reasoning(model))
+    assert_final_answer(answer, code_word=keeps_code_word(model))
 
 
 @pytest.mark.parametrize("model", [REASONING, PHASED])
@@ -178,7 +181,7 @@ def test_runner_run_streamed(emu: Emulator, telemetry: CapturedTelemetry, mode: 
     each of those calls must produce a chat span too."""
     answer = asyncio.run(conversation(emu, model, mode, stream=True))
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=True)
+    assert_final_answer(answer, code_word=keeps_code_word(model))
 
 
 @pytest.mark.parametrize("mode", ["replay", "session"])
@@ -188,8 +191,10 @@ def test_stateless_replay_with_encrypted_reasoning(
     emu: Emulator, telemetry: CapturedTelemetry, model: str, stream: bool, mode: str
 ) -> None:
     """`store=False` + `include=["reasoning.encrypted_content"]`: the SDK replays each reasoning item with its
-    id and the `encrypted_content` exactly as the response carried it."""
-    settings = ModelSettings(store=False, response_include=[ENCRYPTED])
+    id and the `encrypted_content` exactly as the response carried it; under `all_turns` the code word survives."""
+    settings = ModelSettings(
+        store=False, response_include=[ENCRYPTED], reasoning=Reasoning.model_validate(ALL_TURNS_REASONING)
+    )
     answer = asyncio.run(conversation(emu, model, mode, stream=stream, settings=settings))
     expect_signals(telemetry, emu, clean())
     assert_final_answer(answer, code_word=True)
@@ -216,8 +221,10 @@ def test_stateless_replay_without_encrypted_reasoning(emu: Emulator, telemetry: 
 def test_reasoning_item_id_policy_omit(emu: Emulator, telemetry: CapturedTelemetry) -> None:
     """`RunConfig(reasoning_item_id_policy="omit")` strips the ids of replayed reasoning items but keeps their
     `encrypted_content`: with `store=False` the reasoning still reaches the model (the code word survives), so
-    nothing was dropped."""
-    settings = ModelSettings(store=False, response_include=[ENCRYPTED])
+    nothing was dropped (the flow asks for `all_turns`, so the code word of turn 3 is in view)."""
+    settings = ModelSettings(
+        store=False, response_include=[ENCRYPTED], reasoning=Reasoning.model_validate(ALL_TURNS_REASONING)
+    )
     run_config = RunConfig(reasoning_item_id_policy="omit")
     answer = asyncio.run(conversation(emu, REASONING, "replay", settings=settings, run_config=run_config))
     replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
@@ -232,7 +239,7 @@ def test_websocket_model_bypasses_the_openai_client(emu: Emulator, telemetry: Ca
     connection with the `websockets` package and writes `response.create` frames itself: the OpenAI SDK's
     WebSocket mode (`client.responses.connect()`), which the instrumentation wraps, is never used, so no span."""
     answer = asyncio.run(conversation(emu, REASONING, "previous_response_id", websocket=True))
-    assert_final_answer(answer, code_word=True)
+    assert_final_answer(answer, code_word=keeps_code_word(REASONING))
     assert len(responses_requests(emu)) == 5
     assert telemetry.chat_spans() == []
 
@@ -243,7 +250,7 @@ def test_structured_output(emu: Emulator, telemetry: CapturedTelemetry, mode: st
     answer = asyncio.run(conversation(emu, REASONING, mode, output_type=Answer))
     assert isinstance(answer, Answer)
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer.answer, code_word=True)
+    assert_final_answer(answer.answer, code_word=keeps_code_word(REASONING))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["run", "run_streamed"])

@@ -37,10 +37,11 @@ from .support import (
     assert_same_behaviour,
     clean,
     expect_signals,
-    is_reasoning,
+    keeps_code_word,
     lookup_weather,
     maybe_capture,
     responses_requests,
+    sent_context,
 )
 
 
@@ -112,7 +113,7 @@ def test_replay(emu: Emulator, telemetry: CapturedTelemetry, model: str, stream:
     `id`), which loses nothing."""
     answer = asyncio.run(conversation(emu, model, stream=stream))
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=is_reasoning(model))
+    assert_final_answer(answer, code_word=keeps_code_word(model, sent_context(emu)))
 
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
@@ -122,7 +123,7 @@ def test_previous_response_id_auto(emu: Emulator, telemetry: CapturedTelemetry, 
     `instructions` are sent on every request."""
     answer = asyncio.run(conversation(emu, model, chain=True, stream=stream))
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=is_reasoning(model))
+    assert_final_answer(answer, code_word=keeps_code_word(model, sent_context(emu)))
     assert all(r.get("previous_response_id") for r in responses_requests(emu)[1:])
 
 
@@ -135,7 +136,7 @@ def test_openai_conversation_id(emu: Emulator, telemetry: CapturedTelemetry, mod
     assert all(r.get("conversation") for r in requests)
     assert all(len(r["input"]) == 1 for r in requests)
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=is_reasoning(model))
+    assert_final_answer(answer, code_word=keeps_code_word(model, sent_context(emu)))
 
 
 @pytest.mark.parametrize("model", [REASONING, PHASED])
@@ -146,7 +147,7 @@ def test_websocket_transport(emu: Emulator, telemetry: CapturedTelemetry, model:
     answer = asyncio.run(conversation(emu, model, websocket=True))
     assert all(r.get("previous_response_id") for r in responses_requests(emu)[1:])
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=True)
+    assert_final_answer(answer, code_word=keeps_code_word(model, sent_context(emu)))
 
 
 @pytest.mark.parametrize("stream", [None, "handler"], ids=["run", "run_streaming"])
@@ -157,7 +158,7 @@ def test_stateless_replay(emu: Emulator, telemetry: CapturedTelemetry, model: st
     `response.completed` copy (different bytes, same length): replaying it is no modification."""
     answer = asyncio.run(conversation(emu, model, store=False, stream=stream))
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer, code_word=True)
+    assert_final_answer(answer, code_word=keeps_code_word(model, sent_context(emu)))
     replayed = [i for i in responses_requests(emu)[-1]["input"] if i.get("type") == "reasoning"]
     assert len(replayed) == 4
     assert all(i.get("encrypted_content") for i in replayed)
@@ -182,7 +183,7 @@ def test_structured_output(emu: Emulator, telemetry: CapturedTelemetry, chain: b
     answer = asyncio.run(conversation(emu, REASONING, chain=chain, output_type=NativeOutput(Answer)))
     assert isinstance(answer, Answer)
     expect_signals(telemetry, emu, clean())
-    assert_final_answer(answer.answer, code_word=True)
+    assert_final_answer(answer.answer, code_word=keeps_code_word(REASONING, sent_context(emu)))
 
 
 @pytest.mark.parametrize("variant", ["run", "run_streaming", "websocket"])

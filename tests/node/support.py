@@ -40,6 +40,8 @@ INSTALL = (
 SETS = {"newest": "22.", "floor": "20."}
 CONSTANTS = {
     "model": scenarios.MODEL,
+    "switched_model": scenarios.SWITCHED_MODEL,
+    "reasoning": scenarios.REASONING,
     "instructions": scenarios.INSTRUCTIONS,
     "tools": scenarios.TOOLS,
     "encrypted": scenarios.ENCRYPTED_REASONING,

@@ -51,7 +51,9 @@ CASES = [
 # lost (no instructions_dropped). The tool loop runs inside one generateText, so breaking the tool pair shows on
 # the replay after it. @ai-sdk/openai 3.0.0 (the floor) replays assistant text without its `phase` (phase_dropped,
 # and the emulator's model then reads the progress update as the final answer: tool=unknown) and knows no
-# contextManagement (no compaction). The Python SDK's twin, sending the same requests, raises the same.
+# contextManagement (no compaction) nor reasoningContext: its model keeps its default (current_turn), whose earlier
+# turns' reasoning the API withholds anyway (no reasoning_dropped for a replay that leaves it out, no
+# reasoning_withheld for a cut history). The Python SDK's twin, sending the same requests, raises the same.
 NONE: list[tuple[str, ...]] = [(), (), (), ()]
 PHASE = ("phase_dropped",)
 TEXT_ONLY = [(), *[("reasoning_dropped", "phase_dropped")] * 3]
@@ -70,7 +72,8 @@ AI_SDK: dict[str, list[tuple[str, ...]]] = {
     "replay_reasoning_altered": [(), ("encrypted_content_modified",)],
     "replay_phase_lost": [(), PHASE, PHASE, PHASE],
     "replay_tool_pair_broken": [(), (), (), ("replay_incomplete", "orphan_tool_output")],
-    "replay_history_cut": [(), (), (), ("history_truncated",)],
+    # Cutting the oldest turn edits what later reasoning followed: the API withholds it (as the Python scenario).
+    "replay_history_cut": [(), (), (), ("history_truncated", "reasoning_withheld")],
     # Its tool loop replays the call and its result itself: the turns after it keep only the user's messages.
     "replay_user_messages_only": [(), ("replay_incomplete",), (), ("replay_incomplete",)],
     # It sends a stored item whose reasoning was left out inline, not by reference: nothing the API pairs.
@@ -79,6 +82,9 @@ AI_SDK: dict[str, list[tuple[str, ...]]] = {
     # the new items.
     "replay_foreign_call_ids": NONE,
     "conversation_items_resent": NONE,
+    # Its tool turn is one generateText: the switch reaches the last question, whose replayed reasoning was all made
+    # by the other model (named before sending, withheld by the API under all_turns).
+    "replay_model_switched": [(), (), (), ("encrypted_content_foreign", "reasoning_withheld")],
     STREAM: NONE,
 }
 AI_SDK_FLOOR: dict[str, list[tuple[str, ...]]] = {
@@ -87,13 +93,17 @@ AI_SDK_FLOOR: dict[str, list[tuple[str, ...]]] = {
     "replay_reasoning_altered": [(), ("phase_dropped", "encrypted_content_modified")],
     "replay_tool_pair_broken": [(), PHASE, PHASE, ("replay_incomplete", "phase_dropped", "orphan_tool_output")],
     "replay_history_cut": [(), PHASE, PHASE, ("phase_dropped", "history_truncated")],
+    "replay_output_text_only": [(), PHASE, PHASE, PHASE],
     "chain_context_duplicated": [(), (), ("duplicate_item_id",)],
     "replay_user_messages_only": [(), ("replay_incomplete",), PHASE, ("replay_incomplete",)],
-    # The floor replays a stored message by reference, its reasoning left out: the API refuses the pair.
-    "replay_stored_reasoning_dropped": [(), ("reasoning_dropped", "reasoning_pair_broken")],
+    # The floor replays a stored message by reference, its reasoning left out: the API refuses the pair (an earlier
+    # turn's reasoning: not one the model would have seen).
+    "replay_stored_reasoning_dropped": [(), ("reasoning_pair_broken",)],
     "replay_foreign_call_ids": [(), PHASE, PHASE, ("phase_dropped", "malformed_item_id")],
     # The floor re-sends a conversation's items by reference beside it: a duplicate the API refuses.
     "conversation_items_resent": [(), (), ("duplicate_item_id",)],
+    # The payloads were made by the other model (named); under current_turn the API withholds them for the turn.
+    "replay_model_switched": [(), PHASE, PHASE, ("encrypted_content_foreign", "phase_dropped")],
     STREAM: [(), PHASE, PHASE, PHASE],
 }
 

@@ -51,6 +51,7 @@ def test_a_turn_made_through_one_replica_is_known_to_the_other(emulator: Emulato
                 input=replay,
                 store=False,
                 include=["reasoning.encrypted_content"],
+                reasoning={"context": "all_turns"},  # the earlier turn's reasoning would have been read
             )
             chained, replay = two.wait_for_spans(2)
     assert answered.value.code == "previous_response_not_found"

@@ -66,7 +66,7 @@ def test_every_scenario_is_recorded_through_the_proxy_as_in_process() -> None:
                 expected = len(in_process[scenario.name])
                 proxied_records[scenario.name] = _record(through.wait_for_spans(expected))
                 assert _events(through.captured) == events[scenario.name], scenario.name
-    assert len(in_process) == len(SCENARIOS) == 18
+    assert len(in_process) == len(SCENARIOS) == 19
     assert sum(len(each) for each in events.values()) > 14  # a signal's event, an error's: compared, not absent
     for scenario in SCENARIOS:
         theirs, ours = in_process[scenario.name], proxied_records[scenario.name]

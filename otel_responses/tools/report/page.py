@@ -70,7 +70,12 @@ _HELP: Final = (
     ("instructions", "a short hash of the instructions sent (never their text), marked where it changes or is gone"),
     ("items in → out", "item types sent and returned, in order; a run of one type is one chip with its count"),
     ("tool calls", "ok, none, pending (calls awaiting outputs), or the first failing tool-call signal"),
-    ("reasoning", "encrypted reasoning asked for, sent back (in) and returned (out); compaction when it happened"),
+    (
+        "reasoning",
+        "encrypted reasoning asked for, sent back (in) and returned (out); the reasoning context the response used, "
+        "and the replayed reasoning the API withheld from the model, with its reasons (turn_boundary: an earlier "
+        "turn's, by design); compaction when it happened",
+    ),
     ("signals", "each named context loss with its severity, metadata (counts, types, ids) and the fix"),
 )
 
@@ -474,6 +479,16 @@ class _Page:
         effort = s.text(a.GEN_AI_REQUEST_REASONING_LEVEL)
         if effort:
             out.append(f"<small>effort</small> {_t(effort)}")
+        context = s.text(a.RESPONSE_REASONING_CONTEXT)
+        if context:
+            out.append(f"<small>context</small> {_t(context)}")
+        withheld = s.number(a.REASONING_WITHHELD)
+        if withheld:
+            reasons = s.texts(a.REASONING_WITHHELD_REASONS)
+            style = "si" if set(reasons) <= {"turn_boundary"} else "sw"  # an earlier turn's, by design: no mistake
+            out.append(
+                f'<span class="c {style}">withheld {_number(withheld)}</span> <small>{_t(", ".join(reasons))}</small>'
+            )
         if s.flag(a.COMPACTION):
             out.append('<span class="c tk">compaction</span>')
         return " ".join(out) or DASH

@@ -32,6 +32,8 @@ class Session {
   constructor(ai, openai, command, t) {
     this.ai = ai;
     this.model = openai.responses(command.constants.model);
+    // A switch mid-conversation: the last question goes to another model (the tool turn is one call here).
+    this.switchedModel = openai.responses(command.constants.switched_model);
     this.c = command.constants;
     this.scenario = command.scenario;
     this.mode = command.scenario.mode;
@@ -56,7 +58,9 @@ class Session {
   }
 
   options(turn) {
-    const openai = {};
+    // As the Python scenario asks (earlier turns' reasoning in view). The floor's provider knows no reasoningContext
+    // and leaves it out: its model keeps its default (current_turn).
+    const openai = { reasoningContext: this.c.reasoning.context };
     if (this.mode === "server_chain") {
       if (this.previous !== null) openai.previousResponseId = this.previous;
       if (turn === 1 && this.mistake === "unstored_parent") openai.store = false;
@@ -79,7 +83,7 @@ class Session {
       this.messages = this.messages.slice(2); // the oldest turn: its user message and the answer to it
     }
     const settings = {
-      model: this.model,
+      model: turn === 4 && this.mistake === "model_switched" ? this.switchedModel : this.model,
       messages: this.mode === "client_replay" ? [...this.messages] : [...(this.resent ?? []), ...added],
       providerOptions: this.options(turn),
       maxRetries: 0,

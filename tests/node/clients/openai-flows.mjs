@@ -34,7 +34,9 @@ class Session {
   }
 
   async create(turn, newInput, extra = {}) {
-    const body = { model: this.c.model, ...extra };
+    // A switch mid-conversation goes to another model from the tool turn's second call on.
+    const model = this.mistake === "model_switched" && turn >= 3 ? this.c.switched_model : this.c.model;
+    const body = { model, reasoning: this.c.reasoning, ...extra };
     if (turn === 1 || this.mistake !== "instructions_dropped") body.instructions = this.c.instructions;
     const mode = this.scenario.mode;
     if (mode === "server_chain") {
