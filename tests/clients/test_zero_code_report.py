@@ -25,7 +25,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.json.file")
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK_START = (ROOT / "README.md").read_text().split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
-# The report block is fenced `shell`, not `bash`: tests/test_readme_and_demo.py runs the bash blocks in the main
+# The report block is fenced `shell`, not `bash`: tests/project/test_readme_and_demo.py runs the bash blocks in the main
 # virtualenv, which lacks the exporter.
 (REPORT_BLOCK,) = re.findall(r"```shell\n(.*?)```", QUICK_START, re.S)
 (APP,) = re.findall(r"cat > app.py <<'EOF'\n(.*?)\nEOF\n", QUICK_START, re.S)
