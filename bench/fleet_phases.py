@@ -102,7 +102,7 @@ def run_cluster(
     reference: dict[str, set[str]],
     results: dict[str, Any],
 ) -> str:
-    """The fleet on ``tests/redis_cluster.py``'s local cluster (3 masters, a replica each; ``ledger_cluster``),
+    """The fleet on ``tests/redis_cluster.py``'s local cluster (3 masters, a replica each; ``?cluster=true``),
     with ``--kill-master`` one master SIGKILLed a third of the way into the run."""
     import redis
 
@@ -148,7 +148,7 @@ def run_cluster(
                 args,
                 base_url,
                 args.workers,
-                {"url": cluster.url, "options": {"ledger_cluster": True}},
+                {"url": f"{cluster.url}?cluster=true"},
                 hash_key,
                 where,
                 reference,

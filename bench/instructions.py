@@ -76,7 +76,7 @@ def known_history(size: int, settings: Any) -> tuple[list[dict[str, Any]], Any]:
     from otel_responses._analysis.analysis import Analysis, analyse
     from otel_responses._analysis.facts import request_facts, response_facts
     from otel_responses._analysis.lineage import Lineage
-    from otel_responses._patching.operations import remember_created
+    from otel_responses._calls.operations import remember_created
     from otel_responses.ledger import InMemoryLedger
 
     history = replay_input(size)

@@ -179,7 +179,8 @@ async def _serve(role: str, upstream: str | None) -> None:
         await stop
         await runner.cleanup()
         return
-    from otel_responses.proxy import Proxy, ProxySettings, upstream_of
+    from otel_responses.proxy.server import Proxy
+    from otel_responses.proxy.settings import ProxySettings, upstream_of
     from otel_responses.proxy.worker import tune_collector
 
     assert upstream is not None

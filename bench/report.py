@@ -3,7 +3,8 @@
     .venv/bin/python bench/report.py [--spans 10000] [--rounds 5] [--out DIR] [--keep]
 
 1. The demo's scenarios run once against the emulator with the instrumentation on, exported by
-   ``otel_responses.export.OTLPJsonFileExporter`` (about 50 real spans: every state mode, every mistake).
+   as OTLP/JSON lines (``tests/otlp_lines.py``, as the upstream file exporter writes them; about 50 real spans: every
+   state mode, every mistake).
 2. Their OTLP/JSON lines are copied until there are ``--spans`` spans, each copy with its own trace, span, response
    and conversation ids (so each copy is its own set of conversations) and one of three service names.
 3. **Write**: ``otel-responses report traces.jsonl --out report.html`` in this process (reading, grouping,
@@ -51,19 +52,22 @@ _HEX_ID = re.compile(r'"(traceId|spanId|parentSpanId)":"([0-9a-f]+)"')
 def demo_lines(directory: Path) -> list[str]:
     """The demo's spans as OTLP/JSON lines, one line per span."""
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from otel_responses.export import OTLPJsonFileExporter
     from otel_responses.tools.demo import Exporters, run_scenarios
 
-    path = directory / "demo.jsonl"
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: its tests' helpers
+    from tests.otlp_lines import write_lines
+
+    spans = InMemorySpanExporter()
     exporters = Exporters()
     tracer_provider, meter_provider, memory = exporters.providers(sys.stdout)
-    tracer_provider.add_span_processor(SimpleSpanProcessor(OTLPJsonFileExporter(path)))
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
     try:
         run_scenarios(tracer_provider, meter_provider, memory)
     finally:
         exporters.shutdown()
-    return path.read_text().splitlines()
+    return write_lines(spans.get_finished_spans(), directory / "demo.jsonl").read_text().splitlines()
 
 
 def copies(lines: list[str], spans: int) -> list[str]:

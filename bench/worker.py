@@ -308,7 +308,7 @@ PEERS = {
     "otel_responses_redis": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     # A LoggerProvider with an in-memory log exporter given to instrument(): the signals' log events have a taker.
     "otel_responses_logs": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
-    # The latest GenAI conventions' dialect: `semconv_opt_in="gen_ai_latest_experimental"` given to instrument().
+    # The latest GenAI conventions' dialect (OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental in its env).
     "otel_responses_latest": ("otel-responses", "otel_responses", "ResponsesInstrumentor"),
     "genai_openai": (
         "opentelemetry-instrumentation-genai-openai",
@@ -360,7 +360,7 @@ def build(subject: str, ledger: Any = None) -> Harness:
             options["ledger"] = RedisLedger(os.environ[REDIS_URL_ENV])
             options["hash_key"] = "bench-fleet-key"
         if subject == LATEST:
-            options["semconv_opt_in"] = "gen_ai_latest_experimental"
+            os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
         if subject == LOGS:
             from opentelemetry.sdk._logs import LoggerProvider
             from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor

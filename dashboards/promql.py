@@ -1,6 +1,6 @@
 """The PromQL of the panels and the rules: matchers, and counting that sees a new series' first sample.
 
-``tests/test_dashboards.py`` evaluates every expression built here against a real Prometheus scraping the real
+``tests/project/test_dashboards.py`` evaluates every expression built here against a real Prometheus scraping the real
 exporter, so these helpers are where a query's meaning is decided.
 """
 

@@ -8,7 +8,7 @@ text around it is written by hand. ``options``: every setting of ``otel_response
 every attribute, event and metric name of ``otel_responses.attributes`` (its ``MEANINGS``); ``ledger-fields``: the
 key of every field of a shared-ledger entry (``otel_responses.ledger._codec.FIELDS``); ``replay_rules``: the
 emulator's table of the API's rules on replayed items (``otel_responses.emulator.replay_rules.RULES``).
-tests/test_docs.py runs the check.
+tests/project/test_docs.py runs the check.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ def options_table() -> str:
     for option in config.OPTIONS:
         variable = f"`{option.variable}`" if option.variable else "— (keyword only)"
         instead = option.instead if option.variable else "—"
+        keyword = f"`{option.name}`" if option.keyword else "— (environment only)"
         rows.append(
-            f"| `{option.name}` | {variable} | {_cell(option.default_text)} | {_cell(option.meaning)} | "
-            f"{_cell(instead)} |"
+            f"| {keyword} | {variable} | {_cell(option.default_text)} | {_cell(option.meaning)} | {_cell(instead)} |"
         )
     return "\n".join(rows)
 

@@ -1,10 +1,10 @@
 """Attribute and metric names: the telemetry contract (span attributes, metrics, events), in one place.
 
 Every name is a literal here, so no other module spells one. The GenAI names are those of
-open-telemetry/semantic-conventions-genai (``tests/test_convention_names.py`` holds each one against the page and the
-commit that define it); ``opentelemetry-semantic-conventions`` marks its GenAI constants deprecated, so none is
-imported. Two dialects (``config``'s ``semconv_opt_in``): the default one emits the names of the conventions' last
-release in open-telemetry/semantic-conventions (those of ``opentelemetry-util-genai`` today); with
+open-telemetry/semantic-conventions-genai (``tests/telemetry/test_convention_names.py`` holds each one against the
+page and the commit that define it); ``opentelemetry-semantic-conventions`` marks its GenAI constants deprecated, so
+none is imported. Two dialects (``OTEL_SEMCONV_STABILITY_OPT_IN``): the default one emits the names of the
+conventions' last release in open-telemetry/semantic-conventions (those of ``opentelemetry-util-genai`` today); with
 ``gen_ai_latest_experimental`` the newest ones. ``DIALECTS`` says which names only one of them emits.
 """
 
@@ -305,7 +305,8 @@ SESSION_ID: Final = "session.id"
 
 # --- What each name is -----------------------------------------------------------------------------------------
 # Beside the names, for the documentation (docs/generate.py writes the list of every name of "What it records" from
-# it; tests/test_docs.py fails when a constant above has no entry here): where it is recorded, its type, its meaning.
+# it; tests/project/test_docs.py fails when a constant above has no entry here): where it is recorded, its type, its
+# meaning.
 # Where: `span` (a span attribute), `event` (an attribute of the `openai_responses.signal` span event), `metric` (an
 # attribute of metric points), `span event`, `log event` (an event of the Logs API, or one of its attributes), or a
 # metric's instrument and unit; `value`: a value of another name.
@@ -378,9 +379,9 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "TURN_DEPTH": ("metric", "string", "the turn as a bucket: `1`, `2-4`, `5-16`, `17+`"),
     "INSTRUCTIONS_HASH": ("span", "string", "16 hex characters of a keyed BLAKE2b of `instructions`"),
     "INSTRUCTIONS_VERSION": ("span", "string", "the `instructions_version` setting"),
-    "INPUT_ITEM_TYPES": ("span", "string[]", "the input items' types in order (bounded: `max_item_types`)"),
+    "INPUT_ITEM_TYPES": ("span", "string[]", "the input items' types in order (at most 128)"),
     "INPUT_ITEM_COUNT": ("span", "int", "the number of input items"),
-    "OUTPUT_ITEM_TYPES": ("span", "string[]", "the output items' types in order (bounded: `max_item_types`)"),
+    "OUTPUT_ITEM_TYPES": ("span", "string[]", "the output items' types in order (at most 128)"),
     "OUTPUT_ITEM_COUNT": ("span", "int", "the number of output items"),
     "INCLUDE": ("span", "string[]", "the request's `include` values"),
     "REASONING_ENCRYPTED_REQUESTED": ("span", "bool", "`reasoning.encrypted_content` is in `include`"),
@@ -611,3 +612,6 @@ MEANINGS: Final[dict[str, tuple[str, str, str]]] = {  # by the constant's name (
     "GEN_AI_TOKEN_MODALITY": ("metric", "string", "`unknown` (the API's usage has no modality breakdown)"),
     "TOKEN_MODALITY_UNKNOWN": ("value", "", "of `gen_ai.token.modality`"),
 }
+
+# Every telemetry name (each documented in ``MEANINGS``, which the docs test holds to the constants), and the tables.
+__all__ = [*MEANINGS, "DIALECTS", "DURATION_BUCKETS", "MEANINGS", "PREFIX", "TOKEN_USAGE_BUCKETS", "dialect_of"]

@@ -16,11 +16,10 @@ import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ._analysis.facts import InstructionsVersion
 from ._fingerprint import Fingerprinter, key_from_text
-from ._telemetry.pricing import PriceError, PriceTable, load_prices
 from ._telemetry.signal_log import DEFAULT as DEFAULT_LOG_SIGNALS
 from ._telemetry.signal_log import OFF, parse_level
 from .docs_links import page_url
@@ -35,8 +34,21 @@ from .ledger import (
 )
 from .version import install_hint
 
+__all__ = [
+    "ENV_PREFIX",
+    "GEN_AI_LATEST_EXPERIMENTAL",
+    "KEYWORDS",
+    "OPTIONS",
+    "ConfigError",
+    "Option",
+    "Settings",
+    "settings_from",
+]
+
+if TYPE_CHECKING:
+    from ._telemetry.pricing import PriceTable
+
 ENV_PREFIX = "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
-DEFAULT_MAX_ITEM_TYPES = 128
 _HASH_KEY_HINT = (
     "a shared ledger needs the same hash_key in every process (a per-process random key would make fingerprints and "
     "instructions hashes never match across processes): set hash_key=... or OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
@@ -57,7 +69,6 @@ class Settings:
 
     zdr: bool
     instructions_version: InstructionsVersion
-    max_item_types: int
     fingerprinter: Fingerprinter
     strict: bool
     ledger: Ledger
@@ -86,6 +97,7 @@ class Option:
     default_text: str  # the default, as the documentation says it
     fallback: str = ""  # what an unusable environment value gives; empty: the default
     env: bool = True  # has an environment variable (a ledger object can only be passed in code)
+    keyword: bool = True  # an ``instrument()`` keyword; else read from the environment only (code has a better way)
     secret: bool = False  # its value is never repeated in a message
     env_name: str = ""  # a variable the OpenTelemetry ecosystem names, instead of this package's prefix
 
@@ -175,15 +187,14 @@ GEN_AI_LATEST_EXPERIMENTAL = "gen_ai_latest_experimental"
 def _opt_in(value: Any, text: bool) -> frozenset[str]:
     """``OTEL_SEMCONV_STABILITY_OPT_IN`` as ``opentelemetry-instrumentation`` reads it (its ``_semconv`` module,
     private, so reimplemented): comma-separated values, each stripped; values for other instrumentations (``http``,
-    ``database``) and unknown ones are kept and ignored here. The keyword: the same text, or a list of values."""
-    if isinstance(value, str):
-        return frozenset(part.strip() for part in value.split(","))
-    if not text and isinstance(value, (list, tuple, frozenset, set)) and all(isinstance(v, str) for v in value):
-        return frozenset(v.strip() for v in value)
-    raise ValueError("must be a comma-separated string (or a list) of values such as gen_ai_latest_experimental")
+    ``database``) and unknown ones are kept and ignored here."""
+    return frozenset(part.strip() for part in str(value).split(","))
 
 
 def _prices(value: Any, text: bool) -> PriceTable | None:
+    """A price table; the pricing code is loaded only when one is given."""
+    from ._telemetry.pricing import PriceError, load_prices
+
     try:
         return load_prices(value)
     except PriceError as exc:
@@ -205,13 +216,6 @@ OPTIONS: tuple[Option, ...] = (
         "a string, or (keyword only) a callable `f(instructions: str | None) -> str | None`, recorded as "
         "`openai_responses.instructions.version`",
         "none",
-    ),
-    Option(
-        "max_item_types",
-        _positive_int,
-        DEFAULT_MAX_ITEM_TYPES,
-        "longest item-type list put on a span",
-        f"`{DEFAULT_MAX_ITEM_TYPES}`",
     ),
     Option(
         "hash_key",
@@ -249,8 +253,8 @@ OPTIONS: tuple[Option, ...] = (
         _anything,  # checked with the cluster setting, when the ledger is built
         None,
         "a `redis://` or `rediss://` URL: share the ledger with the other processes of a fleet (needs `hash_key` and "
-        "the `redis` extra); with `ledger_cluster`, several seed nodes: full URLs separated by commas (the keyword: "
-        "also a list)",
+        "the `redis` extra); a Redis Cluster: any node's URL with `?cluster=true`, or several seed nodes' full URLs "
+        "separated by commas (the keyword: also a list)",
         "none: in-process",
         fallback="the in-process ledger",
         secret=True,
@@ -259,22 +263,18 @@ OPTIONS: tuple[Option, ...] = (
         "ledger_ttl",
         _positive_int,
         DEFAULT_TTL_SECONDS,
-        "seconds an entry of the shared ledger lives",
+        "seconds an entry of the shared ledger lives (in code: `RedisLedger(url, ttl_seconds=...)` as `ledger`)",
         f"`{DEFAULT_TTL_SECONDS}`",
+        keyword=False,
     ),
     Option(
         "ledger_timeout",
         _seconds,
         DEFAULT_TIMEOUT_SECONDS,
-        "seconds a read of the shared ledger may take before the call goes on without it",
+        "seconds a read of the shared ledger may take before the call goes on without it (in code: "
+        "`RedisLedger(url, timeout_seconds=...)` as `ledger`)",
         f"`{DEFAULT_TIMEOUT_SECONDS}`",
-    ),
-    Option(
-        "ledger_cluster",
-        _flag,
-        False,
-        "`ledger_url` names a node of a Redis Cluster, or several seed nodes differing only in host and port",
-        "`false`",
+        keyword=False,
     ),
     Option(
         "prices",
@@ -323,14 +323,40 @@ OPTIONS: tuple[Option, ...] = (
         "semconv_opt_in",
         _opt_in,
         frozenset(),
-        "which GenAI conventions to emit, comma-separated as the OpenTelemetry variable is: "
+        "which GenAI conventions to emit, comma-separated as OpenTelemetry's instrumentations read it: "
         f"`{GEN_AI_LATEST_EXPERIMENTAL}` for the newest names ([dialects](records.md#dialects)); any other value is "
         "ignored",
         "none: the default dialect",
         env_name="OTEL_SEMCONV_STABILITY_OPT_IN",
+        keyword=False,
     ),
 )
 BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+#: The keywords ``instrument()`` takes.
+KEYWORDS: tuple[str, ...] = tuple(option.name for option in OPTIONS if option.keyword)
+# Names that are not settings, and what does their job: said instead of a near name when one is given.
+_ELSEWHERE = {
+    "max_item_types": "item-type lists on a span are bounded at 128 types",
+    "ledger_cluster": "a Redis Cluster is read from ledger_url (any node's URL with ?cluster=true, or several seed "
+    "URLs)",
+    "ledger_ttl": "pass ledger=RedisLedger(url, ttl_seconds=...), or set OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
+    "LEDGER_TTL",
+    "ledger_timeout": "pass ledger=RedisLedger(url, timeout_seconds=...), or set OTEL_INSTRUMENTATION_OPENAI_RESPONSES_"
+    "LEDGER_TIMEOUT",
+    "semconv_opt_in": f"set OTEL_SEMCONV_STABILITY_OPT_IN={GEN_AI_LATEST_EXPERIMENTAL}, as for OpenTelemetry's "
+    "other instrumentations",
+    "ledger_accept_unsigned": "a shared ledger reads only values sealed with the fleet's hash_key",
+}
+
+
+def unknown_keyword(name: str, known: Iterable[str] = KEYWORDS) -> str:
+    """How a keyword that is not one of ``known`` is named in an error: with what does its job, or the nearest one."""
+    if name in _ELSEWHERE:
+        return f"{name} ({_ELSEWHERE[name]})"
+    near = nearest(name, known)
+    return f"{name} (did you mean {near}?)" if near else name
+
+
 # Read when what they name is built (the URL is checked with the cluster setting; a price table is a file).
 _READ_AS_BUILT = frozenset({"ledger_url", "prices"})
 
@@ -339,10 +365,9 @@ class _Values:
     """The settings of one ``instrument()``: keywords first, then variables; where each came from."""
 
     def __init__(self, config: Mapping[str, Any], environ: Mapping[str, str]) -> None:
-        unknown = sorted(set(config) - set(BY_NAME))
+        unknown = sorted(set(config) - set(KEYWORDS))
         if unknown:
-            hints = [f"{name} (did you mean {near}?)" if (near := nearest(name, BY_NAME)) else name for name in unknown]
-            raise ConfigError(f"unknown instrument() option(s): {', '.join(hints)}")
+            raise ConfigError(f"unknown instrument() option(s): {', '.join(map(unknown_keyword, unknown))}")
         self._config = config
         self._environ = environ
         self._read: dict[str, Any] = {}  # each setting read once: an unusable variable is said once
@@ -400,8 +425,14 @@ def warn_unknown_variables(environ: Mapping[str, str]) -> None:
     for variable in sorted(environ):
         if not variable.startswith(ENV_PREFIX) or variable in variables:
             continue
-        near = nearest(variable[len(ENV_PREFIX) :], known)
-        hint = f"did you mean {known[near]}?" if near else f"the settings are listed at {page_url('configuration')}"
+        name = variable[len(ENV_PREFIX) :]
+        near = nearest(name, known)
+        if name.lower() in _ELSEWHERE and name.lower() not in BY_NAME:
+            hint = _ELSEWHERE[name.lower()]
+        elif near:
+            hint = f"did you mean {known[near]}?"
+        else:
+            hint = f"the settings are listed at {page_url('configuration')}"
         _log.warning("otel-responses: %s is not a setting of this package (%s); it is ignored", variable, hint)
 
 
@@ -441,7 +472,6 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
             values.get(option.name)
     zdr = values.get("zdr")
     version = values.get("instructions_version")
-    max_types = values.get("max_item_types")
     key = values.get("hash_key")
     strict = values.get("strict")
     chunk_timing = values.get("chunk_timing")
@@ -461,7 +491,6 @@ def settings_from(config: Mapping[str, Any], environ: Mapping[str, str] | None =
     return Settings(
         zdr,
         version,
-        max_types,
         fingerprinter,
         strict,
         ledger,
@@ -491,7 +520,7 @@ def _log_signals(values: _Values, genai_events: bool, environ: Mapping[str, str]
 
 def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:
     """The ledger the settings name, and whether it is shared: in-process, or a ``RedisLedger`` for ``ledger_url``
-    (a Redis Cluster with ``ledger_cluster``). A URL from the environment that cannot be used is a warning and the
+    (a Redis Cluster when the URL says so). A URL from the environment that cannot be used is a warning and the
     in-process ledger; from a keyword, an error. The URL is checked before the hash key it needs, and both
     mistakes are said at once. Errors never repeat a URL (it may hold a password)."""
     capacity = values.get("ledger_capacity")
@@ -517,12 +546,13 @@ def _ledger(values: _Values, key: bytes) -> tuple[Ledger, bool]:
         return InMemoryLedger(capacity), False
 
 
-def _check_url(values: _Values, url: object) -> tuple[str, ...]:
-    """The seed URLs of ``url`` (one or several, comma-separated or, as a keyword, a list), or ``ConfigError``."""
+def _check_url(values: _Values, url: object) -> tuple[tuple[str, ...], bool]:
+    """The seed URLs of ``url`` (one or several, comma-separated or, as a keyword, a list) and whether they name a
+    Redis Cluster, or ``ConfigError``."""
     from .ledger.redis import check_urls
 
     try:
-        return check_urls(url, cluster=values.get("ledger_cluster"))
+        return check_urls(url)
     except ValueError as exc:
         raise ConfigError(f"ledger_url: {exc}") from None
 
@@ -531,8 +561,7 @@ def _redis_ledger(values: _Values, url: object, capacity: int) -> Ledger:
     """A ``RedisLedger`` for ``url``, checked already (``_check_url``)."""
     from .ledger.redis import RedisLedger, RedisURLError
 
-    cluster = values.get("ledger_cluster")
-    valid = _check_url(values, url)
+    valid, cluster = _check_url(values, url)
     ttl, timeout = values.get("ledger_ttl"), values.get("ledger_timeout")
     try:
         return RedisLedger(

@@ -13,6 +13,8 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
+__all__ = ["DOCS_URL", "SIGNALS_PAGE", "NotASite", "check_site", "page_url", "signal_doc_url"]
+
 #: The documentation site (also ``[project.urls] Documentation`` and mkdocs.yml's ``site_url``).
 DOCS_URL: Final = "https://otel-responses.github.io/otel-responses/"
 SIGNALS_PAGE: Final = "signals"

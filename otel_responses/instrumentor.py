@@ -12,13 +12,15 @@ from typing import Any, NamedTuple
 from opentelemetry.instrumentation.utils import unwrap
 from wrapt import wrap_function_wrapper
 
+from ._calls.operations import OPERATIONS, Operation
+from ._calls.runtime import Runtime
 from ._patching import shared as _shared
 from ._patching import websocket
-from ._patching.operations import OPERATIONS, Operation
 from ._patching.streams import end_with_async_helper_close, end_with_helper_close
 from ._patching.wrappers import Method, Switch, Wrapper, async_wrapper, keep_unparsed, paginator_wrapper, sync_wrapper
-from ._telemetry.telemetry import Telemetry
 from .package import _instruments
+
+__all__ = ["ResponsesInstrumentor"]
 
 _log = logging.getLogger(__name__)
 _USER = "ResponsesInstrumentor"
@@ -119,9 +121,9 @@ _PARSE_RESPONSE_MODULES = ("openai.lib._response_resources", _RESPONSES)
 # bypasses our stream proxy), and WebSocket mode (a span per `response.create` however it is sent, ended by
 # received events).
 _STREAM_HELPERS = "openai.lib.streaming.responses._responses"
-_OBSERVERS: tuple[tuple[str, str, str, Callable[[Switch, Telemetry], Wrapper]], ...] = (
-    (_STREAM_HELPERS, "ResponseStream", "close", lambda switch, telemetry: end_with_helper_close),
-    (_STREAM_HELPERS, "AsyncResponseStream", "close", lambda switch, telemetry: end_with_async_helper_close),
+_OBSERVERS: tuple[tuple[str, str, str, Callable[[Switch, Runtime], Wrapper]], ...] = (
+    (_STREAM_HELPERS, "ResponseStream", "close", lambda switch, runtime: end_with_helper_close),
+    (_STREAM_HELPERS, "AsyncResponseStream", "close", lambda switch, runtime: end_with_async_helper_close),
     (_RESPONSES, "ResponsesResponseResource", "create", websocket.create_wrapper),
     (_RESPONSES, "AsyncResponsesResponseResource", "create", websocket.async_create_wrapper),
     (_RESPONSES, "ResponsesConnection", "send", websocket.send_wrapper),
@@ -199,16 +201,16 @@ class ResponsesInstrumentor(_shared.CheckedInstrumentor):
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        telemetry = _shared.acquire(_USER, kwargs)
+        runtime = _shared.acquire(_USER, kwargs)
         switch = Switch()
         patched: list[_Patch] = []
         for target in TARGETS:
             make = _WRAPPERS[target.calling]
-            done = _patch(target.module, target.cls, target.method, make(Method(switch, telemetry, target.operation)))
+            done = _patch(target.module, target.cls, target.method, make(Method(switch, runtime, target.operation)))
             if done is not None:
                 patched.append(done)
         for module, cls_name, method, factory in _OBSERVERS:
-            done = _patch(module, cls_name, method, factory(switch, telemetry))
+            done = _patch(module, cls_name, method, factory(switch, runtime))
             if done is not None:
                 patched.append(done)
         for module in _PARSE_RESPONSE_MODULES:

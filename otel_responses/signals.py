@@ -22,6 +22,8 @@ from .attributes import (
 )
 from .docs_links import signal_doc_url
 
+__all__ = ["CATALOGUE", "ERROR", "INFO", "LOSS_SEVERITIES", "WARNING", "ContextLossError", "Kind", "Signal"]
+
 ERROR: Final = "error"
 WARNING: Final = "warning"
 INFO: Final = "info"

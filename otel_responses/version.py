@@ -1,5 +1,7 @@
 """The package version and how to install the package, each in one place."""
 
+__all__ = ["__version__", "install_hint"]
+
 __version__ = "0.1.0"
 
 

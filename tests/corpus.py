@@ -1,8 +1,9 @@
 """The leak-fuzzing corpus: real item shapes of the Responses API with a secret planted in every payload and secret
 field, the request parameters that carry secrets, canned responses and streams built from them, the Hypothesis
 strategies that draw them, the workloads that drive them through the real client, and the detector that looks for
-any trace of a planted secret in what left the process. Read by tests/test_leaks.py, tests/test_report_leaks.py,
-tests/test_redis_ledger.py and the client-library leak tests; nothing here is a test.
+any trace of a planted secret in what left the process. Read by tests/telemetry/test_leaks.py,
+tests/report/test_report_leaks.py, tests/ledger/test_redis_ledger.py and the client-library leak tests; nothing here
+is a test.
 """
 
 from __future__ import annotations

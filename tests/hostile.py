@@ -1,4 +1,4 @@
-"""Hostile peers for the adversarial suite (tests/test_adversarial.py), all on 127.0.0.1 only.
+"""Hostile peers for the adversarial suite (tests/sameness/test_adversarial.py), all on 127.0.0.1 only.
 
 - ``LoopbackAPI``: a real HTTP server the real ``openai`` client talks to over a socket. Every request it gets is
   recorded (method, path, body bytes, headers); each answer comes from a script (a function of the request and

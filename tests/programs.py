@@ -3,7 +3,7 @@ PATH and nowhere else, so a machine without one is one whose PATH lacks it.
 
 Whatever starts one asks ``program()`` for its path, and a missing program is decided there, once, for every test
 that needs it: skipped locally, failed in CI (``CI`` set), where .ci/run installs it, so that a missing install step
-cannot pass as a skip. No test marks itself; a test that starts a program cannot forget (tests/test_programs.py
+cannot pass as a skip. No test marks itself; a test that starts a program cannot forget (tests/project/test_programs.py
 holds it). Only the standard library and pytest are imported here: bench/ uses the Redis Cluster launcher too.
 """
 

@@ -4,7 +4,7 @@ threads that never hold the process up, and quiet about a client that goes away 
 A client that resets or abandons its connection (it timed out, closed a stream early, or its test ended) makes the
 handler's write fail with a broken pipe; ``socketserver`` would print that traceback on standard error, where it
 lands after a passing run's summary and reads as a failure. Any other error in a handler keeps its traceback.
-Every HTTP server of the tests is one of these (tests/test_servers.py holds it).
+Every HTTP server of the tests is one of these (tests/project/test_servers.py holds it).
 """
 
 from __future__ import annotations

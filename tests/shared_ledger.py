@@ -213,7 +213,7 @@ print(json.dumps(first_turns(client)))
 @pytest.fixture(scope="module", params=["single", "cluster"])
 def process_a(request: pytest.FixtureRequest, redis_server: RedisServer, emulator: Emulator) -> dict[str, Any]:
     """Process A's first turns, made in a subprocess sharing database 1 of the Redis, or a Redis Cluster of its
-    own (``OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true``)."""
+    own (its URL with ``?cluster=true``)."""
     env = dict(os.environ)
     if request.param == "single":
         url = redis_server.url(db=1)
@@ -227,8 +227,8 @@ def process_a(request: pytest.FixtureRequest, redis_server: RedisServer, emulato
         url = cluster.url
         options = CLUSTER_OPTIONS
         admin_client = cluster.client
-        env[f"{ENV_PREFIX}LEDGER_CLUSTER"] = "true"
-    env = {**env, f"{ENV_PREFIX}LEDGER_URL": url, f"{ENV_PREFIX}HASH_KEY": KEY}
+    marked = f"{url}?cluster=true" if request.param == "cluster" else url
+    env = {**env, f"{ENV_PREFIX}LEDGER_URL": marked, f"{ENV_PREFIX}HASH_KEY": KEY}
     out: dict[str, Any] = json_from_python(PROCESS_A, emulator.base_url, env=env)
     return {**out, "url": url, "options": options, "admin": admin_client}
 

@@ -472,7 +472,8 @@ RESPONSE_CHECKS: tuple[ResponseCheck, ...] = (
 
 # A single-turn request (app messages only, at most one user message, no state parameter) continues nothing and
 # carries no tool item: of the catalogue, only these can raise on it (on the ids of its messages, if it gives them
-# any). `tests/test_hot_path.py` runs the whole catalogue on every kind of single-turn request to hold this list to it.
+# any). `tests/core/test_hot_path.py` runs the whole catalogue on every kind of single-turn request to hold this list
+# to it.
 SINGLE_TURN_CHECKS: tuple[RequestCheck, ...] = (duplicate_item_id, malformed_item_id, concurrent_branch)
 
 

@@ -1,3 +1,3 @@
-"""Where the instrumentation meets the code it observes: the wrappers of the ``openai`` SDK's methods, the one
-object of each call (``call.Call``), the operation table, the stream and WebSocket observers, and what library seams
-share (the one telemetry of every instrumentor, post-import hooks, a library call between its seams)."""
+"""Where the instrumentation meets the ``openai`` SDK: the wrappers of its methods, the proxies of its streams and
+raw responses, WebSocket mode, and what library seams share (the process's one runtime, post-import hooks, the
+providers a client reaches). Each drives the call machinery of ``_calls``."""

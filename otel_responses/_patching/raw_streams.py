@@ -13,18 +13,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from functools import partial
 from typing import Any, TypeVar
 
-from .call import Call
-from .streams import (
-    OBSERVED_EVENTS,
-    AsyncStreamProxy,
-    Fields,
-    Proxy,
-    StreamObserver,
-    SyncStreamProxy,
-    atapped,
-    request_id_of,
-    tapped,
-)
+from .._calls.call import Call
+from .._calls.observer import OBSERVED_EVENTS, Fields, StreamObserver
+from .streams import AsyncStreamProxy, Proxy, SyncStreamProxy, atapped, request_id_of, tapped
 
 _T = TypeVar("_T")
 

@@ -6,7 +6,7 @@ closing).
 A connection answers the responses of one lane (the request's ``stream_id``; the default lane has none) one at a
 time, in order, and tags each event with its lane: a FIFO of open calls per lane routes each received event to its
 call. The public helpers (``track``, ``received``, ``closed``, ``exempt``) serve any object that stands for one
-connection: litellm's gateway relay uses them too (``integrations/litellm_websocket.py``).
+connection: litellm's gateway relay uses them too (``integrations/_litellm_websocket.py``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from .._calls.call import Call
+from .._calls.observer import TERMINAL_EVENTS, StreamObserver
+from .._calls.operations import OPERATIONS
+from .._calls.runtime import Runtime
 from .._telemetry.recorded import NOTHING_READ
-from .._telemetry.telemetry import Telemetry
 from ..signals import ContextLossError
-from .call import Call
-from .operations import OPERATIONS
-from .streams import TERMINAL_EVENTS, StreamObserver
 from .wrappers import Method, Switch, Wrapper, await_through, call_through
 
 _log = logging.getLogger(__name__)
@@ -142,37 +142,30 @@ def closed(connection: Any) -> None:
             queue.popleft().ended("closed")
 
 
-def _fields_of(
-    telemetry: Telemetry, read: Fields, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> dict[str, Any] | None:
+def _fields_of(runtime: Runtime, read: Fields, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """The ``response.create`` body being sent, or None (another event, or a frame that cannot be read)."""
     if _SENDING.get():
         return None
     try:
         return read(args, kwargs)
     except Exception:
-        telemetry.internal_error("read_websocket_frame")
+        runtime.telemetry.internal_error("read_websocket_frame")
         return None
 
 
-def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
+def _sync_sender(switch: Switch, runtime: Runtime, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
     """A wrapper of a synchronous send: a ``response.create`` opens a span; the events will end it."""
-    method = Method(switch, telemetry, OPERATIONS["chat"])
+    method = Method(switch, runtime, OPERATIONS["chat"])
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
+        fields = _fields_of(runtime, read, args, kwargs) if switch.active() else None
         call = None if fields is None else method.begin(instance, (), fields, exempt(connection_of(instance), fields))
         token = _SENDING.set(True)
         try:
             if fields is None or call is None:
                 return wrapped(*args, **kwargs)
             observer = track(call, connection_of(instance), fields)
-            try:
-                result = call_through(call, wrapped, args, kwargs)
-            except BaseException:
-                if observer is not None:
-                    observer.discard()
-                raise
+            result = call_through(call, wrapped, args, kwargs)  # a failure ends the call: its observer is done
         finally:
             _SENDING.reset(token)
         _sent(call, observer)
@@ -181,12 +174,12 @@ def _sync_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_
     return wrapper
 
 
-def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
+def _async_sender(switch: Switch, runtime: Runtime, read: Fields, connection_of: Callable[[Any], Any]) -> Wrapper:
     """The coroutine twin of :func:`_sync_sender`."""
-    method = Method(switch, telemetry, OPERATIONS["chat"])
+    method = Method(switch, runtime, OPERATIONS["chat"])
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        fields = _fields_of(telemetry, read, args, kwargs) if switch.active() else None
+        fields = _fields_of(runtime, read, args, kwargs) if switch.active() else None
         skipped = exempt(connection_of(instance), fields) if fields is not None else frozenset()
         call = None if fields is None else await method.begin_async(instance, (), fields, skipped)
         token = _SENDING.set(True)
@@ -194,12 +187,7 @@ def _async_sender(switch: Switch, telemetry: Telemetry, read: Fields, connection
             if fields is None or call is None:
                 return await wrapped(*args, **kwargs)
             observer = track(call, connection_of(instance), fields)
-            try:
-                result = await await_through(call, wrapped, args, kwargs)
-            except BaseException:
-                if observer is not None:
-                    observer.discard()
-                raise
+            result = await await_through(call, wrapped, args, kwargs)  # a failure ends the call (see above)
         finally:
             _SENDING.reset(token)
         _sent(call, observer)
@@ -229,37 +217,37 @@ def _itself(instance: Any) -> Any:
     return instance
 
 
-def create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def create_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``connection.response.create(...)`` (sync): open the span; the events will end it."""
-    return _sync_sender(switch, telemetry, _created, _resource_connection)
+    return _sync_sender(switch, runtime, _created, _resource_connection)
 
 
-def async_create_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def async_create_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``await connection.response.create(...)`` (async)."""
-    return _async_sender(switch, telemetry, _created, _resource_connection)
+    return _async_sender(switch, runtime, _created, _resource_connection)
 
 
-def send_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def send_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``connection.send({"type": "response.create", ...})`` (sync)."""
-    return _sync_sender(switch, telemetry, _event, _itself)
+    return _sync_sender(switch, runtime, _event, _itself)
 
 
-def async_send_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def async_send_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``await connection.send({"type": "response.create", ...})`` (async)."""
-    return _async_sender(switch, telemetry, _event, _itself)
+    return _async_sender(switch, runtime, _event, _itself)
 
 
-def send_raw_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def send_raw_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``connection.send_raw(frame)`` (sync): a ``response.create`` frame the app serialised itself."""
-    return _sync_sender(switch, telemetry, _frame, _itself)
+    return _sync_sender(switch, runtime, _frame, _itself)
 
 
-def async_send_raw_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def async_send_raw_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     """``await connection.send_raw(frame)`` (async)."""
-    return _async_sender(switch, telemetry, _frame, _itself)
+    return _async_sender(switch, runtime, _frame, _itself)
 
 
-def recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def recv_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         event = wrapped(*args, **kwargs)
         received(instance, event)
@@ -268,7 +256,7 @@ def recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     return wrapper
 
 
-def async_recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def async_recv_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         event = await wrapped(*args, **kwargs)
         received(instance, event)
@@ -277,7 +265,7 @@ def async_recv_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     return wrapper
 
 
-def close_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def close_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return wrapped(*args, **kwargs)
@@ -287,7 +275,7 @@ def close_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
     return wrapper
 
 
-def async_close_wrapper(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def async_close_wrapper(switch: Switch, runtime: Runtime) -> Wrapper:
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:
             return await wrapped(*args, **kwargs)

@@ -1,4 +1,4 @@
-"""Sync and async wrappers: begin a :class:`~otel_responses._patching.call.Call` (facts, checks against the ledger, the
+"""Sync and async wrappers: begin a :class:`~otel_responses._calls.call.Call` (facts, checks against the ledger, the
 span), call, then hand it the result, the stream or the error.
 
 Whatever the instrumentation does, the app gets the same return value and the same exception; a failure
@@ -13,14 +13,44 @@ from typing import Any
 
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
-from .._telemetry.recorded import NOTHING_READ
-from .._telemetry.telemetry import Telemetry
-from .call import LIBRARY_CALL, PARSING, Call
-from .operations import Operation
+from .._analysis.facts import Identity
+from .._calls.call import PARSING, Call, Endpoint
+from .._calls.library import LIBRARY_CALL
+from .._calls.operations import Operation
+from .._calls.runtime import Runtime
+from .._telemetry.recorded import NO_SERVER, NOTHING_READ, Server
+from ..attributes import PROVIDER_OPENAI
+from .identity import identity_of
+from .providers import provider_of_client
 from .raw_streams import AsyncRawStreamProxy, LegacyRawStreamProxy, RawStreamProxy
 from .streams import AsyncStreamProxy, PaginatorProxy, SyncStreamProxy
 
 Wrapper = Callable[[Callable[..., Any], Any, tuple[Any, ...], dict[str, Any]], Any]
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+_last_endpoint: tuple[object, object, Endpoint] = (None, None, (NO_SERVER, PROVIDER_OPENAI))
+
+
+def endpoint_of(instance: Any) -> Endpoint:
+    """Host and port of an SDK resource's client's base URL, and the provider it reaches (Azure OpenAI by the client's
+    class or its host). The last answer is kept by the URL object's and the client class's identity (the client's
+    own, the same call after call; setting ``client.base_url`` replaces it): parsing is not free."""
+    global _last_endpoint
+    client = getattr(instance, "_client", None)
+    url = getattr(client, "base_url", None)
+    kind = type(client)
+    last = _last_endpoint
+    if url is last[0] and kind is last[1] and url is not None:
+        return last[2]
+    host = getattr(url, "host", None)
+    if not isinstance(host, str) or not host:
+        return NO_SERVER, provider_of_client(kind, None)
+    port = getattr(url, "port", None)
+    if not isinstance(port, int):
+        port = _DEFAULT_PORTS.get(getattr(url, "scheme", ""))
+    endpoint: Endpoint = (Server(host, port), provider_of_client(kind, host))
+    _last_endpoint = (url, kind, endpoint)
+    return endpoint
 
 
 class Switch:
@@ -52,52 +82,47 @@ def stream_proxy(raw_mode: str | None, is_async: bool) -> Callable[[Any, Call], 
 
 
 class Method:
-    """One wrapped method's share of an ``instrument()``: its switch, its telemetry and the operation it performs.
+    """One wrapped method's share of an ``instrument()``: its switch, its runtime and the operation it performs.
     Each invocation of the method begins a :class:`Call` through it."""
 
-    __slots__ = ("op", "switch", "telemetry")
+    __slots__ = ("op", "runtime", "switch")
 
-    def __init__(self, switch: Switch, telemetry: Telemetry, op: Operation) -> None:
+    def __init__(self, switch: Switch, runtime: Runtime, op: Operation) -> None:
         self.switch = switch
-        self.telemetry = telemetry
+        self.runtime = runtime
         self.op = op
-
-    def _call(self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str]) -> Call | None:
-        """The invocation's facts; None when the instrumentation is off, or (counted) when they could not be read:
-        the app's call then goes on unrecorded."""
-        if not self.switch.active():
-            return None
-        try:
-            return Call(self.telemetry, self.op, instance, args, kwargs, exempt)
-        except Exception:
-            self.telemetry.internal_error("start_call")
-            return None
-
-    def _started(self, call: Call) -> Call | None:
-        try:
-            call.start()
-        except Exception:
-            self.telemetry.internal_error("start_call")
-            return None
-        return call
 
     def begin(
         self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str] = frozenset()
     ) -> Call | None:
-        """A started call (checked against the ledger, its span open and current), or None."""
-        call = self._call(instance, args, kwargs, exempt)
-        return self._started(call) if call is not None else None
+        """A begun call (checked against the ledger, its span open and current); None when the instrumentation is
+        off, or (counted) when the call could not be begun: the app's call then goes on unrecorded."""
+        if not self.switch.active():
+            return None
+        read = self._read(instance, kwargs)
+        if read is None:
+            return None
+        return Call.begin(self.runtime, self.op, args, kwargs, read[0], exempt=exempt, identity=read[1])
 
     async def begin_async(
         self, instance: Any, args: tuple[Any, ...], kwargs: Any, exempt: frozenset[str] = frozenset()
     ) -> Call | None:
-        """:meth:`begin` in a coroutine: a shared ledger's reads for the call are awaited first (never run on the
-        event loop), and the call then reads what they found."""
-        call = self._call(instance, args, kwargs, exempt)
-        if call is None:
+        """:meth:`begin` in a coroutine (see ``Call.begin_async``)."""
+        if not self.switch.active():
             return None
-        await call.await_reads()
-        return self._started(call)
+        read = self._read(instance, kwargs)
+        if read is None:
+            return None
+        return await Call.begin_async(self.runtime, self.op, args, kwargs, read[0], exempt=exempt, identity=read[1])
+
+    def _read(self, instance: Any, kwargs: Any) -> tuple[Endpoint, Identity | None] | None:
+        """What the SDK resource's client says of the call: the endpoint it reaches and whom it is made as; None
+        (counted) when it cannot be read."""
+        try:
+            return endpoint_of(instance), identity_of(instance, kwargs, self.runtime.settings.fingerprinter)
+        except Exception:
+            self.runtime.telemetry.internal_error("start_call")
+            return None
 
 
 def call_through(call: Call, wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -200,7 +225,7 @@ def paginator_wrapper(method: Method) -> Wrapper:
         try:
             return PaginatorProxy(paginator, call)
         except Exception:
-            method.telemetry.internal_error("wrap_paginator")
+            method.runtime.telemetry.internal_error("wrap_paginator")
             call.end(NOTHING_READ)
             return paginator
 

@@ -31,8 +31,10 @@ from opentelemetry.util.types import AttributeValue
 # Span strings: longest value kept, in characters.
 MAX_LENGTH: Final = 256
 # Longest list of free-form strings put on a span (the request's `include` values; item type lists have their own
-# bound, `max_item_types`). The API knows fewer than ten `include` values.
+# bound, below). The API knows fewer than ten `include` values.
 MAX_LIST: Final = 64
+# Longest item-type list put on a span: a longer one keeps how the history starts and how it ends (`bounded_types`).
+MAX_ITEM_TYPES: Final = 128
 
 OTHER: Final = "_OTHER"
 

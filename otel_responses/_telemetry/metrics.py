@@ -22,7 +22,6 @@ from .. import attributes as a
 from .._analysis.facts import RequestFacts, ResponseFacts
 from .bounds import metric_code, metric_host, metric_model
 from .genai_metrics import GenAIAttributes, genai_attributes, genai_dialect
-from .pricing import cost_of
 from .recording import Recording
 from .tally import Tally, observable_tally
 
@@ -258,6 +257,8 @@ class Metrics:
             price = prices.price(req.model, tier)
         if price is None:
             return
+        from .pricing import cost_of  # loaded with a price table only
+
         cost = cost_of(price, resp.input_tokens, resp.cached_tokens, resp.output_tokens)
         self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_INPUT, cost.input)
         self._add_cost(cost_tally, model, cost.currency, a.TOKEN_KIND_CACHED_INPUT, cost.cached_input)

@@ -1,5 +1,5 @@
 """What telemetry reads of a call, and how a call ended: the one shape both sides agree on, so telemetry depends on
-no wrapper (a :class:`~otel_responses._patching.call.Call` is a ``Recorded``, and tests may record plain ones)."""
+no wrapper (a :class:`~otel_responses._calls.call.Call` is a ``Recorded``, and tests may record plain ones)."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ NOTHING_READ = Outcome()
 
 class Recorded(Protocol):
     """A call as telemetry reads it: its request, where it went, its ledger view (was a shared read out of reach?),
-    its lineage and signals; the span and context telemetry gives it; its times."""
+    its lineage, signals and tool-call check; the span and context telemetry gives it; its times."""
 
     req: RequestFacts
     analysis: Analysis
@@ -53,6 +53,7 @@ class Recorded(Protocol):
     ledger: CallLedger
     lineage: Lineage
     signals: list[Signal]
+    tool_check: str | None  # `openai_responses.tool_calls.check`, known when the call ends
     span: Span
     context: Context | None
     duration: float
@@ -62,8 +63,6 @@ class Recorded(Protocol):
     def records_usage(self) -> bool:
         """The call consumes tokens: token usage is recorded."""
         ...
-
-    def tool_check(self, resp: ResponseFacts | None = None) -> str | None: ...
 
 
 def response_id_of(call: Recorded, outcome: Outcome) -> str | None:

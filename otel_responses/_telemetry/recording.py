@@ -3,9 +3,10 @@ one), so that this folder never imports ``config``, which builds its price table
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from .pricing import PriceTable
+if TYPE_CHECKING:
+    from .pricing import PriceTable
 
 
 class Recording(Protocol):
@@ -13,9 +14,6 @@ class Recording(Protocol):
 
     @property
     def zdr(self) -> bool: ...
-
-    @property
-    def max_item_types(self) -> int: ...
 
     @property
     def prices(self) -> PriceTable | None: ...

@@ -16,7 +16,7 @@ from .. import attributes as a
 from .._analysis.facts import ReasoningSettings, RequestFacts, ResponseFacts, bounded_types
 from .._analysis.lineage import Lineage
 from .._items import pending_calls
-from .bounds import cap, cap_all, cap_attributes, cap_list
+from .bounds import MAX_ITEM_TYPES, cap, cap_all, cap_attributes, cap_list
 
 if TYPE_CHECKING:
     from .recorded import Outcome
@@ -32,7 +32,7 @@ def name_of(call: Call) -> str:
     return f"{call.req.operation} {cap(model)}" if model else call.req.operation
 
 
-def request_attributes(call: Call, max_item_types: int, zdr: bool) -> tuple[Attributes, list[Link] | None]:
+def request_attributes(call: Call, zdr: bool) -> tuple[Attributes, list[Link] | None]:
     """The attributes a span starts with, and its link to the span of the turn the call continues (another trace:
     each turn is its own)."""
     req = call.req
@@ -45,7 +45,7 @@ def request_attributes(call: Call, max_item_types: int, zdr: bool) -> tuple[Attr
     if req.state_mode is not None:
         attrs[a.STATE_MODE] = req.state_mode
         attrs[a.STORE] = req.store
-        attrs[a.INPUT_ITEM_TYPES] = cap_all(bounded_types(req.input_items, max_item_types))
+        attrs[a.INPUT_ITEM_TYPES] = cap_all(bounded_types(req.input_items, MAX_ITEM_TYPES))
         attrs[a.INPUT_ITEM_COUNT] = len(req.input_items)
         attrs[a.REASONING_ENCRYPTED_REQUESTED] = req.encrypted_requested
         attrs[a.REASONING_ENCRYPTED_INPUT_COUNT] = req.encrypted_input_count
@@ -88,11 +88,11 @@ def request_attributes(call: Call, max_item_types: int, zdr: bool) -> tuple[Attr
     return attrs, _lineage_attrs(call.lineage, attrs)
 
 
-def finish(span: Span, call: Call, outcome: Outcome, context_loss: bool, store: bool, max_item_types: int) -> None:
+def finish(span: Span, call: Call, outcome: Outcome, context_loss: bool, store: bool) -> None:
     """The response side of a recording span, its signal events and its status (the caller ends it)."""
     req, resp = call.req, outcome.response
     attrs: Attributes = {}
-    _put(attrs, a.TOOL_CALLS_CHECK, call.tool_check(resp))
+    _put(attrs, a.TOOL_CALLS_CHECK, call.tool_check)
     signals = call.signals
     if signals:
         attrs[a.SIGNALS] = list(dict.fromkeys(s.name for s in signals))
@@ -121,7 +121,7 @@ def finish(span: Span, call: Call, outcome: Outcome, context_loss: bool, store: 
         _put(attrs, a.HTTP_RESPONSE_STATUS_CODE, _int_attr(exc, "status_code"))
         _put_text(attrs, a.ERROR_CODE, _str_attr(exc, "code"))
     if resp is not None:
-        _response_attrs(req, resp, attrs, max_item_types)
+        _response_attrs(req, resp, attrs)
     reason = finish_reason(resp, ended_early(call, outcome))
     if reason is not None:
         attrs[a.GEN_AI_RESPONSE_FINISH_REASONS] = [reason]
@@ -140,9 +140,9 @@ def error_type_of(outcome: Outcome) -> str | None:
     return cap(outcome.error_type) if outcome.error_type is not None else None
 
 
-def _response_attrs(req: RequestFacts, resp: ResponseFacts, attrs: Attributes, max_item_types: int) -> None:
+def _response_attrs(req: RequestFacts, resp: ResponseFacts, attrs: Attributes) -> None:
     if resp.has_output:
-        attrs[a.OUTPUT_ITEM_TYPES] = cap_all(bounded_types(resp.output_items, max_item_types))
+        attrs[a.OUTPUT_ITEM_TYPES] = cap_all(bounded_types(resp.output_items, MAX_ITEM_TYPES))
         attrs[a.OUTPUT_ITEM_COUNT] = len(resp.output_items)
         attrs[a.REASONING_ENCRYPTED_OUTPUT_COUNT] = resp.encrypted_output_count
     if req.state_mode is not None or resp.has_output:

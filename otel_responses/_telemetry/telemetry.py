@@ -55,7 +55,7 @@ class Telemetry:
     def start(self, call: Call) -> None:
         """Open the call's CLIENT span with every request-side attribute, so samplers see them (they are built before
         the span exists, whether it will record or not), and make it the call's context."""
-        attrs, links = spans.request_attributes(call, self.settings.max_item_types, self.settings.zdr)
+        attrs, links = spans.request_attributes(call, self.settings.zdr)
         if self.sessions:
             sessions.at_start(attrs, call)
         span = self.tracer.start_span(spans.name_of(call), kind=SpanKind.CLIENT, attributes=attrs, links=links)
@@ -72,7 +72,7 @@ class Telemetry:
         self.metrics.record(call, outcome, error_type, context_loss, store)
         span = call.span
         if span.is_recording():
-            spans.finish(span, call, outcome, context_loss, store, self.settings.max_item_types)
+            spans.finish(span, call, outcome, context_loss, store)
             if self.sessions:
                 sessions.at_end(span, call, outcome)
         if signals or error_type is not None:

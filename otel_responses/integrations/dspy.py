@@ -18,14 +18,16 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterator
 from typing import Any
 
 from .. import attributes as a
+from .._calls.library import LibraryCall, current
+from .._calls.observer import OBSERVED_EVENTS, as_fields
+from .._calls.operations import OPERATIONS
+from .._calls.runtime import Runtime
 from .._patching import shared as _shared
 from .._patching.hooks import Hooks, Seam, Wrapper
-from .._patching.operations import OPERATIONS
-from .._patching.pending import Pending, current
 from .._patching.providers import is_azure_host, server_of
-from .._patching.streams import OBSERVED_EVENTS, as_fields
 from .._patching.wrappers import Switch
-from .._telemetry.telemetry import Telemetry
+
+__all__ = ["DSPyResponsesInstrumentor"]
 
 _instruments = ("dspy >= 3.0.2",)
 _USER = "DSPyResponsesInstrumentor"
@@ -45,18 +47,18 @@ def _planning() -> bool:
     return bool(is_planning())
 
 
-def _read(result: Any, pending: Pending) -> tuple[Any, str | None]:
+def _read(result: Any, pending: LibraryCall) -> tuple[Any, str | None]:
     """An lm15 ``Response``: its ``provider_data`` is the reply's JSON body, read as the SDK's models are."""
     return as_fields(getattr(result, "provider_data", None)), pending.request_id
 
 
-def complete(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def complete(switch: Switch, runtime: Runtime) -> Wrapper:
     """``OpenAILM.complete``: the call ends with the ``Response`` the provider returns or what it raises."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not switch.enabled():
             return wrapped(*args, **kwargs)
-        pending = Pending(telemetry, _CHAT)
+        pending = LibraryCall(runtime, _CHAT)
         token = pending.enter()
         try:
             result = wrapped(*args, **kwargs)
@@ -70,13 +72,13 @@ def complete(switch: Switch, telemetry: Telemetry) -> Wrapper:
     return wrapper
 
 
-def acomplete(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def acomplete(switch: Switch, runtime: Runtime) -> Wrapper:
     """``AsyncOpenAILM.complete``, the coroutine twin of :func:`complete`."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not switch.enabled():
             return await wrapped(*args, **kwargs)
-        pending = Pending(telemetry, _CHAT)
+        pending = LibraryCall(runtime, _CHAT)
         token = pending.enter()
         try:
             result = await wrapped(*args, **kwargs)
@@ -90,7 +92,7 @@ def acomplete(switch: Switch, telemetry: Telemetry) -> Wrapper:
     return wrapper
 
 
-def _events(events: Iterator[Any], pending: Pending) -> Iterator[Any]:
+def _events(events: Iterator[Any], pending: LibraryCall) -> Iterator[Any]:
     """The provider's stream, each step run with the pending call current (the provider builds the request on the
     first one and parses SSE events on each); its end ends the call."""
     try:
@@ -114,7 +116,7 @@ def _events(events: Iterator[Any], pending: Pending) -> Iterator[Any]:
             pending.stream_over("closed")
 
 
-async def _aevents(events: AsyncIterator[Any], pending: Pending) -> AsyncIterator[Any]:
+async def _aevents(events: AsyncIterator[Any], pending: LibraryCall) -> AsyncIterator[Any]:
     """The async twin of :func:`_events`."""
     try:
         while True:
@@ -139,14 +141,14 @@ async def _aevents(events: AsyncIterator[Any], pending: Pending) -> AsyncIterato
             pending.stream_over("closed")
 
 
-def stream(switch: Switch, telemetry: Telemetry) -> Wrapper:
+def stream(switch: Switch, runtime: Runtime) -> Wrapper:
     """``OpenAILM.stream`` (a generator) and ``AsyncOpenAILM.stream`` (an async one): the same events, observed."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         events = wrapped(*args, **kwargs)
         if not switch.enabled():
             return events
-        pending = Pending(telemetry, _CHAT)
+        pending = LibraryCall(runtime, _CHAT)
         if hasattr(events, "__anext__"):
             return _aevents(events, pending)
         return _events(events, pending)
@@ -215,15 +217,15 @@ def _event_of(raw: Any) -> Any:
     return event if isinstance(event, dict) else {"type": name}
 
 
-def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
+def _seams(switch: Switch, runtime: Runtime) -> list[Seam]:
     return [
-        Seam(_OPENAI, "OpenAILM", "complete", complete(switch, telemetry)),
-        Seam(_OPENAI, "OpenAILM", "stream", stream(switch, telemetry)),
+        Seam(_OPENAI, "OpenAILM", "complete", complete(switch, runtime)),
+        Seam(_OPENAI, "OpenAILM", "stream", stream(switch, runtime)),
         Seam(_OPENAI, "OpenAILM", "_payload", payload),
         Seam(_OPENAI, "OpenAILM", "parse_response", parse_response),
         Seam(_OPENAI, "OpenAILM", "parse_stream_events", parse_stream_events),
-        Seam(_ASYNC, "AsyncOpenAILM", "complete", acomplete(switch, telemetry)),
-        Seam(_ASYNC, "AsyncOpenAILM", "stream", stream(switch, telemetry)),
+        Seam(_ASYNC, "AsyncOpenAILM", "complete", acomplete(switch, runtime)),
+        Seam(_ASYNC, "AsyncOpenAILM", "stream", stream(switch, runtime)),
     ]
 
 
@@ -240,9 +242,9 @@ class DSPyResponsesInstrumentor(_shared.CheckedInstrumentor):
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        telemetry = _shared.acquire(_USER, kwargs)
+        runtime = _shared.acquire(_USER, kwargs)
         switch = Switch()
-        hooks = Hooks(_PROVIDERS, lambda: _seams(switch, telemetry))
+        hooks = Hooks(_PROVIDERS, lambda: _seams(switch, runtime))
         self._switch, self._hooks = switch, hooks
         hooks.start()
 

@@ -1,4 +1,5 @@
 """litellm: every Responses API call ``litellm.responses()`` and its siblings make, as one span with the SDK's
+
 contract.
 
 Outer seams: the public functions of the ``litellm`` package (what apps, DSPy and litellm's Router call): the app's
@@ -7,7 +8,7 @@ item ids, ``encrypted_content`` and compaction items), so the request is read fr
 the response from what the app gets back, never one of them at the wire. Inner observers: the handler methods that
 send a request (``BaseLLMHTTPHandler``'s, and the Chat Completions bridge's): a call that reaches none of them
 (a cache hit, ``mock_response``) made no request and leaves no span. The gateway's WebSocket relay, which
-calls none of these functions, has seams of its own (``litellm_websocket.py``). The design, at length:
+calls none of these functions, has seams of its own (``_litellm_websocket.py``). The design, at length:
 https://otel-responses.github.io/otel-responses/integrations-design/ (the documentation's "Design: litellm, DSPy and
 Azure").
 """
@@ -18,16 +19,19 @@ from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 from typing import Any
 
+from .._calls.call import Call, Endpoint
+from .._calls.library import LibraryCall, current
+from .._calls.operations import OPERATIONS, Operation
+from .._calls.runtime import Runtime
 from .._patching import shared as _shared
-from .._patching.call import Endpoint
 from .._patching.hooks import Hooks, Seam, Wrapper
-from .._patching.operations import OPERATIONS, Operation
-from .._patching.pending import Pending, current
 from .._patching.providers import provider_of_litellm, server_of
+from .._patching.streams import AsyncStreamProxy, SyncStreamProxy
 from .._patching.wrappers import Switch
-from .._telemetry.telemetry import Telemetry
 from ..signals import SERVER_PREMISED
-from . import litellm_websocket
+from . import _litellm_websocket
+
+__all__ = ["LiteLLMResponsesInstrumentor"]
 
 _instruments = ("litellm >= 1.81.0",)
 _USER = "LiteLLMResponsesInstrumentor"
@@ -108,20 +112,25 @@ def _read_listing(result: Any) -> tuple[Any, str | None]:
     return result, None
 
 
-def outer_sync(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
+def _stream_proxy(result: Any) -> Callable[[Any, Call], Any]:
+    """The proxy for a library's event iterator: its events are the SDK's shape (``type``, ``item``, ``response``)."""
+    return AsyncStreamProxy.for_call if hasattr(result, "__anext__") else SyncStreamProxy.for_call
+
+
+def outer_sync(switch: Switch, runtime: Runtime, op: Operation) -> Wrapper:
     """A public function: the request checked now (strict mode refuses here), the call ended with what the app
     gets."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not switch.enabled():
             return wrapped(*args, **kwargs)
-        pending = Pending(telemetry, op)
+        pending = LibraryCall(runtime, op)
         try:
             request = _normalised(op, args, kwargs)
             endpoint, dropped = _endpoint(request)
             pending.prepare((), request, endpoint, dropped)
         except Exception:
-            telemetry.internal_error("start_call")
+            runtime.telemetry.internal_error("start_call")
         refusal = pending.refusal()
         if refusal is not None:
             raise refusal
@@ -133,24 +142,24 @@ def outer_sync(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
             raise
         finally:
             pending.leave(token)
-        return pending.returned(result, _read)
+        return pending.returned(result, _read, _stream_proxy(result))
 
     return wrapper
 
 
-def outer_async(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
+def outer_async(switch: Switch, runtime: Runtime, op: Operation) -> Wrapper:
     """The coroutine twin of :func:`outer_sync`."""
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if not switch.enabled():
             return await wrapped(*args, **kwargs)
-        pending = Pending(telemetry, op)
+        pending = LibraryCall(runtime, op)
         try:
             request = _normalised(op, args, kwargs)
             endpoint, dropped = _endpoint(request)
             await pending.aprepare((), request, endpoint, dropped)
         except Exception:
-            telemetry.internal_error("start_call")
+            runtime.telemetry.internal_error("start_call")
         refusal = pending.refusal()
         if refusal is not None:
             raise refusal
@@ -162,7 +171,7 @@ def outer_async(switch: Switch, telemetry: Telemetry, op: Operation) -> Wrapper:
             raise
         finally:
             pending.leave(token)
-        return pending.returned(result, _read)
+        return pending.returned(result, _read, _stream_proxy(result))
 
     return wrapper
 
@@ -207,7 +216,7 @@ def pre_call(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], 
     return wrapped(*args, **kwargs)
 
 
-async def _noting(coroutine: Any, pending: Pending) -> Any:
+async def _noting(coroutine: Any, pending: LibraryCall) -> Any:
     """The handler's coroutine (the async twins send when it is awaited), its failure noted."""
     try:
         return await coroutine
@@ -216,17 +225,17 @@ async def _noting(coroutine: Any, pending: Pending) -> Any:
         raise
 
 
-def _seams(switch: Switch, telemetry: Telemetry) -> list[Seam]:
+def _seams(switch: Switch, runtime: Runtime) -> list[Seam]:
     seams = []
     for name, operation in _FUNCTIONS.items():
         op = OPERATIONS[operation]
-        seams.append(Seam("litellm", "", name, outer_sync(switch, telemetry, op)))
-        seams.append(Seam("litellm", "", "a" + name, outer_async(switch, telemetry, op)))
+        seams.append(Seam("litellm", "", name, outer_sync(switch, runtime, op)))
+        seams.append(Seam("litellm", "", "a" + name, outer_async(switch, runtime, op)))
     native = handler(bridged=False)
     seams += [Seam(_HANDLERS, "BaseLLMHTTPHandler", method, native) for method in _SENDERS]
     seams.append(Seam(_BRIDGE, "LiteLLMCompletionTransformationHandler", "response_api_handler", handler(bridged=True)))
     seams.append(Seam(_LOGGING, "Logging", "pre_call", pre_call))
-    return seams + litellm_websocket.seams(switch, telemetry)
+    return seams + _litellm_websocket.seams(switch, runtime)
 
 
 class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):
@@ -241,9 +250,9 @@ class LiteLLMResponsesInstrumentor(_shared.CheckedInstrumentor):
         return _instruments
 
     def _instrument(self, **kwargs: Any) -> None:
-        telemetry = _shared.acquire(_USER, kwargs)
+        runtime = _shared.acquire(_USER, kwargs)
         switch = Switch()
-        hooks = Hooks("litellm", lambda: _seams(switch, telemetry))
+        hooks = Hooks("litellm", lambda: _seams(switch, runtime))
         self._switch, self._hooks = switch, hooks
         hooks.start()
 

@@ -14,6 +14,23 @@ from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from .._items import NOT_BY_CALL, CallKey, ItemMeta, pending_calls
 
+__all__ = [
+    "DEFAULT_CAPACITY",
+    "DEFAULT_TIMEOUT_SECONDS",
+    "DEFAULT_TTL_SECONDS",
+    "AsyncCallLedger",
+    "CallLedger",
+    "Entry",
+    "GivenOutput",
+    "InMemoryLedger",
+    "Key",
+    "Ledger",
+    "LedgerView",
+    "LedgerWrites",
+    "Place",
+    "SharedLedger",
+]
+
 if TYPE_CHECKING:
     from .._fingerprint import Fingerprinter
 

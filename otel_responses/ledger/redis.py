@@ -10,13 +10,13 @@ answered from local knowledge; Redis is then left alone for a short backoff, so 
 timeout per backoff. Nothing here ever raises into the app, and ``redis`` is imported only when a client is built
 from a URL.
 
-A Redis Cluster (``cluster=True``, setting ``ledger_cluster``) is used through redis-py's ``RedisCluster``, built
-on first use (it asks for the topology as it is made), with no retries of its own: a node lost or failing over is
-Redis unavailable, as above, until the topology is refreshed. It may be given several seed nodes (full URLs,
-comma-separated), all handed to redis-py as ``startup_nodes``: a worker started after one of them died still
-reaches the cluster through another. Keys carry a hash tag per response, conversation or
-item (``_codec``), one layout on a single node and on a cluster; a replay's lookup of many keys fans out one
-``MGET`` per slot in one pipeline.
+A Redis Cluster (several seed URLs, a URL carrying ``?cluster=true``, or ``cluster=True``) is used through redis-py's
+``RedisCluster``, built on first use (it asks for the topology as it is made), with no retries of its own: a node lost
+or failing over is Redis unavailable, as above, until the topology is refreshed. Several seed nodes (full URLs,
+comma-separated) are all handed to redis-py as ``startup_nodes``: a worker started after one of them died still
+reaches the cluster through another. Keys carry a hash tag per response, conversation or item (``_codec``), one
+layout on a single node and on a cluster; a replay's lookup of many keys fans out one ``MGET`` per slot in one
+pipeline.
 
 Redis holds only what the in-process ledger holds — ids, enums, flags, counts, the keyed instructions hash and
 keyed 64-bit fingerprints — under ``{prefix}:{key id}:``, the key id being that of the fingerprint key: processes
@@ -58,12 +58,9 @@ from . import (
 )
 from ._codec import (
     DEFAULT_MAX_ENTRY_BYTES,
-    FORMAT,
     Codec,
     Location,
     conversation_key,
-    decode_entry,
-    encode_entry,
     entry_key,
     is_id,
     location_key,
@@ -77,7 +74,6 @@ if TYPE_CHECKING:
     from ._async import AsyncReader
 
 __all__ = [
-    "CLUSTER_URL_SCHEMES",
     "COUNTS",
     "DEFAULT_BACKOFF_SECONDS",
     "DEFAULT_MAX_ENTRY_BYTES",
@@ -85,17 +81,8 @@ __all__ = [
     "DEFAULT_QUEUE_SIZE",
     "DEFAULT_TIMEOUT_SECONDS",
     "DEFAULT_TTL_SECONDS",
-    "FORMAT",
-    "URL_SCHEMES",
-    "WRITE_TIMEOUT_SECONDS",
     "RedisLedger",
     "RedisURLError",
-    "check_url",
-    "check_urls",
-    "decode_entry",
-    "encode_entry",
-    "seed_nodes",
-    "split_urls",
 ]
 
 DEFAULT_PREFIX = "otel-responses"
@@ -264,10 +251,9 @@ def check_url(url: object, *, cluster: bool = False) -> str:
 # Seed nodes of a cluster: full URLs separated by commas. Only a comma followed by a URL scheme separates two, so a
 # comma inside a URL (a password may hold one) stays in it, and a URL that worked alone still does.
 _SEPARATOR = re.compile(r"\s*,\s*(?=(?:rediss?|unix)://)", re.IGNORECASE)
-_SEVERAL = (
-    "several Redis URLs are the seed nodes of a Redis Cluster: they need the cluster setting (ledger_cluster=True, "
-    "OTEL_INSTRUMENTATION_OPENAI_RESPONSES_LEDGER_CLUSTER=true, or RedisLedger(cluster=True))"
-)
+# The query parameter that says a single URL names a node of a Redis Cluster (several seed URLs say it already);
+# taken off the URL before redis-py reads it.
+CLUSTER_PARAMETER = "cluster"
 
 
 def split_urls(value: object) -> tuple[object, ...]:
@@ -280,19 +266,37 @@ def split_urls(value: object) -> tuple[object, ...]:
     return (value,)
 
 
-def check_urls(value: object, *, cluster: bool = False) -> tuple[str, ...]:
-    """Every URL of ``value`` (see ``split_urls``), each checked as ``check_url`` does; several only for a cluster.
-    A message names a URL by its place (``seed URL 2 of 3``), never by its text."""
-    urls = split_urls(value)
-    if len(urls) > 1 and not cluster:
-        raise RedisURLError(_SEVERAL)
+def _unmarked(url: object) -> tuple[object, bool | None]:
+    """``url`` without its ``cluster=true`` (or ``false``) query parameter, and what that said (None: nothing)."""
+    if not isinstance(url, str):
+        return url, None
+    head, question, query = url.partition("?")
+    if not question:
+        return url, None
+    said: bool | None = None
+    kept = []
+    for parameter in query.split("&"):
+        name, _, value = parameter.partition("=")
+        if name.lower() == CLUSTER_PARAMETER and value.lower() in ("true", "false"):
+            said = value.lower() == "true"
+        else:
+            kept.append(parameter)
+    return (f"{head}?{'&'.join(kept)}" if kept else head), said
+
+
+def check_urls(value: object, *, cluster: bool = False) -> tuple[tuple[str, ...], bool]:
+    """Every URL of ``value`` (see ``split_urls``), each checked as ``check_url`` does, and whether they name a Redis
+    Cluster: ``cluster``, several seed URLs, or a URL carrying ``?cluster=true`` (taken off it). A message names a URL
+    by its place (``seed URL 2 of 3``), never by its text."""
+    read = [_unmarked(url) for url in split_urls(value)]
+    cluster = cluster or len(read) > 1 or any(said for _, said in read)
     checked = []
-    for place, url in enumerate(urls, 1):
+    for place, (url, _) in enumerate(read, 1):
         try:
             checked.append(check_url(url, cluster=cluster))
         except ValueError as exc:
-            raise RedisURLError(f"seed URL {place} of {len(urls)}: {exc}" if len(urls) > 1 else str(exc)) from None
-    return tuple(checked)
+            raise RedisURLError(f"seed URL {place} of {len(read)}: {exc}" if len(read) > 1 else str(exc)) from None
+    return tuple(checked), cluster
 
 
 def _same_options(urls: tuple[str, ...]) -> None:
@@ -338,12 +342,12 @@ _Job = tuple[Codec, str, Entry, str | None]
 class RedisLedger:
     """The ``Ledger`` protocol over a local ``InMemoryLedger`` and a Redis shared by the fleet.
 
-    ``url`` (``redis://``, ``rediss://`` or ``unix://``; AUTH and TLS as the URL says; with ``cluster=True``, any
-    node of a Redis Cluster, or several seed nodes: comma-separated URLs in one string, or a list of them, that
-    differ only in host and port) or ``client`` (an existing ``redis.Redis`` or ``redis.cluster.RedisCluster``;
-    its own timeouts and retries then apply, and ``close()`` leaves it open). Reads time out after
-    ``timeout_seconds``; after a failure Redis is not read for ``backoff_seconds``. Every key expires after
-    ``ttl_seconds``; an entry is at most ``max_entry_bytes`` (output items past it are dropped). The ledger works
+    ``url`` (``redis://``, ``rediss://`` or ``unix://``; AUTH and TLS as the URL says; a Redis Cluster as any of its
+    nodes with ``?cluster=true`` or ``cluster=True``, or as several seed nodes: comma-separated URLs in one string, or
+    a list of them, that differ only in host and port) or ``client`` (an existing ``redis.Redis`` or
+    ``redis.cluster.RedisCluster``; its own timeouts and retries then apply, and ``close()`` leaves it open). Reads
+    time out after ``timeout_seconds``; after a failure Redis is not read for ``backoff_seconds``. Every key expires
+    after ``ttl_seconds``; an entry is at most ``max_entry_bytes`` (output items past it are dropped). The ledger works
     only once bound to the fleet's fingerprinter (``instrument()`` does it); until then it is local.
     """
 
@@ -382,7 +386,8 @@ class RedisLedger:
         # asynchronous reads); they may hold a password: never logged nor put in a message.
         self.urls: tuple[str, ...] = ()
         if client is None:
-            valid = self.urls = check_urls(url, cluster=cluster)
+            valid, cluster = check_urls(url, cluster=cluster)
+            self.urls = valid
             _same_options(valid)  # a missing package or a bad URL: an error now, not later
             reader = _Client(valid, cluster, float(timeout_seconds), self.unreachable)
             writer = _Client(valid, cluster, max(WRITE_TIMEOUT_SECONDS, float(timeout_seconds)), self.unreachable)

@@ -17,7 +17,7 @@ import sys
 import threading
 from typing import Any, Protocol
 
-from .._telemetry.telemetry import Telemetry
+from .._calls.runtime import Runtime
 from .channel import Channel, serve
 from .recorder import Recorder
 from .settings import ProxySettings
@@ -50,8 +50,8 @@ class Analyst(Protocol):
 class AnalysisThread:
     """The recorder on a thread of this process, on an event loop of its own."""
 
-    def __init__(self, settings: ProxySettings, telemetry: Telemetry) -> None:
-        self.recorder = Recorder(settings, telemetry)
+    def __init__(self, settings: ProxySettings, runtime: Runtime) -> None:
+        self.recorder = Recorder(settings, runtime)
         self.strict = self.recorder.strict
         self._thread: threading.Thread | None = None
 

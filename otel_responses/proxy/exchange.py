@@ -1,4 +1,4 @@
-"""One forwarded request as the instrumentation records it: the :class:`~otel_responses._patching.call.Call` the SDK
+"""One forwarded request as the instrumentation records it: the :class:`~otel_responses._calls.call.Call` the SDK
 wrapper would have made for the same call, fed what the proxy relays. No second parser and no second rule: the
 request body is the mapping ``request_facts`` reads (the SDK's keywords are the body's keys), a JSON response is
 read through ``Fields`` as the SDK's models are, a stream through the raw SSE observer, and the upstream's errors
@@ -13,16 +13,15 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from opentelemetry import context as otel_context
 from opentelemetry.context import Context
 
 from .._analysis.facts import Identity
-from .._patching.call import Call, Endpoint
-from .._patching.paths import Route
+from .._calls.call import Call, Endpoint
+from .._calls.observer import Fields, StreamObserver
+from .._calls.paths import Route
+from .._calls.runtime import Runtime
 from .._patching.raw_streams import sse_feed
-from .._patching.streams import Fields, StreamObserver
 from .._telemetry.recorded import NOTHING_READ, Outcome
-from .._telemetry.telemetry import Telemetry
 from ..attributes import REQUEST_ID
 from ..signals import ContextLossError
 from .encoding import NotAnalysed, decoder
@@ -35,7 +34,7 @@ def _is_event_stream(headers: Mapping[str, str]) -> bool:
 
 class Exchange:
     """The call of one forwarded request: opened before the request goes upstream (strict mode refuses there), fed
-    the response's head and body chunks as they are relayed, ended exactly once."""
+    the response's head and body chunks as they are relayed, and ended by what ends the body."""
 
     __slots__ = (
         "_call",
@@ -53,7 +52,7 @@ class Exchange:
     )
 
     def __init__(self, call: Call, limit: int, reads: bool = True) -> None:
-        self._call: Call | None = call
+        self._call = call
         self._reads = reads  # the operation reads its answer: else only an error's body is
         self._telemetry = call.telemetry
         self._limit = limit
@@ -69,7 +68,7 @@ class Exchange:
     @classmethod
     async def begin(
         cls,
-        telemetry: Telemetry,
+        runtime: Runtime,
         route: Route,
         keywords: Mapping[str, Any] | None,
         endpoint: Endpoint,
@@ -77,56 +76,34 @@ class Exchange:
         parent: Context,
         limit: int,
     ) -> Exchange | None:
-        """The call, made as ``identity``, checked against the ledger (a shared ledger's reads awaited first) and its
-        span opened as a child of the client's own span (``parent``: the context its trace headers carry); None when
-        it cannot be recorded (counted): the request is forwarded all the same."""
+        """The call, made as ``identity``, begun (a shared ledger's reads awaited first) and its span opened as a
+        child of the client's own span (``parent``: the context its trace headers carry); None when it cannot be
+        recorded (counted): the request is forwarded all the same."""
         kwargs: Mapping[str, Any] = route.kwargs
         if keywords is not None:
             kwargs = {**keywords, **route.kwargs} if route.kwargs else keywords
-        try:
-            call = Call(telemetry, route.operation, None, route.args, kwargs, endpoint=endpoint, identity=identity)
-        except Exception:
-            telemetry.internal_error("start_call")
+        call = await Call.begin_async(
+            runtime, route.operation, route.args, kwargs, endpoint, identity=identity, opens=False
+        )
+        if call is None or not call.open(parent=parent):
             return None
-        await call.await_reads()
-        token = otel_context.attach(parent)
-        try:
-            call.check()
-            try:
-                call.open(attach=False)
-            except BaseException:
-                call.discard()
-                raise
-        except Exception:
-            telemetry.internal_error("start_call")
-            return None
-        finally:
-            otel_context.detach(token)
         return cls(call, limit, route.reads)
 
     def refusal(self) -> ContextLossError | None:
         """Strict mode's refusal (the span ends with it), to answer instead of forwarding; None to forward."""
-        call = self._call
-        if call is None:
-            return None
-        error = call.refusal()
-        if error is not None:
-            self._call = None
-        return error
+        return self._call.refusal()
 
     # -- the answer ------------------------------------------------------------------------------------------------
 
     def unreachable(self, timed_out: bool) -> None:
         """The upstream could not be reached, or did not answer in time."""
-        call, self._call = self._call, None
-        if call is not None:
-            call.raised(connection_error(timed_out))
+        self._call.raised(connection_error(timed_out))
 
     def answered(self, status: int, headers: Mapping[str, str]) -> None:
         """The response's head: a stream of events is observed as it is relayed, anything else collected (within the
         limit) and read at its end."""
         call = self._call
-        if call is None:
+        if call.done:
             return
         try:
             self._status = status
@@ -135,7 +112,6 @@ class Exchange:
             self._decode = decoder(headers.get("content-encoding"), self._limit)
             if 200 <= status < 300 and _is_event_stream(headers):
                 self._observer = StreamObserver(call, request_id)
-                self._call = None  # the observer ends it now (until it exists, a failure below ends it here)
                 self._feed = sse_feed(self._observer) if self._decode is not None else None
             else:
                 self._collect = self._decode is not None and (self._reads or not 200 <= status < 300)
@@ -168,8 +144,8 @@ class Exchange:
         if observer is not None:
             observer.ended("exhausted")
             return
-        call, self._call = self._call, None
-        if call is None:
+        call = self._call
+        if call.done:
             return
         try:
             self._read(call)
@@ -207,20 +183,12 @@ class Exchange:
 
     def failed(self, exc: BaseException) -> None:
         """The upstream failed mid-body (a cut connection, a timeout): the client saw the same cut."""
-        observer = self._observer
-        if observer is not None:
-            observer.raised(exc)
-            return
-        call, self._call = self._call, None
-        if call is not None:
-            call.raised(exc)
+        self._call.raised(exc)
 
     def abandoned(self, exc: BaseException) -> None:
         """The client went away before the body ended: a stream ends ``closed``, as when an app closes one."""
         observer = self._observer
         if observer is not None:
             observer.ended("closed")
-            return
-        call, self._call = self._call, None
-        if call is not None:
-            call.raised(exc)
+        else:
+            self._call.raised(exc)

@@ -14,7 +14,7 @@ is handled).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from multidict import CIMultiDict
 from opentelemetry import context as otel_context
@@ -23,16 +23,15 @@ from opentelemetry.context import Context
 from yarl import URL
 
 from .._analysis.facts import Identity
+from .._calls.call import Endpoint
+from .._calls.observer import Fields
+from .._calls.runtime import Runtime
 from .._patching import websocket as seam
-from .._patching.call import Endpoint
 from .._patching.identity import IdentifiedClient, identity_from
 from .._patching.providers import is_azure_host
-from .._patching.streams import Fields
 from .._patching.wrappers import Switch
 from .._telemetry.recorded import Server
-from .._telemetry.telemetry import Telemetry
 from ..attributes import PROVIDER_AZURE_OPENAI, PROVIDER_OPENAI
-from ..config import Settings
 from ..signals import ContextLossError
 from . import errors, unrecorded
 from .channel import Message, Reply
@@ -82,10 +81,11 @@ _FAILURES: dict[str, type[Exception]] = {}
 class Recorder:
     """Records what the relay hands over; one per proxy, its frames handled one at a time, in order."""
 
-    def __init__(self, settings: ProxySettings, telemetry: Telemetry) -> None:
+    def __init__(self, settings: ProxySettings, runtime: Runtime) -> None:
         self.settings = settings
-        self.telemetry = telemetry
-        self.strict = bool(getattr(telemetry.settings, "strict", False))
+        self.runtime = runtime
+        self.telemetry = telemetry = runtime.telemetry
+        self.strict = runtime.settings.strict
         self.unrecorded = unrecorded.Unrecorded(telemetry.meter)
         self._endpoints = endpoints_of(settings)
         # Strict mode reads a body up to the body limit (it waits for its verdict); otherwise the analysis bound
@@ -94,9 +94,9 @@ class Recorder:
             settings.max_body_bytes if self.strict else min(settings.max_body_bytes, settings.max_analysed_bytes)
         )
         self._base_url = URL(settings.upstream.url)
-        self._fingerprints = cast("Settings", telemetry.settings).fingerprinter
+        self._fingerprints = runtime.settings.fingerprinter
         switch = Switch()
-        self._send = seam.async_send_wrapper(switch, telemetry)
+        self._send = seam.async_send_wrapper(switch, runtime)
         self._calls: dict[int, Exchange] = {}
         self._sockets: dict[int, Socket] = {}
         self._handlers: dict[str, Callable[[Message], Any]] = {
@@ -195,7 +195,7 @@ class Recorder:
         parent = propagate.extract(read)
         endpoint = self._endpoints[1] if found.azure else self._endpoints[0]
         exchange = await Exchange.begin(
-            self.telemetry, found, keywords, endpoint, self._identity(read), parent, settings.max_body_bytes
+            self.runtime, found, keywords, endpoint, self._identity(read), parent, settings.max_body_bytes
         )
         if exchange is None:
             return _NOTHING if wait else None

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import unquote
 
-from .._patching.paths import Route, is_websocket_path, route
+from .._calls.paths import Route, is_websocket_path, route
 
 _SLASHES = re.compile(r"/{2,}")
 

@@ -19,14 +19,16 @@ import contextlib
 import logging
 import threading
 from types import TracebackType
+from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, DummyCookieJar, TCPConnector, web
 
-from .._telemetry.telemetry import Telemetry
+from .._calls.runtime import Runtime, runtime_for
+from ..config import KEYWORDS, ConfigError, unknown_keyword
 from .analyst import AnalysisThread, Analyst
 from .channel import Channel, Message
 from .forward import Forwarder, answer
-from .settings import ProxySettings
+from .settings import LIMITS, ProxySettings, upstream_of
 from .websocket import is_upgrade, no_redirects, relay
 
 _log = logging.getLogger(__name__)
@@ -35,6 +37,8 @@ _NO_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding", "Content-Type")
 # After refusing a body (413, 408), how long what is left of it is read and dropped before the connection closes: a
 # client that sends on past the refusal still reads the answer rather than a reset.
 _LINGERING = 1.0
+# ThreadedProxy's keywords that are the proxy's own settings, not the instrumentation's.
+_OWN_OPTIONS = frozenset({"host", "allow_http", "record", *LIMITS})
 
 
 def _silent_logger() -> logging.Logger:
@@ -49,17 +53,14 @@ def _silent_logger() -> logging.Logger:
 
 
 class Proxy:
-    """The proxy on the running event loop: :meth:`start`, then :meth:`stop`. ``telemetry``: where its calls are
+    """The proxy on the running event loop: :meth:`start`, then :meth:`stop`. ``runtime``: where its calls are
     recorded, by an analysis on a thread of this process; ``analyst``: another place for the analysis (the command's
     worker process); neither, or ``settings.record`` off: it only forwards."""
 
-    def __init__(
-        self, settings: ProxySettings, telemetry: Telemetry | None = None, analyst: Analyst | None = None
-    ) -> None:
+    def __init__(self, settings: ProxySettings, runtime: Runtime | None = None, analyst: Analyst | None = None) -> None:
         self.settings = settings
-        self.telemetry = telemetry
-        if analyst is None and telemetry is not None and settings.record:
-            analyst = AnalysisThread(settings, telemetry)
+        if analyst is None and runtime is not None and settings.record:
+            analyst = AnalysisThread(settings, runtime)
         self.analyst = analyst if settings.record else None
         self.channel: Channel | None = None
         self._runner: web.ServerRunner | None = None
@@ -174,11 +175,34 @@ class Proxy:
 
 
 class ThreadedProxy:
-    """A :class:`Proxy` on an event loop of its own, in a daemon thread: for tests, benchmarks and apps that are not
-    asynchronous. A context manager; :meth:`start` returns once it listens."""
+    """The proxy on an event loop of its own, in a daemon thread, its analysis on another thread of this process: for
+    tests, benchmarks and apps that are not asynchronous. A context manager; :meth:`start` returns once it listens.
 
-    def __init__(self, settings: ProxySettings, telemetry: Telemetry | None = None) -> None:
-        self.proxy = Proxy(settings, telemetry)
+    ``upstream``: the one URL it forwards to (plain ``http`` only to a loopback host, unless ``allow_http=True``);
+    ``port``: where it listens on loopback (0: a free one, read back from :attr:`port`). The providers: where its calls
+    are recorded (the global ones when None). ``options``: the instrumentation's, as ``instrument()`` takes them (then
+    the environment), and the proxy's own limits (``host``, ``max_body_bytes``, ``max_analysed_bytes``,
+    ``connect_timeout``, ``read_timeout``, ``idle_timeout``, ``grace``; ``record=False`` only forwards)."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        port: int = 0,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        logger_provider: Any = None,
+        **options: Any,
+    ) -> None:
+        own = {name: options.pop(name) for name in list(options) if name in _OWN_OPTIONS}
+        unknown = sorted(set(options) - set(KEYWORDS))
+        if unknown:
+            known = (*KEYWORDS, *_OWN_OPTIONS)
+            hints = [unknown_keyword(name, known) for name in unknown]
+            raise ConfigError(f"unknown ThreadedProxy option(s): {', '.join(hints)}")
+        settings = ProxySettings(upstream_of(upstream, own.pop("allow_http", False)), port=port, **own)
+        runtime = runtime_for(options, tracer_provider, meter_provider, logger_provider) if settings.record else None
+        self.proxy = Proxy(settings, runtime)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 

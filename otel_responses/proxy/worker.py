@@ -23,7 +23,7 @@ from .analyst import AnalysisUnavailable
 from .channel import REPLY, frame, serve
 from .settings import ProxySettings, Upstream
 
-# Builds the telemetry from the command's options; ``AnalysisUnavailable`` when it cannot (a port in use), said by the
+# Builds the runtime from the command's options; ``AnalysisUnavailable`` when it cannot (a port in use), said by the
 # relay, which exits with its code.
 Factory = Callable[[dict[str, Any]], tuple[Any, Callable[[], None]]]
 
@@ -52,14 +52,14 @@ def main(argv: list[str]) -> int:
     module, _, name = spec["factory"].partition(":")
     factory: Factory = getattr(importlib.import_module(module), name)
     try:
-        telemetry, close = factory(spec["options"])
+        runtime, close = factory(spec["options"])
     except AnalysisUnavailable as error:
         channel.sendall(b"".join(frame((REPLY, 0, [str(error), error.exit_code]))))
         channel.close()
         return 1
     from .recorder import Recorder
 
-    recorder = Recorder(settings, telemetry)
+    recorder = Recorder(settings, runtime)
     tune_collector()
     try:
         asyncio.run(serve(channel, recorder.handle, recorder.handle_async, [None, recorder.strict]))

@@ -19,7 +19,7 @@ import errno
 import os
 import signal
 import sys
-from typing import TYPE_CHECKING, Any, Final, TextIO, cast
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from .arguments import missing_module, otlp_base, port, positive, positive_count, unreachable, url
 from .exit_codes import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
@@ -27,7 +27,6 @@ from .exit_codes import EXIT_FAILED, EXIT_MISSING_EXTRA, EXIT_OK, EXIT_UNREACHAB
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..config import Settings
 
 NAME: Final = "proxy"
 EXTRA: Final = "proxy"
@@ -132,8 +131,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             f"  {install_hint(EXTRA)}\n"
         )
         return EXIT_MISSING_EXTRA
-    from ..proxy import ProxySettings, ProxySettingsError, listen_of, upstream_of
-    from ..proxy.settings import LIMITS
+    from ..proxy.settings import LIMITS, ProxySettings, ProxySettingsError, listen_of, upstream_of
 
     try:
         host, port = listen_of(args.listen)
@@ -157,10 +155,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return asyncio.run(_serve(settings, options, args, out, err))
 
 
-def worker_telemetry(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
-    """In the worker process: the telemetry the proxy records into (the demo's exporters, the signals' log events
+def worker_runtime(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
+    """In the worker process: the runtime the proxy records with (the demo's exporters, the signals' log events
     beside them), and what flushes and closes it all (the ledger too) once the relay is done."""
-    from ..proxy import telemetry_for
+    from .._calls.runtime import runtime_for
     from ..proxy.analyst import AnalysisUnavailable
     from .demo import Exporters, MetricsPortUnavailable
 
@@ -177,17 +175,17 @@ def worker_telemetry(options: dict[str, Any]) -> tuple[Any, Callable[[], None]]:
         reason = "is in use" if error.errno == errno.EADDRINUSE else f"cannot be listened on ({error.strerror})"
         raise AnalysisUnavailable(f"port {error.port} (--prometheus-port) {reason}", EXIT_USAGE) from None
     logger_provider = _logs(options["otlp_endpoint"], tracer_provider.resource)
-    telemetry = telemetry_for({}, tracer_provider, meter_provider, logger_provider)
+    runtime = runtime_for({}, tracer_provider, meter_provider, logger_provider)
 
     def close() -> None:
-        ledger_close = getattr(cast("Settings", telemetry.settings).ledger, "close", None)
+        ledger_close = getattr(runtime.ledger, "close", None)
         if callable(ledger_close):
             ledger_close()
         exporters.shutdown()
         if logger_provider is not None:
             logger_provider.shutdown()
 
-    return telemetry, close
+    return runtime, close
 
 
 def _logs(otlp_endpoint: str | None, resource: Any) -> Any:
@@ -206,11 +204,11 @@ def _logs(otlp_endpoint: str | None, resource: Any) -> Any:
 
 
 async def _serve(settings: Any, options: dict[str, Any], args: Any, out: TextIO, err: TextIO) -> int:
-    from ..proxy import Proxy
     from ..proxy.analyst import AnalysisProcess, AnalysisUnavailable
+    from ..proxy.server import Proxy
     from ..proxy.worker import tune_collector
 
-    proxy = Proxy(settings, analyst=AnalysisProcess(settings, f"{__name__}:worker_telemetry", options))
+    proxy = Proxy(settings, analyst=AnalysisProcess(settings, f"{__name__}:worker_runtime", options))
     try:
         await proxy.start()
     except AnalysisUnavailable as error:

@@ -18,7 +18,7 @@ import litellm  # type: ignore[import-not-found]
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from otel_responses import ConfigError, ContextLossError, ResponsesInstrumentor
-from otel_responses._patching.call import Call
+from otel_responses._calls.call import Call
 from otel_responses.emulator import Emulator
 from otel_responses.integrations.dspy import DSPyResponsesInstrumentor
 from otel_responses.integrations.litellm import LiteLLMResponsesInstrumentor
@@ -131,7 +131,7 @@ def test_a_failing_instrumentation_never_reaches_the_app(emu: Emulator, monkeypa
         raise RuntimeError("instrumentation bug")
 
     with capture() as telemetry:
-        monkeypatch.setattr(Call, "check", broken)
+        monkeypatch.setattr(Call, "_check", broken)
         monkeypatch.setattr(Call, "open", broken)
         answer = litellm.responses(
             model=f"openai/{PLAIN}", input=PROMPTS[0], instructions=INSTRUCTIONS, **_options(emu)

@@ -25,7 +25,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.json.file")
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK_START = (ROOT / "README.md").read_text().split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
-# The report block is fenced `shell`, not `bash`: tests/test_readme_and_demo.py runs the bash blocks in the main
+# The report block is fenced `shell`, not `bash`: tests/project/test_readme_and_demo.py runs the bash blocks in the main
 # virtualenv, which lacks the exporter.
 (REPORT_BLOCK,) = re.findall(r"```shell\n(.*?)```", QUICK_START, re.S)
 (APP,) = re.findall(r"cat > app.py <<'EOF'\n(.*?)\nEOF\n", QUICK_START, re.S)
@@ -77,3 +77,28 @@ def test_the_quick_starts_zero_code_way_to_the_report_page(tmp_path: Path) -> No
     for section in sections:
         assert [body.attrs["data-turn"] for body in section.find_all("tbody", class_="call")] == ["1", "2"]
         assert "branch" not in section.text()
+
+
+def test_the_report_pages_app_writes_what_the_report_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report page's way from code, as written: the upstream exporter's ``FileSpanExporter`` behind a
+    ``BatchSpanProcessor``, the instrumentation on, the provider shut down at exit; the report reads the file."""
+    from otel_responses import ResponsesInstrumentor
+    from otel_responses import attributes as a
+    from otel_responses.tools.report.otlp_json import read
+
+    page = (ROOT / "docs" / "report.md").read_text()
+    (snippet,) = re.findall(r"```python\n(.*?)```", page.split("## From an app, without a Collector", 1)[1], re.S)
+    app = snippet.replace("client = openai.OpenAI()", "client = EMULATOR.client()")
+    assert app != snippet
+    monkeypatch.chdir(tmp_path)
+    with Emulator() as emulator:
+        try:
+            exec(compile(app, "docs/report.md", "exec"), {"EMULATOR": emulator})
+        finally:
+            ResponsesInstrumentor().uninstrument()
+    reading = read([str(tmp_path / "traces.jsonl")])
+    assert (reading.problems, reading.notes) == ([], [])
+    assert [(r.service, r.texts(a.SIGNALS)) for r in reading.spans] == [
+        ("my-app", ("reasoning_not_replayable",)),
+        ("my-app", ("unstored_parent",)),
+    ]

@@ -24,7 +24,7 @@ from otel_responses.testing import capture
 from otel_responses.tools.scenarios import SCENARIOS
 
 from ..proxy.support import KEY, proxied
-from ..test_acceptance import SCENARIO_SPANS
+from ..sdk.test_acceptance import SCENARIO_SPANS
 from .support import (
     SETS,
     STREAM,

@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from otel_responses.proxy import ProxySettings, ThreadedProxy, telemetry_for, upstream_of
+from otel_responses.proxy import ThreadedProxy
 from otel_responses.testing import CapturedTelemetry
 
 KEY = "proxy-tests-hash-key-0123456789abcdef"  # one hash key: instructions hashes compare across telemetries
@@ -59,11 +59,14 @@ def proxied(upstream: str, options: dict[str, Any] | None = None, **settings: An
     """A proxy to ``upstream`` on a free loopback port, recording into fresh in-memory providers; ``options``: the
     instrumentation's (``strict``, ``ledger_url``, ...); ``settings``: the proxy's own."""
     captured = CapturedTelemetry.new()
-    options = {"hash_key": KEY, **(options or {})}
-    telemetry = telemetry_for(options, captured.tracer_provider, captured.meter_provider, captured.logger_provider)
-    allow_http = settings.pop("allow_http", False)
-    proxy_settings = ProxySettings(upstream_of(upstream, allow_http), port=0, **settings)
-    with ThreadedProxy(proxy_settings, telemetry) as proxy:
+    options = {"hash_key": KEY, **(options or {}), **settings}
+    with ThreadedProxy(
+        upstream,
+        tracer_provider=captured.tracer_provider,
+        meter_provider=captured.meter_provider,
+        logger_provider=captured.logger_provider,
+        **options,
+    ) as proxy:
         yield Proxied(proxy, captured)
 
 

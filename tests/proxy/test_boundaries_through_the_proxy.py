@@ -24,8 +24,8 @@ from otel_responses.emulator import Emulator, EmulatorConfig
 from otel_responses.proxy.headers import CREDENTIAL_DIGEST, caller
 from otel_responses.testing import CapturedTelemetry, capture
 
+from ..sdk.test_payload_boundaries import ALL_TURNS, ENCRYPTED, _switch
 from ..support import withheld_reasons
-from ..test_payload_boundaries import ALL_TURNS, ENCRYPTED, _switch
 from .support import KEY, proxied
 from .test_proxy_command import _stopped, started
 from .test_scenarios_through_the_proxy import _events, _record

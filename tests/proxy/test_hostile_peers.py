@@ -540,7 +540,7 @@ def test_a_failure_inside_the_proxy_is_a_502_counted_and_ends_its_call(
 def test_a_failure_starting_a_streams_observer_still_ends_its_call(
     emulator: Emulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from otel_responses._patching.streams import StreamObserver as observer
+    from otel_responses._calls.observer import StreamObserver as observer
     from otel_responses.proxy import exchange
 
     failures = iter([RuntimeError("a bug")])

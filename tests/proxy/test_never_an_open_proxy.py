@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from otel_responses.proxy import ProxySettings, ProxySettingsError, listen_of, upstream_of
+from otel_responses.proxy.settings import ProxySettings, ProxySettingsError, listen_of, upstream_of
 
 from .support import Connection, RawUpstream, Request, proxied, raw_exchange, response
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from otel_responses.proxy import ProxySettingsError, upstream_of
 from otel_responses.proxy.reading import FALLBACK_DEPTH, Unreadable, depth, loads, request_keywords
 from otel_responses.proxy.routing import canonical_path, is_responses_socket, route_of
+from otel_responses.proxy.settings import ProxySettingsError, upstream_of
 
 from .support import Connection, Proxied, RawUpstream, Request, proxied, raw_exchange, response
 

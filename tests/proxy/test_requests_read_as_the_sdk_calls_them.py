@@ -14,8 +14,8 @@ import openai
 import pytest
 
 from otel_responses._analysis.facts import response_facts
-from otel_responses._patching.paths import route
-from otel_responses._patching.streams import Fields
+from otel_responses._calls.observer import Fields
+from otel_responses._calls.paths import route
 from otel_responses.config import settings_from
 from otel_responses.proxy.encoding import NotAnalysed, decoder
 from otel_responses.proxy.headers import client_response, upstream_handshake, upstream_request

@@ -14,7 +14,7 @@ from otel_responses.emulator import Emulator
 from otel_responses.testing import capture
 from otel_responses.tools.scenarios import SCENARIOS, run
 
-from ..test_acceptance import SCENARIO_SPANS
+from ..sdk.test_acceptance import SCENARIO_SPANS
 from .support import KEY, proxied
 
 TRANSPORT_ONLY = frozenset({"gen_ai.response.time_to_first_chunk"})

@@ -47,7 +47,7 @@ _CONSOLE = re.compile(rb'^\s*"(?:kind": "SpanKind\.|resource_metrics": \[)')
 CONSOLE_HINT: Final = (
     "the console exporter's output (an indented JSON object per span), not OTLP/JSON: write OTLP/JSON lines instead, "
     "e.g. `opentelemetry-instrument --traces_exporter otlp_json_file` (pip install "
-    "opentelemetry-exporter-otlp-json-file), the Collector's file exporter, or otel_responses.export"
+    "opentelemetry-exporter-otlp-json-file), its FileSpanExporter in code, or the Collector's file exporter"
 )
 
 

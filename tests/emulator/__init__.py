@@ -1,0 +1,1 @@
+"""The emulator and the pytest kit built on it."""

@@ -1,0 +1,1 @@
+"""The project around the package: the command, the docs, packaging, CI, the dashboards, the public surface."""
